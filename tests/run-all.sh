@@ -1,0 +1,112 @@
+#!/bin/bash
+# run-all.sh: the one command that passes virt-rdma's tests on a fresh
+# Debian 12 machine, as root. It installs what is needed, builds, runs the
+# unit, rdma and e2e suites (the latter two in the Soft-RoCE sandbox), builds
+# the unit tier again with AddressSanitizer and UndefinedBehaviorSanitizer,
+# runs the XML fuzzer for a bounded time, checks that the translation
+# template builds, and ends with the line `N passed, N failed`.
+#
+#   --no-install     skip apt-get (the packages are already there)
+#   --fuzz-seconds N run the fuzzer N seconds (default 60)
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+install=1
+fuzz_seconds=60
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --no-install) install=0; shift ;;
+        --fuzz-seconds) fuzz_seconds=$2; shift 2 ;;
+        *) echo "run-all.sh: unknown argument '$1'" >&2; exit 2 ;;
+    esac
+done
+
+if [ "$install" = 1 ]; then
+    bash tools/install-deps.sh || { echo "run-all.sh: installing packages failed"; echo "0 passed, 1 failed"; exit 1; }
+fi
+
+out=${VRM_TEST_DIR:-$top/build-tests}
+rm -rf "$out"
+mkdir -p "$out"
+passed=0
+failed=0
+step() { echo; echo "==== $* ===="; }
+
+# count_meson DIR: add the results of DIR/meson-logs/testlog.json.
+count_meson() {
+    local log=$1/meson-logs/testlog.json counts
+    if [ ! -f "$log" ]; then
+        failed=$((failed + 1))
+        return
+    fi
+    counts=$(python3 - "$log" <<'PY'
+import json, sys
+ok = bad = 0
+for line in open(sys.argv[1]):
+    line = line.strip()
+    if not line:
+        continue
+    r = json.loads(line)
+    # A skipped test is not a passed test.
+    if r.get("result") == "OK":
+        ok += 1
+    else:
+        bad += 1
+        print("  not passed: %s (%s)" % (r.get("name"), r.get("result")), file=sys.stderr)
+print(ok, bad)
+PY
+)
+    passed=$((passed + ${counts% *}))
+    failed=$((failed + ${counts#* }))
+}
+
+# check NAME COMMAND...: one pass/fail line for a step that is not a meson test.
+check() {
+    local name=$1; shift
+    if "$@"; then
+        echo "check passed: $name"; passed=$((passed + 1))
+    else
+        echo "check FAILED: $name"; failed=$((failed + 1))
+    fi
+}
+
+step "build (warnings are errors)"
+if meson setup "$out/build" -Dsandbox_tests=true && ninja -C "$out/build"; then
+    step "unit, rdma and e2e suites"
+    meson test -C "$out/build" --print-errorlogs --num-processes 2
+    count_meson "$out/build"
+    step "translation template"
+    check "po template builds" ninja -C "$out/build" virt-rdma-pot
+else
+    echo "run-all.sh: the build failed"
+    failed=$((failed + 1))
+fi
+
+step "unit suite under AddressSanitizer and UndefinedBehaviorSanitizer"
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+if meson setup "$out/asan" -Dsandbox_tests=false -Db_sanitize=address,undefined -Db_lundef=false &&
+   ninja -C "$out/asan"; then
+    meson test -C "$out/asan" --suite unit --print-errorlogs
+    count_meson "$out/asan"
+else
+    echo "run-all.sh: the sanitizer build failed"
+    failed=$((failed + 1))
+fi
+
+if [ -f tests/fuzz/run-fuzz.sh ]; then
+    step "XML parser fuzzing (${fuzz_seconds}s, libFuzzer with ASan+UBSan)"
+    if CC=clang meson setup "$out/fuzz" -Dsandbox_tests=false -Dfuzzing=true \
+           -Db_sanitize=address,undefined -Db_lundef=false &&
+       ninja -C "$out/fuzz"; then
+        check "fuzzing the XML parser for ${fuzz_seconds}s" bash tests/fuzz/run-fuzz.sh "$out/fuzz" "$fuzz_seconds"
+    else
+        echo "run-all.sh: the fuzzing build failed"
+        failed=$((failed + 1))
+    fi
+fi
+
+echo
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]
