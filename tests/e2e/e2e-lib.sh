@@ -1,0 +1,78 @@
+# e2e-lib.sh: shared by the e2e scenarios; sourced inside a sandbox VM.
+# Hosts coordinate through flag files in $VRM_SANDBOX_SHARED; every wait
+# has a deadline.
+
+E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+SHARED=$VRM_SANDBOX_SHARED
+GUEST_SERIAL_DIR=/var/log/libvirt/qemu
+
+say() { echo "e2e[$VRM_SANDBOX_HOST] $(date +%T) $*"; }
+fail() {
+    say "FAIL: $*"
+    touch "$SHARED/failed-$VRM_SANDBOX_HOST"
+    exit 1
+}
+
+# flag NAME: tell the other host NAME happened.
+flag() { touch "$SHARED/$1"; }
+
+# wait_flag NAME SECONDS: wait for the other host's flag; fail on its
+# failure or at the deadline.
+wait_flag() {
+    local name=$1 deadline=$((SECONDS + $2)) other
+    [ "$VRM_SANDBOX_HOST" = a ] && other=b || other=a
+    while [ ! -e "$SHARED/$name" ]; do
+        [ -e "$SHARED/failed-$other" ] && fail "host $other failed while this host waited for '$name'"
+        [ $SECONDS -ge $deadline ] && fail "no '$name' from host $other within $2 s"
+        sleep 0.2
+    done
+}
+
+# wait_serial DOMAIN REGEX SECONDS: wait for the guest to print REGEX.
+wait_serial() {
+    local log=$GUEST_SERIAL_DIR/$1.serial deadline=$((SECONDS + $3))
+    until grep -qE "$2" "$log" 2>/dev/null; do
+        if grep -q "FAIL" "$log" 2>/dev/null; then
+            grep "vrm-guest" "$log" | tail -3
+            fail "the guest reports corrupted memory"
+        fi
+        [ $SECONDS -ge $deadline ] && { tail -3 "$log" 2>/dev/null; fail "guest $1 did not print '$2' within $3 s"; }
+        sleep 0.2
+    done
+}
+
+start_libvirt() {
+    bash "$E2E_DIR/libvirt-host.sh" || fail "libvirtd did not start"
+    say "libvirtd up"
+}
+
+# define_guest NAME MIB CMDLINE: a persistent domain running the e2e guest.
+define_guest() {
+    sed -e "s|@NAME@|$1|g" -e "s|@MEM@|$2|" -e "s|@KERNEL@|$VRM_GUEST_ELF|" \
+        -e "s|@CMDLINE@|$3|" "$E2E_DIR/guest.xml.in" > "/tmp/$1.xml"
+    virsh -q define "/tmp/$1.xml" >/dev/null || fail "cannot define $1"
+    virsh -q start "$1" >/dev/null || fail "cannot start $1"
+    wait_serial "$1" "filled" 120
+    say "guest $1 running, RAM filled"
+}
+
+# check_migrated_source NAME: gone from here (defined, shut off), with a
+# completed job that moved memory.
+check_migrated_source() {
+    local state info
+    state=$(virsh domstate "$1" 2>&1)
+    [ "$state" = "shut off" ] || fail "after migration $1 is '$state' on the source, not 'shut off'"
+    info=$(virsh domjobinfo --completed "$1") || fail "no completed job for $1 on the source"
+    echo "$info"
+    grep -q "Memory bandwidth" <<<"$info" || fail "the completed job shows no memory bandwidth"
+}
+
+# check_migrated_destination NAME: running here, and the guest verifies
+# its whole RAM after the migration.
+check_migrated_destination() {
+    local state
+    state=$(virsh domstate "$1" 2>&1)
+    [ "$state" = running ] || fail "after migration $1 is '$state' on the destination"
+    wait_serial "$1" "verify [0-9]+ ok" 180
+    say "guest $1 runs on the destination and its memory verifies: $(grep 'verify' "$GUEST_SERIAL_DIR/$1.serial" | tail -1)"
+}

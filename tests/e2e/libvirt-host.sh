@@ -1,0 +1,49 @@
+#!/bin/bash
+# libvirt-host.sh start: make this sandbox VM a libvirt host: a private
+# configuration, a libvirtd listening on the VM's address (TCP, no auth:
+# the emulated wire reaches only the other sandbox VM) and a distinct host
+# UUID. Run inside a sandbox VM only: it writes /etc (a tmpfs overlay there).
+set -euo pipefail
+
+[ -n "${VRM_SANDBOX_HOST:-}" ] || { echo "libvirt-host.sh: run inside the sandbox" >&2; exit 2; }
+
+# libvirtd looks its built-in user up before reading qemu.conf; Debian
+# creates it in libvirt-daemon-system, which we do not install.
+getent group libvirt-qemu >/dev/null || echo "libvirt-qemu:x:64055:" >> /etc/group
+getent group libvirt >/dev/null || echo "libvirt:x:64056:" >> /etc/group
+getent passwd libvirt-qemu >/dev/null ||
+    echo "libvirt-qemu:x:64055:64055:Libvirt Qemu:/var/lib/libvirt:/usr/sbin/nologin" >> /etc/passwd
+
+mkdir -p /etc/libvirt /var/lib/libvirt/qemu /var/cache/libvirt/qemu /var/log/libvirt/qemu /run/libvirt
+case "$VRM_SANDBOX_HOST" in
+    a) uuid=5f0b6d2e-7a1c-4c3e-9d01-00000000000a ;;
+    *) uuid=5f0b6d2e-7a1c-4c3e-9d01-00000000000b ;;
+esac
+cat > /etc/libvirt/libvirtd.conf <<CONF
+listen_tls = 0
+listen_tcp = 1
+auth_tcp = "none"
+listen_addr = "$VRM_SELF_ADDR"
+host_uuid = "$uuid"
+unix_sock_group = "root"
+log_outputs = "3:file:/var/log/libvirt/libvirtd.log"
+CONF
+cat > /etc/libvirt/qemu.conf <<CONF
+user = "root"
+group = "root"
+security_driver = "none"
+namespaces = [ ]
+dynamic_ownership = 0
+stdio_handler = "file"
+remember_owner = 0
+migration_address = "$VRM_SELF_ADDR"
+CONF
+
+libvirtd --listen --daemon --pid-file /run/libvirtd.pid
+for _ in $(seq 600); do
+    virsh -c qemu:///system version >/dev/null 2>&1 && exit 0
+    sleep 0.1
+done
+echo "libvirt-host.sh: libvirtd did not answer within 60 s" >&2
+tail -20 /var/log/libvirt/libvirtd.log >&2 || true
+exit 1
