@@ -7,7 +7,7 @@ packages=(
     # build
     gcc clang libclang-rt-14-dev meson ninja-build pkg-config gettext
     libibverbs-dev librdmacm-dev libvirt-dev libxml2-dev libxml2-utils
-    libglib2.0-dev
+    libglib2.0-dev python3-docutils
     # sandbox: QEMU (TCG), Debian's kernel (ships rdma_rxe), busybox initramfs
     qemu-system-x86 linux-image-amd64 busybox-static cpio gzip kmod
     # inside the sandbox: RDMA user space and reference tools

@@ -46,10 +46,13 @@ start_libvirt() {
     say "libvirtd up"
 }
 
-# define_guest NAME MIB CMDLINE: a persistent domain running the e2e guest.
+# define_guest NAME MIB CMDLINE [HARD_LIMIT_MIB]: a persistent domain running
+# the e2e guest (QEMU's own RDMA migration needs a memory hard limit).
 define_guest() {
+    local memtune=
+    [ -n "${4:-}" ] && memtune="<memtune><hard_limit unit='MiB'>$4</hard_limit></memtune>"
     sed -e "s|@NAME@|$1|g" -e "s|@MEM@|$2|" -e "s|@KERNEL@|$VRM_GUEST_ELF|" \
-        -e "s|@CMDLINE@|$3|" "$E2E_DIR/guest.xml.in" > "/tmp/$1.xml"
+        -e "s|@CMDLINE@|$3|" -e "s|@MEMTUNE@|$memtune|" "$E2E_DIR/guest.xml.in" > "/tmp/$1.xml"
     virsh -q define "/tmp/$1.xml" >/dev/null || fail "cannot define $1"
     virsh -q start "$1" >/dev/null || fail "cannot start $1"
     wait_serial "$1" "filled" 120
@@ -75,4 +78,45 @@ check_migrated_destination() {
     [ "$state" = running ] || fail "after migration $1 is '$state' on the destination"
     wait_serial "$1" "verify [0-9]+ ok" 180
     say "guest $1 runs on the destination and its memory verifies: $(grep 'verify' "$GUEST_SERIAL_DIR/$1.serial" | tail -1)"
+}
+
+VRM_NS=http://virt-rdma.org/xmlns/migration/1.0
+
+# start_virt_rdma [--no-helper]: this host's virt-rdmad (unless told not
+# to) and the libvirt hook, before libvirtd starts (libvirt reads its hooks
+# at start-up).
+start_virt_rdma() {
+    mkdir -p /etc/virt-rdma /etc/libvirt/hooks/qemu.d /run/virt-rdma
+    cat > /etc/virt-rdma/virt-rdmad.conf <<CONF
+[rdma]
+device=$VRM_RDMA_DEVICE
+address=$VRM_SELF_ADDR
+CONF
+    ln -sf "$VRM_BUILD_DIR/tools/hook/virt-rdma-hook" /etc/libvirt/hooks/qemu.d/virt-rdma
+    if [ "${1:-}" != --no-helper ]; then
+        "$VRM_BUILD_DIR/driver/helper/virt-rdmad" --config /etc/virt-rdma/virt-rdmad.conf \
+            --engine "$VRM_BUILD_DIR/driver/engine/virt-rdma-engine" --verbose \
+            > /tmp/virt-rdmad.log 2>&1 &
+        echo $! > /tmp/virt-rdmad.pid
+        local deadline=$((SECONDS + 30))
+        until [ -S /run/virt-rdma/virt-rdmad.sock ]; do
+            [ $SECONDS -ge $deadline ] && { cat /tmp/virt-rdmad.log; fail "virt-rdmad did not open its socket within 30 s"; }
+            sleep 0.1
+        done
+        say "virt-rdmad up"
+    fi
+}
+
+# check_no_leftovers: no engine process and no job socket left behind.
+check_no_leftovers() {
+    local deadline=$((SECONDS + 15))
+    while pgrep -f virt-rdma-engine >/dev/null; do
+        [ $SECONDS -ge $deadline ] && { ps -ef | grep '[v]irt-rdma-engine'; fail "an engine is still running"; }
+        sleep 0.2
+    done
+    if ls /run/virt-rdma/job-* >/dev/null 2>&1; then
+        ls -l /run/virt-rdma/
+        fail "a job socket was left behind in /run/virt-rdma"
+    fi
+    say "no engine or job socket left behind"
 }

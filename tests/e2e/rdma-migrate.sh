@@ -1,0 +1,89 @@
+#!/bin/bash
+# rdma-migrate.sh SCENARIO: live-migrate the e2e guest from host a to host b
+# with `virt-rdma migrate`, through virt-rdmad, the libvirt hook and the
+# engines, over rxe.
+#
+#   one-channel   --live --p2p --persistent --verbose
+#   parallel      the same with --parallel --parallel-connections 4
+#   pin-all       the same with --rdma-pin-all
+#   no-helper     virt-rdmad is not running on b: a clear error, the guest
+#                 keeps running on a, nothing left behind
+#   bad-metadata  the domain's <rdma:migration> is invalid: a clear error
+#                 naming it, the guest keeps running, nothing left behind
+set -u
+. "$(dirname "$0")/e2e-lib.sh"
+scenario=$1
+virt_rdma=$VRM_BUILD_DIR/tools/cli/virt-rdma
+dest=qemu+tcp://$VRM_PEER_ADDR/system
+
+if [ "$VRM_SANDBOX_HOST" = b ]; then
+    if [ "$scenario" = no-helper ]; then start_virt_rdma --no-helper; else start_virt_rdma; fi
+    start_libvirt
+    flag ready-b
+    wait_flag migrated 600
+    case "$scenario" in
+        no-helper|bad-metadata)
+            virsh -q list --all | grep -q g1 && fail "g1 exists on the destination after a refused migration"
+            check_no_leftovers ;;
+        *)
+            check_migrated_destination g1 ;;
+    esac
+    flag verified-b
+    say "done"
+    exit 0
+fi
+
+start_virt_rdma
+start_libvirt
+define_guest g1 128 "dirty_kb=2048"
+wait_flag ready-b 180
+
+opts=(--live --p2p --persistent --verbose)
+case "$scenario" in
+    parallel) opts+=(--parallel --parallel-connections 4) ;;
+    pin-all) opts+=(--rdma-pin-all) ;;
+    bad-metadata)
+        virsh -q metadata g1 --uri "$VRM_NS" --key rdma \
+            --set '<migration><chunk size="3000"/></migration>' || fail "cannot set the metadata" ;;
+esac
+
+say "virt-rdma migrate ${opts[*]} g1 $dest"
+out=$("$virt_rdma" migrate "${opts[@]}" g1 "$dest" 2>&1); rc=$?
+echo "$out" | tr '\r' '\n' | grep -v '^$' | tail -8
+
+case "$scenario" in
+    no-helper|bad-metadata)
+        [ $rc -ne 0 ] || fail "virt-rdma migrate succeeded; it should have failed"
+        if [ "$scenario" = no-helper ]; then
+            grep -q "virt-rdmad" <<<"$out" || fail "the error does not say the destination helper is missing"
+        else
+            grep -q "chunk" <<<"$out" && grep -q "3000" <<<"$out" ||
+                fail "the error does not name the bad chunk size"
+        fi
+        [ "$(virsh domstate g1)" = running ] || fail "g1 is not running on the source after the failure"
+        wait_serial g1 "verify [0-9]+ ok" 120
+        check_no_leftovers
+        flag migrated
+        wait_flag verified-b 120 ;;
+    *)
+        [ $rc -eq 0 ] || fail "virt-rdma migrate failed (status $rc)"
+        check_migrated_source g1
+        info=$("$virt_rdma" jobinfo --completed g1) || fail "virt-rdma jobinfo --completed failed"
+        echo "$info"
+        python3 - "$info" <<'PY' || fail "RDMA bytes sent are fewer than the memory libvirt moved"
+import re, sys
+units = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+def size(label):
+    m = re.search(r"^%s\s+([\d.]+) (\w+)" % re.escape(label), sys.argv[1], re.M)
+    if not m:
+        sys.exit("no '%s' line" % label)
+    return float(m.group(1)) * units[m.group(2)]
+mem, rdma = size("Memory processed:"), size("RDMA bytes sent:")
+print("memory processed %.0f bytes, RDMA bytes sent %.0f bytes" % (mem, rdma))
+sys.exit(0 if rdma >= mem else 1)
+PY
+        check_no_leftovers
+        flag migrated
+        wait_flag verified-b 300 ;;
+esac
+say "done"

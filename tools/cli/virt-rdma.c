@@ -1,0 +1,101 @@
+/*
+ * virt-rdma.c: the command users run: migrate, jobinfo, capabilities, bench
+ */
+#include <config.h>
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <libvirt/libvirt.h>
+
+#include "vrmcli.h"
+#include "vrmi18n.h"
+#include "vrmlog.h"
+
+typedef struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;        /* N_() */
+} vrmCliCommand;
+
+static const vrmCliCommand vrmCliCommands[] = {
+    { "migrate", vrmCmdMigrate, N_("live-migrate a domain over RDMA") },
+    { "jobinfo", vrmCmdJobInfo, N_("show a domain's migration job, with its RDMA transport") },
+    { "capabilities", vrmCmdCapabilities, N_("show this host's RDMA devices and whether it can migrate over RDMA") },
+};
+
+char *
+vrmCliPrettySize(unsigned long long bytes)
+{
+    static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+    double v = bytes;
+    size_t u = 0;
+
+    if (bytes < 1024)
+        return g_strdup_printf("%llu B", bytes);
+    while (v >= 1024 && u + 1 < G_N_ELEMENTS(units)) {
+        v /= 1024;
+        u++;
+    }
+    return g_strdup_printf("%.3f %s", v, units[u]);
+}
+
+void
+vrmCliError(const char *fmt, ...)
+{
+    g_autofree char *msg = NULL;
+    va_list ap;
+
+    va_start(ap, fmt);
+    msg = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    fprintf(stderr, _("virt-rdma: error: %1$s\n"), msg);
+}
+
+static void
+vrmCliUsage(FILE *out)
+{
+    size_t i;
+
+    fprintf(out, _("Usage: virt-rdma COMMAND [OPTIONS]\n\n"
+                   "Live migration of libvirt/QEMU guests over RDMA.\n\n"
+                   "Commands:\n"));
+    for (i = 0; i < G_N_ELEMENTS(vrmCliCommands); i++)
+        fprintf(out, "  %-14s %s\n", vrmCliCommands[i].name,
+                _(vrmCliCommands[i].summary));
+    fprintf(out, _("\n'virt-rdma COMMAND --help' describes a command's options.\n"));
+}
+
+int
+main(int argc, char **argv)
+{
+    size_t i;
+
+    vrmI18nInit();
+    vrmLogSetProgram("virt-rdma");
+    if (virInitialize() < 0) {
+        vrmCliError(_("cannot initialize libvirt"));
+        return 1;
+    }
+    if (argc < 2) {
+        vrmCliUsage(stderr);
+        return 2;
+    }
+    if (g_str_equal(argv[1], "--help") || g_str_equal(argv[1], "-h") ||
+        g_str_equal(argv[1], "help")) {
+        vrmCliUsage(stdout);
+        return 0;
+    }
+    if (g_str_equal(argv[1], "--version")) {
+        printf("virt-rdma %s\n", PACKAGE_VERSION);
+        return 0;
+    }
+    for (i = 0; i < G_N_ELEMENTS(vrmCliCommands); i++) {
+        if (g_str_equal(argv[1], vrmCliCommands[i].name))
+            return vrmCliCommands[i].run(argc - 1, argv + 1);
+    }
+    vrmCliError(_("unknown command '%1$s'; the commands are migrate, jobinfo and capabilities"),
+                argv[1]);
+    return 2;
+}

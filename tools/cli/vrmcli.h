@@ -1,0 +1,16 @@
+/*
+ * vrmcli.h: the virt-rdma command's subcommands
+ */
+#pragma once
+
+#include <glib.h>
+
+/* Each returns the process exit status: 0 success, 1 failure, 2 usage. */
+int vrmCmdMigrate(int argc, char **argv);
+int vrmCmdJobInfo(int argc, char **argv);
+int vrmCmdCapabilities(int argc, char **argv);
+
+/* "123.456 MiB" like virsh's pretty capacities. */
+char *vrmCliPrettySize(unsigned long long bytes);
+/* Print "virt-rdma: error: <msg>" on stderr. */
+void vrmCliError(const char *fmt, ...) G_GNUC_PRINTF(1, 2);

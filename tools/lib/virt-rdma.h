@@ -1,0 +1,84 @@
+/*
+ * virt-rdma.h: live migration of libvirt/QEMU guests over RDMA, for
+ * management applications
+ *
+ * The calls mirror libvirt's: vrmDomainMigrate3() is virDomainMigrate3(),
+ * vrmDomainMigrateToURI3() is virDomainMigrateToURI3() (peer to peer), and
+ * vrmDomainGetJobStats() is virDomainGetJobStats(). They take libvirt's
+ * typed parameters and flags plus the VRM_MIGRATE_PARAM_* ones below, and
+ * keep libvirt's semantics: the same return values (NULL or -1 on
+ * failure) and an abort with virDomainAbortJob() ends the RDMA transport
+ * too. On failure vrmLastErrorMessage() tells why, whether libvirt or
+ * virt-rdma failed (libvirt's own error stays in virGetLastError() too).
+ *
+ * What they add: the local virt-rdmad opens an RDMA job (a source engine
+ * listening on a per-job UNIX path), the offer travels to the destination
+ * inside VIR_MIGRATE_PARAM_DEST_XML, the migration URI becomes
+ * unix://<job path>, and VIR_MIGRATE_PARAM_BANDWIDTH is set from the
+ * negotiated RDMA link rate unless the caller set one.
+ *
+ * Flags: VIR_MIGRATE_RDMA_PIN_ALL asks for pin-all (every ring registered
+ * up front); VIR_MIGRATE_PARALLEL with VIR_MIGRATE_PARAM_PARALLEL_CONNECTIONS
+ * N gives 1 + N RDMA channels.
+ *
+ * Link with `pkg-config --libs virt-rdma`.
+ */
+#pragma once
+
+#include <libvirt/libvirt.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Typed parameters of ours, accepted beside libvirt's. */
+#define VRM_MIGRATE_PARAM_CHUNK_SIZE "rdma.chunk-size"   /* ullong, bytes */
+#define VRM_MIGRATE_PARAM_CHANNELS "rdma.channels"       /* uint, 1..64 */
+#define VRM_MIGRATE_PARAM_DEVICE "rdma.device"           /* string, e.g. mlx5_0 */
+#define VRM_MIGRATE_PARAM_DEVICE_PORT "rdma.device-port" /* uint */
+#define VRM_MIGRATE_PARAM_ADDRESS "rdma.address"         /* string, IP literal */
+#define VRM_MIGRATE_PARAM_RING_DEPTH "rdma.ring-depth"   /* uint */
+#define VRM_MIGRATE_PARAM_HELPER_SOCKET "rdma.helper-socket" /* string */
+
+/* Job statistics of ours, added to libvirt's by vrmDomainGetJobStats(). */
+#define VRM_JOB_STATS_ID "rdma.job-id"                    /* ullong */
+#define VRM_JOB_STATS_STATE "rdma.state"                  /* string */
+#define VRM_JOB_STATS_BYTES_SENT "rdma.bytes-sent"        /* ullong */
+#define VRM_JOB_STATS_BYTES_RECEIVED "rdma.bytes-received" /* ullong */
+#define VRM_JOB_STATS_MBPS "rdma.mbps"                    /* uint, Mbit/s */
+#define VRM_JOB_STATS_CHUNKS "rdma.chunks"                /* ullong */
+#define VRM_JOB_STATS_PINNED_BYTES "rdma.pinned-bytes"    /* ullong */
+#define VRM_JOB_STATS_REGISTRATION_NS "rdma.registration-ns" /* ullong */
+#define VRM_JOB_STATS_CHANNELS "rdma.channels"            /* uint */
+#define VRM_JOB_STATS_ERROR "rdma.error"                  /* string */
+
+virDomainPtr vrmDomainMigrate3(virDomainPtr domain,
+                               virConnectPtr dconn,
+                               virTypedParameterPtr params,
+                               unsigned int nparams,
+                               unsigned int flags);
+
+int vrmDomainMigrateToURI3(virDomainPtr domain,
+                           const char *dconnuri,
+                           virTypedParameterPtr params,
+                           unsigned int nparams,
+                           unsigned int flags);
+
+/*
+ * libvirt's job stats of @domain (VIR_DOMAIN_JOB_STATS_COMPLETED for the
+ * last completed job) merged with the RDMA job's, as typed parameters that
+ * the caller frees with virTypedParamsFree(). The RDMA ones are missing
+ * when the local virt-rdmad has no job for the domain.
+ */
+int vrmDomainGetJobStats(virDomainPtr domain,
+                         int *type,
+                         virTypedParameterPtr *params,
+                         int *nparams,
+                         unsigned int flags);
+
+/* Why the last call of this thread failed: one translated sentence. */
+const char *vrmLastErrorMessage(void);
+
+#ifdef __cplusplus
+}
+#endif
