@@ -1,0 +1,181 @@
+/*
+ * vrmxmlfuzz.c: libFuzzer target for the XML layer
+ *
+ * Every input goes through each parser of xml/: the migration element,
+ * the control messages, the domain-XML surgery and the helper's key file.
+ * Besides the sanitizers, it checks properties that must hold for any
+ * input the parsers accept:
+ *   - format(parse(x)) parses again and formats to the same text;
+ *   - an offer spliced into an accepted domain XML reads back unchanged,
+ *     and stripping it leaves a domain XML that still parses;
+ *   - the canonical form of an accepted key file loads again;
+ *   - no parser reports VRM_ERR_INTERNAL: in particular the parser and the
+ *     RNG schema agree (a document the parser accepts but the schema
+ *     refuses would leave users with libxml2's terse schema message).
+ * Build: CC=clang meson setup build-fuzz -Dfuzzing=true \
+ *          -Db_sanitize=address,undefined -Db_lundef=false
+ * Run:   tests/fuzz/run-fuzz.sh build-fuzz 60
+ */
+#include <config.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vrmcontrol.h"
+#include "vrmdomainxml.h"
+#include "vrmerror.h"
+#include "vrmhelperconf.h"
+#include "vrmmigrationdef.h"
+
+/* Larger inputs only slow the search down. */
+#define VRM_FUZZ_MAX_INPUT (64 * 1024)
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void
+vrmFuzzFail(const char *what, const char *a, const char *b)
+{
+    fprintf(stderr, "vrmxmlfuzz: %s\n--- first\n%s\n--- second\n%s\n",
+            what, a ? a : "(null)", b ? b : "(null)");
+    abort();
+}
+
+/*
+ * Parsers report bad input as VRM_ERR_XML or VRM_ERR_CONFIG. INTERNAL
+ * means a bug: the parser accepted what the schema refused, or the text
+ * scanner lost track of an element libxml2 parsed.
+ */
+static void
+vrmFuzzCheckError(const char *str)
+{
+    if (vrmGetLastErrorCode() == VRM_ERR_INTERNAL)
+        vrmFuzzFail("internal error (parser and schema disagree?)", str,
+                    vrmGetLastErrorMessage());
+}
+
+static void
+fuzzMigration(const char *str)
+{
+    g_autoptr(vrmMigrationDef) def = vrmMigrationDefParseString(str);
+    g_autoptr(vrmMigrationDef) again = NULL;
+    g_autofree char *out = NULL;
+    g_autofree char *out2 = NULL;
+
+    if (!def) {
+        vrmFuzzCheckError(str);
+        return;
+    }
+    out = vrmMigrationDefFormat(def);
+    if (!(again = vrmMigrationDefParseString(out)))
+        vrmFuzzFail("formatted migration XML does not parse", out,
+                    vrmGetLastErrorMessage());
+    out2 = vrmMigrationDefFormat(again);
+    if (strcmp(out, out2) != 0)
+        vrmFuzzFail("migration XML is not a fixed point", out, out2);
+}
+
+static void
+fuzzControl(const char *str)
+{
+    g_autoptr(vrmControlMessage) msg = vrmControlMessageParseString(str);
+    g_autoptr(vrmControlMessage) again = NULL;
+    g_autofree char *out = NULL;
+    g_autofree char *out2 = NULL;
+
+    if (!msg) {
+        vrmFuzzCheckError(str);
+        return;
+    }
+    out = vrmControlMessageFormat(msg);
+    if (!(again = vrmControlMessageParseString(out)))
+        vrmFuzzFail("formatted control message does not parse", out,
+                    vrmGetLastErrorMessage());
+    out2 = vrmControlMessageFormat(again);
+    if (strcmp(out, out2) != 0)
+        vrmFuzzFail("control message is not a fixed point", out, out2);
+}
+
+static void
+fuzzDomain(const char *str)
+{
+    g_autoptr(vrmMigrationDef) def = NULL;
+    g_autoptr(vrmMigrationDef) back = NULL;
+    g_autoptr(vrmOffer) offer = vrmOfferNew();
+    g_autoptr(GString) want = g_string_new(NULL);
+    g_autoptr(GString) got = g_string_new(NULL);
+    g_autofree char *with = NULL;
+    g_autofree char *stripped = NULL;
+
+    if (vrmDomainXMLGetMigration(str, &def) < 0) {
+        vrmFuzzCheckError(str);
+        return;
+    }
+
+    offer->version = 1;
+    offer->capabilities = 0x3;
+    memset(offer->token.bytes, 0xa5, sizeof(offer->token.bytes));
+    offer->address = g_strdup("192.0.2.1");
+    offer->port = 18515;
+    offer->channels = 2;
+    offer->chunkSize = 1048576;
+    offer->ringDepth = 16;
+    if (!(with = vrmDomainXMLSetOffer(str, offer))) {
+        vrmFuzzCheckError(str);     /* e.g. our element there but invalid */
+        return;
+    }
+    if (vrmDomainXMLGetMigration(with, &back) != 1 || !back->offer)
+        vrmFuzzFail("offer spliced into a domain XML does not read back",
+                    with, vrmGetLastErrorMessage());
+    vrmOfferFormatBuf(want, offer, 0);
+    vrmOfferFormatBuf(got, back->offer, 0);
+    if (strcmp(want->str, got->str) != 0)
+        vrmFuzzFail("offer changed on its way through the domain XML",
+                    want->str, got->str);
+    if (!(stripped = vrmDomainXMLStripNegotiation(with)))
+        vrmFuzzFail("cannot strip the offer again", with,
+                    vrmGetLastErrorMessage());
+    g_clear_pointer(&back, vrmMigrationDefFree);
+    if (vrmDomainXMLGetMigration(stripped, &back) < 0)
+        vrmFuzzFail("stripped domain XML does not parse", stripped,
+                    vrmGetLastErrorMessage());
+}
+
+static void
+fuzzConfig(const uint8_t *data, size_t size)
+{
+    g_autoptr(vrmHelperConfig) conf = NULL;
+    g_autoptr(vrmHelperConfig) again = NULL;
+    g_autofree char *out = NULL;
+
+    if (!(conf = vrmHelperConfigLoadData((const char *)data, size, "fuzz")))
+        return;
+    out = vrmHelperConfigFormat(conf);
+    if (!(again = vrmHelperConfigLoadData(out, strlen(out), "canonical")))
+        vrmFuzzFail("canonical key file does not load", out,
+                    vrmGetLastErrorMessage());
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static bool initialized;
+    g_autofree char *str = NULL;
+
+    if (!initialized) {
+        if (!g_getenv("VRM_SCHEMA_DIR"))
+            g_setenv("VRM_SCHEMA_DIR", VRM_SOURCE_SCHEMA_DIR, TRUE);
+        initialized = true;
+    }
+    if (size > VRM_FUZZ_MAX_INPUT)
+        return 0;
+
+    str = g_strndup((const char *)data, size);
+    fuzzMigration(str);
+    fuzzControl(str);
+    fuzzDomain(str);
+    fuzzConfig(data, size);
+    vrmResetLastError();
+    return 0;
+}

@@ -1,0 +1,114 @@
+/*
+ * vrmhelperconftest.c: the helper's key file, valid and invalid fixtures
+ *
+ * tests/xml/confdata/NAME.conf          loads; its canonical form must
+ *                                       equal NAME.out.conf
+ * tests/xml/confdata-invalid/NAME.conf  refused with the text of NAME.err
+ */
+#include <config.h>
+
+#include <string.h>
+
+#include "vrmxmltestutils.h"
+#include "vrmerror.h"
+#include "vrmhelperconf.h"
+
+static void
+testValid(gconstpointer opaque)
+{
+    const char *path = opaque;
+    size_t base = strlen(path) - strlen(".conf");
+    g_autofree char *outPath = g_strdup_printf("%.*s.out.conf", (int)base, path);
+    g_autoptr(vrmHelperConfig) conf = NULL;
+    g_autoptr(vrmHelperConfig) again = NULL;
+    g_autofree char *text = NULL;
+    g_autofree char *text2 = NULL;
+
+    vrmResetLastError();
+    if (!(conf = vrmHelperConfigLoadFile(path)))
+        g_error("%s", vrmGetLastErrorMessage());
+    {
+        /* the default state directory follows the build's prefix */
+        g_autoptr(vrmHelperConfig) defaults = vrmHelperConfigNew();
+
+        if (g_strcmp0(conf->stateDir, defaults->stateDir) == 0) {
+            g_free(conf->stateDir);
+            conf->stateDir = g_strdup("/BUILD-DEFAULT");
+        }
+    }
+    text = vrmHelperConfigFormat(conf);
+    g_assert_true(vrmTestCompareToFile(text, outPath));
+    /* the canonical form loads to the same configuration */
+    again = vrmHelperConfigLoadData(text, strlen(text), "canonical");
+    g_assert_nonnull(again);
+    text2 = vrmHelperConfigFormat(again);
+    g_assert_cmpstr(text2, ==, text);
+}
+
+static void
+testInvalid(gconstpointer opaque)
+{
+    const char *path = opaque;
+    g_autofree char *errPath = vrmTestErrPath(path, ".conf");
+    g_autofree char *data = vrmTestReadFile(path);
+    g_autofree char *name = g_path_get_basename(path);
+    g_autoptr(vrmHelperConfig) conf = NULL;
+    g_autofree char *message = NULL;
+
+    vrmResetLastError();
+    conf = vrmHelperConfigLoadData(data, strlen(data), name);
+    g_assert_null(conf);
+    g_assert_cmpint(vrmGetLastErrorCode(), ==, VRM_ERR_CONFIG);
+    message = g_strdup_printf("%s\n", vrmGetLastErrorMessage());
+    g_assert_true(vrmTestCompareToFile(message, errPath));
+}
+
+static void
+testPolicy(void)
+{
+    const char *data = "[limits]\nmax-channels=8\nmax-pinned-bytes=1073741824\n"
+                       "chunk-sizes=65536;1048576\nmax-ring-depth=32\nmax-bandwidth=10000\n";
+    g_autoptr(vrmHelperConfig) conf = vrmHelperConfigLoadData(data, strlen(data), "t");
+    vrmHostPolicy policy;
+    g_autofree char *sizes = NULL;
+
+    g_assert_nonnull(conf);
+    vrmHelperConfigToPolicy(conf, &policy);
+    g_assert_cmpuint(policy.maxChannels, ==, 8);
+    g_assert_cmpuint(policy.maxPinnedBytes, ==, 1073741824);
+    g_assert_cmpuint(policy.maxRingDepth, ==, 32);
+    g_assert_cmpuint(policy.maxBandwidth, ==, 10000);
+    g_assert_cmpuint(policy.minVersion, ==, VRM_PROTOCOL_VERSION_MIN);
+    g_assert_cmpuint(policy.capabilities, ==, vrmCapabilityKnownMask());
+    sizes = vrmHostPolicyFormatChunkSizes(&policy);
+    g_assert_cmpstr(sizes, ==, "65536 1048576");
+}
+
+static void
+addDir(const char *sub, GTestDataFunc func)
+{
+    static const char *const excludeOut[] = { ".out.conf", NULL };
+    g_autofree char *dir = vrmTestDataDir(sub);
+    g_autoptr(GPtrArray) files = vrmTestListFiles(dir, ".conf", excludeOut);
+    size_t i;
+
+    g_assert_cmpuint(files->len, >, 0);
+    for (i = 0; i < files->len; i++) {
+        g_autofree char *testPath = g_strdup_printf("/helperconf/%s/%s", sub,
+                                                    (const char *)g_ptr_array_index(files, i));
+
+        g_test_add_data_func_full(testPath,
+                                  g_build_filename(dir, g_ptr_array_index(files, i), NULL),
+                                  func, g_free);
+    }
+}
+
+int
+main(int argc, char **argv)
+{
+    vrmTestInit(&argc, &argv);
+    addDir("confdata", testValid);
+    addDir("confdata-invalid", testInvalid);
+    g_test_add_func("/helperconf/policy", testPolicy);
+    return g_test_run();
+}

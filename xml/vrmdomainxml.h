@@ -1,0 +1,37 @@
+/*
+ * vrmdomainxml.h: read and edit our element inside a full libvirt domain XML
+ *
+ * libxml2 does not re-serialise a document byte for byte (attribute
+ * quotes, empty elements, whitespace in tags, character references all
+ * change), so edits are made on the text: the parsed tree tells which
+ * element to edit, a scanner of the raw text finds that element's byte
+ * range, and the new text is spliced in. Every byte outside the edited
+ * element comes out as it went in: other metadata namespaces, comments,
+ * CDATA, ordering, quoting, line endings.
+ *
+ * Public API summary
+ * ------------------
+ *   vrmDomainXMLGetMigration(xml, &def)  our <rdma:migration> anywhere in
+ *                                        <metadata>: 1 found, 0 absent, -1 error
+ *   vrmDomainXMLSetMigration(xml, def)   replace (or add) the whole element
+ *   vrmDomainXMLSetOffer(xml, offer)     add or replace <offer> in our element,
+ *                                        creating the element and <metadata>
+ *                                        if needed
+ *   vrmDomainXMLSetAnswer(xml, answer)   the same for <answer>
+ *   vrmDomainXMLStripNegotiation(xml)    remove <offer> and <answer>; an element
+ *                                        (or <metadata>) left empty goes too,
+ *                                        so Set* then Strip gives back the input
+ *
+ * All return a new string (g_free) or NULL with an error reported. Input
+ * must be UTF-8 (libvirt always writes UTF-8); a DOCTYPE that declares
+ * entities is refused.
+ */
+#pragma once
+
+#include "vrmmigrationdef.h"
+
+int vrmDomainXMLGetMigration(const char *xml, vrmMigrationDef **def);
+char *vrmDomainXMLSetMigration(const char *xml, const vrmMigrationDef *def);
+char *vrmDomainXMLSetOffer(const char *xml, const vrmOffer *offer);
+char *vrmDomainXMLSetAnswer(const char *xml, const vrmAnswer *answer);
+char *vrmDomainXMLStripNegotiation(const char *xml);

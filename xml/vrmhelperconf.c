@@ -1,0 +1,422 @@
+/*
+ * vrmhelperconf.c: configuration of virt-rdmad
+ *
+ * One table row per key: group, name, type, where the value goes, range.
+ * Loading, checking, error messages and formatting all walk the table.
+ */
+#include <config.h>
+
+#include <stddef.h>
+#include <string.h>
+
+#include "vrmhelperconf.h"
+#include "vrmerror.h"
+#include "vrmi18n.h"
+
+#define VRM_HELPER_DEFAULT_CM_PORT_MIN 18515
+#define VRM_HELPER_DEFAULT_CM_PORT_MAX 18600
+#define VRM_HELPER_DEFAULT_MAX_JOBS 4
+#define VRM_HELPER_MAX_JOBS 1024
+#define VRM_HELPER_DEFAULT_HISTORY 64
+#define VRM_HELPER_MAX_HISTORY 100000
+#define VRM_HELPER_PATH_MAX 4096
+
+typedef enum {
+    VRM_CONF_NAME,          /* device or group name */
+    VRM_CONF_ADDRESS,       /* IPv4 or IPv6 literal */
+    VRM_CONF_UINT,          /* unsigned int in [min, max] */
+    VRM_CONF_ULLONG,        /* unsigned long long in [min, max] */
+    VRM_CONF_PATH,          /* absolute path */
+    VRM_CONF_CHUNK_SIZES,   /* list of powers of two */
+} vrmConfType;
+
+typedef struct {
+    const char *group;
+    const char *key;
+    vrmConfType type;
+    size_t offset;
+    unsigned long long min;
+    unsigned long long max;
+} vrmConfKey;
+
+#define OFF(field) offsetof(vrmHelperConfig, field)
+
+static const vrmConfKey vrmConfKeys[] = {
+    { "rdma", "device", VRM_CONF_NAME, OFF(device), 0, 0 },
+    { "rdma", "port", VRM_CONF_UINT, OFF(devicePort),
+      VRM_DEVICE_PORT_MIN, VRM_DEVICE_PORT_MAX },
+    { "rdma", "address", VRM_CONF_ADDRESS, OFF(address), 0, 0 },
+    { "rdma", "cm-port-min", VRM_CONF_UINT, OFF(cmPortMin),
+      VRM_CM_PORT_MIN, VRM_CM_PORT_MAX },
+    { "rdma", "cm-port-max", VRM_CONF_UINT, OFF(cmPortMax),
+      VRM_CM_PORT_MIN, VRM_CM_PORT_MAX },
+    { "limits", "max-jobs", VRM_CONF_UINT, OFF(maxJobs),
+      1, VRM_HELPER_MAX_JOBS },
+    { "limits", "max-pinned-bytes", VRM_CONF_ULLONG, OFF(maxPinnedBytes),
+      0, G_MAXUINT64 },
+    { "limits", "max-channels", VRM_CONF_UINT, OFF(maxChannels),
+      VRM_CHANNELS_MIN, VRM_CHANNELS_MAX },
+    { "limits", "chunk-sizes", VRM_CONF_CHUNK_SIZES, OFF(chunkSizes),
+      VRM_CHUNK_SIZE_MIN, VRM_CHUNK_SIZE_MAX },
+    { "limits", "max-ring-depth", VRM_CONF_UINT, OFF(maxRingDepth),
+      VRM_RING_DEPTH_MIN, VRM_RING_DEPTH_MAX },
+    { "limits", "max-bandwidth", VRM_CONF_UINT, OFF(maxBandwidth),
+      0, G_MAXUINT32 },
+    { "paths", "run-dir", VRM_CONF_PATH, OFF(runDir), 0, 0 },
+    { "paths", "state-dir", VRM_CONF_PATH, OFF(stateDir), 0, 0 },
+    { "access", "group", VRM_CONF_NAME, OFF(group), 0, 0 },
+    { "history", "size", VRM_CONF_UINT, OFF(historySize),
+      0, VRM_HELPER_MAX_HISTORY },
+};
+
+static const char *const vrmConfGroups[] = {
+    "rdma", "limits", "paths", "access", "history",
+};
+
+#define FIELD(conf, type, row) ((type *)((char *)(conf) + (row)->offset))
+
+vrmHelperConfig *
+vrmHelperConfigNew(void)
+{
+    vrmHelperConfig *conf = g_new0(vrmHelperConfig, 1);
+    vrmHostPolicy policy;
+
+    vrmHostPolicyInit(&policy);
+    conf->devicePort = 1;
+    conf->cmPortMin = VRM_HELPER_DEFAULT_CM_PORT_MIN;
+    conf->cmPortMax = VRM_HELPER_DEFAULT_CM_PORT_MAX;
+    conf->maxJobs = VRM_HELPER_DEFAULT_MAX_JOBS;
+    conf->maxPinnedBytes = policy.maxPinnedBytes;
+    conf->maxChannels = policy.maxChannels;
+    conf->chunkSizes = policy.chunkSizes;
+    conf->maxRingDepth = policy.maxRingDepth;
+    conf->maxBandwidth = policy.maxBandwidth;
+    conf->runDir = g_strdup(VRM_RUNSTATEDIR);
+    if (g_path_is_absolute(VRM_LOCALSTATEDIR))
+        conf->stateDir = g_strdup(VRM_LOCALSTATEDIR);
+    else
+        conf->stateDir = g_strdup("/" VRM_LOCALSTATEDIR);
+    conf->historySize = VRM_HELPER_DEFAULT_HISTORY;
+    return conf;
+}
+
+void
+vrmHelperConfigFree(vrmHelperConfig *conf)
+{
+    if (!conf)
+        return;
+    g_free(conf->device);
+    g_free(conf->address);
+    g_free(conf->runDir);
+    g_free(conf->stateDir);
+    g_free(conf->group);
+    g_free(conf);
+}
+
+static char *
+vrmConfAllowedGroups(void)
+{
+    GString *buf = g_string_new(NULL);
+    size_t i;
+
+    for (i = 0; i < G_N_ELEMENTS(vrmConfGroups); i++)
+        g_string_append_printf(buf, "%s'[%s]'", i ? ", " : "", vrmConfGroups[i]);
+    return g_string_free(buf, FALSE);
+}
+
+static char *
+vrmConfAllowedKeys(const char *group)
+{
+    GString *buf = g_string_new(NULL);
+    size_t i;
+
+    for (i = 0; i < G_N_ELEMENTS(vrmConfKeys); i++) {
+        if (strcmp(vrmConfKeys[i].group, group) != 0)
+            continue;
+        g_string_append_printf(buf, "%s'%s'", buf->len ? ", " : "",
+                               vrmConfKeys[i].key);
+    }
+    return g_string_free(buf, FALSE);
+}
+
+static const vrmConfKey *
+vrmConfFindKey(const char *group, const char *key)
+{
+    size_t i;
+
+    for (i = 0; i < G_N_ELEMENTS(vrmConfKeys); i++) {
+        if (strcmp(vrmConfKeys[i].group, group) == 0 &&
+            strcmp(vrmConfKeys[i].key, key) == 0)
+            return &vrmConfKeys[i];
+    }
+    return NULL;
+}
+
+static int
+vrmConfInvalid(const char *name, const vrmConfKey *row, const char *value,
+               const char *expected)
+{
+    g_autofree char *bad = vrmXMLQuote(value);
+
+    vrmReportError(VRM_ERR_CONFIG,
+                   _("%1$s: key '%2$s' in group '[%3$s]' has invalid value '%4$s'; expected %5$s"),
+                   name, row->key, row->group, bad, expected);
+    return -1;
+}
+
+static int
+vrmConfParseChunkSizes(const char *name, const vrmConfKey *row,
+                       const char *value, guint32 *mask)
+{
+    g_auto(GStrv) items = g_strsplit_set(value, ";, ", -1);
+    vrmHostPolicy policy = { 0 };
+    size_t i;
+
+    for (i = 0; items[i]; i++) {
+        unsigned long long v;
+
+        if (!*items[i])
+            continue;
+        if (!vrmXMLParseUInt64(items[i], &v) || v < VRM_CHUNK_SIZE_MIN ||
+            v > VRM_CHUNK_SIZE_MAX || (v & (v - 1)) != 0) {
+            g_autofree char *expected =
+                g_strdup_printf(_("a list of powers of two from %1$u to %2$u, separated by ';'"),
+                                VRM_CHUNK_SIZE_MIN, VRM_CHUNK_SIZE_MAX);
+
+            return vrmConfInvalid(name, row, items[i], expected);
+        }
+        if (vrmHostPolicyAllowChunkSize(&policy, v) < 0)
+            return -1;
+    }
+    if (!policy.chunkSizes) {
+        return vrmConfInvalid(name, row, value,
+                              _("at least one chunk size"));
+    }
+    *mask = policy.chunkSizes;
+    return 0;
+}
+
+static int
+vrmConfParseValue(vrmHelperConfig *conf, const char *name,
+                  const vrmConfKey *row, const char *value)
+{
+    unsigned long long v;
+
+    switch (row->type) {
+    case VRM_CONF_NAME:
+        if (!vrmXMLValidName(value)) {
+            g_autofree char *expected =
+                g_strdup_printf(_("1 to %1$d letters, digits, '_', '.' or '-'"),
+                                VRM_NAME_MAX);
+
+            return vrmConfInvalid(name, row, value, expected);
+        }
+        g_free(*FIELD(conf, char *, row));
+        *FIELD(conf, char *, row) = g_strdup(value);
+        return 0;
+
+    case VRM_CONF_ADDRESS:
+        if (!vrmXMLValidAddress(value))
+            return vrmConfInvalid(name, row, value,
+                                  _("an IPv4 or IPv6 address"));
+        g_free(*FIELD(conf, char *, row));
+        *FIELD(conf, char *, row) = g_strdup(value);
+        return 0;
+
+    case VRM_CONF_PATH:
+        if (!g_path_is_absolute(value) || strchr(value, '\n') ||
+            strlen(value) >= VRM_HELPER_PATH_MAX)
+            return vrmConfInvalid(name, row, value, _("an absolute path"));
+        g_free(*FIELD(conf, char *, row));
+        *FIELD(conf, char *, row) = g_strdup(value);
+        return 0;
+
+    case VRM_CONF_UINT:
+    case VRM_CONF_ULLONG:
+        if (!vrmXMLParseUInt64(value, &v) || v < row->min || v > row->max) {
+            g_autofree char *expected =
+                g_strdup_printf(_("an integer from %1$llu to %2$llu"),
+                                row->min, row->max);
+
+            return vrmConfInvalid(name, row, value, expected);
+        }
+        if (row->type == VRM_CONF_UINT)
+            *FIELD(conf, unsigned int, row) = v;
+        else
+            *FIELD(conf, unsigned long long, row) = v;
+        return 0;
+
+    case VRM_CONF_CHUNK_SIZES:
+        return vrmConfParseChunkSizes(name, row, value,
+                                      FIELD(conf, guint32, row));
+    }
+    return -1;
+}
+
+/* GKeyFile hides "key[locale]=" entries from g_key_file_get_keys(). */
+static int
+vrmConfCheckLocaleKeys(const char *data, size_t len, const char *name)
+{
+    g_autofree char *copy = g_strndup(data, len);
+    g_auto(GStrv) lines = g_strsplit(copy, "\n", -1);
+    size_t i;
+
+    for (i = 0; lines[i]; i++) {
+        const char *line = lines[i];
+        const char *eq = strchr(line, '=');
+        const char *bracket = strchr(line, '[');
+
+        while (*line == ' ' || *line == '\t')
+            line++;
+        if (*line == '#' || *line == '[' || !eq || !bracket || bracket > eq)
+            continue;
+        {
+            g_autofree char *key = g_strstrip(g_strndup(line, eq - line));
+            g_autofree char *bad = vrmXMLQuote(key);
+
+            vrmReportError(VRM_ERR_CONFIG,
+                           _("%1$s: line %2$zu: localized key '%3$s' is not allowed"),
+                           name, i + 1, bad);
+        }
+        return -1;
+    }
+    return 0;
+}
+
+vrmHelperConfig *
+vrmHelperConfigLoadData(const char *data, size_t len, const char *name)
+{
+    g_autoptr(vrmHelperConfig) conf = vrmHelperConfigNew();
+    g_autoptr(GKeyFile) kf = g_key_file_new();
+    g_autoptr(GError) gerr = NULL;
+    g_auto(GStrv) groups = NULL;
+    size_t i;
+
+    if (!g_key_file_load_from_data(kf, data, len, G_KEY_FILE_NONE, &gerr)) {
+        vrmReportError(VRM_ERR_CONFIG, _("cannot parse %1$s: %2$s"),
+                       name, gerr->message);
+        return NULL;
+    }
+
+    if (vrmConfCheckLocaleKeys(data, len, name) < 0)
+        return NULL;
+
+    groups = g_key_file_get_groups(kf, NULL);
+    for (i = 0; groups[i]; i++) {
+        g_auto(GStrv) keys = NULL;
+        size_t j;
+
+        if (!g_strv_contains(vrmConfGroups, groups[i])) {
+            g_autofree char *bad = vrmXMLQuote(groups[i]);
+            g_autofree char *list = vrmConfAllowedGroups();
+
+            vrmReportError(VRM_ERR_CONFIG,
+                           _("%1$s: unknown group '[%2$s]'; allowed groups: %3$s"),
+                           name, bad, list);
+            return NULL;
+        }
+        if (!(keys = g_key_file_get_keys(kf, groups[i], NULL, NULL)))
+            continue;
+        for (j = 0; keys[j]; j++) {
+            const vrmConfKey *row = vrmConfFindKey(groups[i], keys[j]);
+            g_autofree char *value = NULL;
+
+            if (!row) {
+                g_autofree char *bad = vrmXMLQuote(keys[j]);
+                g_autofree char *list = vrmConfAllowedKeys(groups[i]);
+
+                vrmReportError(VRM_ERR_CONFIG,
+                               _("%1$s: unknown key '%2$s' in group '[%3$s]'; allowed keys: %4$s"),
+                               name, bad, groups[i], list);
+                return NULL;
+            }
+            value = g_key_file_get_value(kf, groups[i], keys[j], NULL);
+            if (!value || vrmConfParseValue(conf, name, row, g_strstrip(value)) < 0) {
+                if (!value)
+                    vrmReportError(VRM_ERR_CONFIG,
+                                   _("%1$s: cannot read key '%2$s' in group '[%3$s]'"),
+                                   name, row->key, row->group);
+                return NULL;
+            }
+        }
+    }
+
+    if (conf->cmPortMin > conf->cmPortMax) {
+        vrmReportError(VRM_ERR_CONFIG,
+                       _("%1$s: key '%2$s' (%3$u) must not be greater than key '%4$s' (%5$u) in group '[%6$s]'"),
+                       name, "cm-port-min", conf->cmPortMin, "cm-port-max",
+                       conf->cmPortMax, "rdma");
+        return NULL;
+    }
+    return g_steal_pointer(&conf);
+}
+
+vrmHelperConfig *
+vrmHelperConfigLoadFile(const char *path)
+{
+    g_autofree char *data = NULL;
+    g_autoptr(GError) gerr = NULL;
+    gsize len = 0;
+
+    if (!g_file_get_contents(path, &data, &len, &gerr)) {
+        vrmReportError(VRM_ERR_CONFIG, _("cannot read '%1$s': %2$s"),
+                       path, gerr->message);
+        return NULL;
+    }
+    return vrmHelperConfigLoadData(data, len, path);
+}
+
+char *
+vrmHelperConfigFormat(const vrmHelperConfig *conf)
+{
+    GString *buf = g_string_new(NULL);
+    const char *group = NULL;
+    size_t i;
+
+    for (i = 0; i < G_N_ELEMENTS(vrmConfKeys); i++) {
+        const vrmConfKey *row = &vrmConfKeys[i];
+        const char *str;
+
+        if (!group || strcmp(group, row->group) != 0) {
+            g_string_append_printf(buf, "%s[%s]\n", group ? "\n" : "",
+                                   row->group);
+            group = row->group;
+        }
+        switch (row->type) {
+        case VRM_CONF_NAME:
+        case VRM_CONF_ADDRESS:
+        case VRM_CONF_PATH:
+            if ((str = *FIELD(conf, char *const, row)))
+                g_string_append_printf(buf, "%s=%s\n", row->key, str);
+            break;
+        case VRM_CONF_UINT:
+            g_string_append_printf(buf, "%s=%u\n", row->key,
+                                   *FIELD(conf, const unsigned int, row));
+            break;
+        case VRM_CONF_ULLONG:
+            g_string_append_printf(buf, "%s=%llu\n", row->key,
+                                   *FIELD(conf, const unsigned long long, row));
+            break;
+        case VRM_CONF_CHUNK_SIZES: {
+            vrmHostPolicy policy = { .chunkSizes = conf->chunkSizes };
+            g_autofree char *list = vrmHostPolicyFormatChunkSizes(&policy);
+
+            g_strdelimit(list, " ", ';');
+            g_string_append_printf(buf, "%s=%s\n", row->key, list);
+            break;
+        }
+        }
+    }
+    return g_string_free(buf, FALSE);
+}
+
+void
+vrmHelperConfigToPolicy(const vrmHelperConfig *conf, vrmHostPolicy *policy)
+{
+    vrmHostPolicyInit(policy);
+    policy->maxChannels = conf->maxChannels;
+    policy->maxPinnedBytes = conf->maxPinnedBytes;
+    policy->chunkSizes = conf->chunkSizes;
+    policy->maxRingDepth = conf->maxRingDepth;
+    policy->maxBandwidth = conf->maxBandwidth;
+}
