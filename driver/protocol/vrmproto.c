@@ -1,0 +1,639 @@
+/*
+ * vrmproto.c: virt-rdma wire protocol version 1 (see docs/protocol.rst)
+ */
+#include <config.h>
+
+#include <string.h>
+
+#include "vrmproto.h"
+#include "vrmerror.h"
+#include "vrmi18n.h"
+
+static const char *const vrmProtoMsgTypeNames[] = {
+    "NONE", "ERROR", "READY", "QEMU_FILE", "RAM_BLOCKS", "COMPRESS",
+    "REGISTER_REQUEST", "REGISTER_RESULT", "REGISTER_FINISHED",
+    "CHANNEL_OPEN", "DATA", "EOF", "EOF_ACK", "CHANNEL_UNUSED", "KEEPALIVE",
+};
+G_STATIC_ASSERT(G_N_ELEMENTS(vrmProtoMsgTypeNames) == VRM_MSG_LAST);
+
+const char *
+vrmProtoMsgTypeToString(int type)
+{
+    if (type < 0 || type >= VRM_MSG_LAST)
+        return NULL;
+    return vrmProtoMsgTypeNames[type];
+}
+
+const char *
+vrmProtoRejectReasonToString(int reason)
+{
+    switch ((vrmProtoRejectReason)reason) {
+    case VRM_REJECT_NONE:
+        return _("no reason given");
+    case VRM_REJECT_VERSION:
+        return _("unsupported protocol version");
+    case VRM_REJECT_TOKEN:
+        return _("wrong token");
+    case VRM_REJECT_CHANNEL:
+        return _("channel index or count does not match");
+    case VRM_REJECT_BUSY:
+        return _("channel already connected");
+    case VRM_REJECT_MALFORMED:
+        return _("malformed connection request");
+    case VRM_REJECT_RESOURCES:
+        return _("no resources for the channel");
+    case VRM_REJECT_LAST:
+        break;
+    }
+    return _("unknown reason");
+}
+
+/* Big-endian helpers */
+static inline void
+put32(guint8 *p, guint32 v)
+{
+    v = GUINT32_TO_BE(v);
+    memcpy(p, &v, 4);
+}
+
+static inline void
+put16(guint8 *p, guint16 v)
+{
+    v = GUINT16_TO_BE(v);
+    memcpy(p, &v, 2);
+}
+
+static inline void
+put64(guint8 *p, guint64 v)
+{
+    v = GUINT64_TO_BE(v);
+    memcpy(p, &v, 8);
+}
+
+static inline guint32
+get32(const guint8 *p)
+{
+    guint32 v;
+
+    memcpy(&v, p, 4);
+    return GUINT32_FROM_BE(v);
+}
+
+static inline guint16
+get16(const guint8 *p)
+{
+    guint16 v;
+
+    memcpy(&v, p, 2);
+    return GUINT16_FROM_BE(v);
+}
+
+static inline guint64
+get64(const guint8 *p)
+{
+    guint64 v;
+
+    memcpy(&v, p, 8);
+    return GUINT64_FROM_BE(v);
+}
+
+void
+vrmProtoConnDataEncode(const vrmProtoConnData *cd,
+                       guint8 buf[VRM_PROTO_CONN_DATA_LEN])
+{
+    memset(buf, 0, VRM_PROTO_CONN_DATA_LEN);
+    put32(buf, cd->version);
+    put32(buf + 4, cd->flags);
+    put16(buf + 8, cd->channel);
+    put16(buf + 10, cd->channels);
+    memcpy(buf + 12, cd->token, VRM_PROTO_TOKEN_LEN);
+}
+
+int
+vrmProtoConnDataDecode(const void *buf, size_t len, vrmProtoConnData *cd)
+{
+    const guint8 *p = buf;
+
+    if (!buf || len < VRM_PROTO_CONN_DATA_LEN) {
+        vrmReportError(VRM_ERR_PROTOCOL,
+                       _("Connection private data is %1$zu bytes long, at least %2$d are needed."),
+                       buf ? len : 0, VRM_PROTO_CONN_DATA_LEN);
+        return -1;
+    }
+    if (get32(p + 28) != 0) {
+        vrmReportError(VRM_ERR_PROTOCOL,
+                       _("The reserved field of the connection private data is not zero."));
+        return -1;
+    }
+    cd->version = get32(p);
+    cd->flags = get32(p + 4);
+    cd->channel = get16(p + 8);
+    cd->channels = get16(p + 10);
+    memcpy(cd->token, p + 12, VRM_PROTO_TOKEN_LEN);
+    return 0;
+}
+
+int
+vrmProtoConnDataCheck(const vrmProtoConnData *cd,
+                      const guint8 token[VRM_PROTO_TOKEN_LEN],
+                      guint32 channels)
+{
+    if (cd->version != VRM_PROTO_VERSION) {
+        vrmReportError(VRM_ERR_VERSION,
+                       _("The peer speaks protocol version %1$u, this engine speaks version %2$d."),
+                       cd->version, VRM_PROTO_VERSION);
+        return VRM_REJECT_VERSION;
+    }
+    if (!vrmProtoTokenEqual(cd->token, token)) {
+        vrmReportError(VRM_ERR_AUTH,
+                       _("The peer presented a wrong token for channel %1$u."),
+                       cd->channel);
+        return VRM_REJECT_TOKEN;
+    }
+    if (cd->channels != channels || cd->channel >= channels) {
+        vrmReportError(VRM_ERR_PROTOCOL,
+                       _("The peer asked for channel %1$u of %2$u, this job has %3$u channels."),
+                       cd->channel, cd->channels, channels);
+        return VRM_REJECT_CHANNEL;
+    }
+    return VRM_REJECT_NONE;
+}
+
+void
+vrmProtoRejectEncode(int reason, guint8 buf[VRM_PROTO_REJECT_LEN])
+{
+    put32(buf, VRM_PROTO_REJECT_MAGIC);
+    put32(buf + 4, VRM_PROTO_VERSION);
+    put32(buf + 8, reason);
+}
+
+int
+vrmProtoRejectDecode(const void *buf, size_t len)
+{
+    const guint8 *p = buf;
+    guint32 reason;
+
+    if (!buf || len < VRM_PROTO_REJECT_LEN)
+        return VRM_REJECT_NONE;
+    if (get32(p) != VRM_PROTO_REJECT_MAGIC)
+        return VRM_REJECT_NONE;
+    reason = get32(p + 8);
+    if (reason == VRM_REJECT_NONE || reason >= VRM_REJECT_LAST)
+        return VRM_REJECT_MALFORMED;
+    return reason;
+}
+
+guint32
+vrmProtoNegotiate(guint32 local, guint32 peer)
+{
+    return local & peer & VRM_CAP_KNOWN;
+}
+
+int
+vrmProtoTokenParse(const char *hex, guint8 token[VRM_PROTO_TOKEN_LEN])
+{
+    size_t i;
+
+    if (!hex || strlen(hex) != VRM_PROTO_TOKEN_LEN * 2)
+        goto bad;
+    for (i = 0; i < VRM_PROTO_TOKEN_LEN * 2; i++) {
+        char c = hex[i];
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+            goto bad;
+    }
+    for (i = 0; i < VRM_PROTO_TOKEN_LEN; i++)
+        token[i] = (g_ascii_xdigit_value(hex[2 * i]) << 4) |
+                   g_ascii_xdigit_value(hex[2 * i + 1]);
+    return 0;
+
+ bad:
+    vrmReportError(VRM_ERR_INVALID_ARG,
+                   _("A token is 32 lowercase hexadecimal characters."));
+    return -1;
+}
+
+char *
+vrmProtoTokenFormat(const guint8 token[VRM_PROTO_TOKEN_LEN])
+{
+    GString *s = g_string_sized_new(VRM_PROTO_TOKEN_LEN * 2 + 1);
+    size_t i;
+
+    for (i = 0; i < VRM_PROTO_TOKEN_LEN; i++)
+        g_string_append_printf(s, "%02x", token[i]);
+    return g_string_free(s, FALSE);
+}
+
+bool
+vrmProtoTokenEqual(const guint8 *a, const guint8 *b)
+{
+    guint8 diff = 0;
+    size_t i;
+
+    for (i = 0; i < VRM_PROTO_TOKEN_LEN; i++)
+        diff |= a[i] ^ b[i];
+    return diff == 0;
+}
+
+int
+vrmProtoCheckChunkSize(guint64 size)
+{
+    if (size < VRM_PROTO_CHUNK_MIN || size > VRM_PROTO_CHUNK_MAX ||
+        (size & (size - 1)) != 0) {
+        vrmReportError(VRM_ERR_INVALID_ARG,
+                       _("Chunk size %1$" G_GUINT64_FORMAT " is not a power of two between 64 KiB and 64 MiB."),
+                       size);
+        return -1;
+    }
+    return 0;
+}
+
+int
+vrmProtoCheckDepth(guint64 depth)
+{
+    if (depth < VRM_PROTO_DEPTH_MIN || depth > VRM_PROTO_DEPTH_MAX) {
+        vrmReportError(VRM_ERR_INVALID_ARG,
+                       _("Ring depth %1$" G_GUINT64_FORMAT " is not between %2$d and %3$d."),
+                       depth, VRM_PROTO_DEPTH_MIN, VRM_PROTO_DEPTH_MAX);
+        return -1;
+    }
+    return 0;
+}
+
+int
+vrmProtoCheckChannels(guint64 channels)
+{
+    if (channels < 1 || channels > VRM_PROTO_CHANNELS_MAX) {
+        vrmReportError(VRM_ERR_INVALID_ARG,
+                       _("Channel count %1$" G_GUINT64_FORMAT " is not between 1 and %2$d."),
+                       channels, VRM_PROTO_CHANNELS_MAX);
+        return -1;
+    }
+    return 0;
+}
+
+void
+vrmProtoHeaderEncode(const vrmProtoHeader *hdr, guint8 *buf)
+{
+    put32(buf, hdr->len);
+    put32(buf + 4, hdr->type);
+    put32(buf + 8, hdr->repeat);
+    put32(buf + 12, 0);
+}
+
+size_t
+vrmProtoEntrySize(int type)
+{
+    switch ((vrmProtoMsgType)type) {
+    case VRM_MSG_READY:
+    case VRM_MSG_REGISTER_REQUEST:
+    case VRM_MSG_CHANNEL_OPEN:
+    case VRM_MSG_DATA:
+    case VRM_MSG_EOF:
+    case VRM_MSG_EOF_ACK:
+    case VRM_MSG_CHANNEL_UNUSED:
+    case VRM_MSG_KEEPALIVE:
+        return 8;
+    case VRM_MSG_REGISTER_RESULT:
+        return 16;
+    case VRM_MSG_RAM_BLOCKS:
+        return 24;
+    case VRM_MSG_NONE:
+    case VRM_MSG_ERROR:
+    case VRM_MSG_QEMU_FILE:
+    case VRM_MSG_COMPRESS:
+    case VRM_MSG_REGISTER_FINISHED:
+    case VRM_MSG_LAST:
+        break;
+    }
+    return 0;
+}
+
+guint32
+vrmProtoMaxEntries(int type)
+{
+    size_t sz = vrmProtoEntrySize(type);
+    guint32 n;
+
+    if (sz == 0)
+        return 0;
+    n = VRM_PROTO_PAYLOAD_MAX / sz;
+    return MIN(n, VRM_PROTO_MAX_REPEAT);
+}
+
+static bool
+vrmProtoSingleEntry(int type)
+{
+    return type == VRM_MSG_ERROR || type == VRM_MSG_READY ||
+           type == VRM_MSG_CHANNEL_OPEN || type == VRM_MSG_EOF ||
+           type == VRM_MSG_EOF_ACK || type == VRM_MSG_CHANNEL_UNUSED ||
+           type == VRM_MSG_KEEPALIVE;
+}
+
+int
+vrmProtoMsgDecode(const void *buf, size_t received, vrmProtoMsg *msg)
+{
+    const guint8 *p = buf;
+    guint32 padding;
+    size_t esz;
+
+    if (received < VRM_PROTO_HEADER_LEN) {
+        vrmReportError(VRM_ERR_PROTOCOL,
+                       _("A control message of %1$zu bytes is shorter than its 16-byte header."),
+                       received);
+        return -1;
+    }
+    if (received > VRM_PROTO_CONTROL_MAX) {
+        vrmReportError(VRM_ERR_PROTOCOL,
+                       _("A control message of %1$zu bytes exceeds the %2$d-byte limit."),
+                       received, VRM_PROTO_CONTROL_MAX);
+        return -1;
+    }
+    msg->hdr.len = get32(p);
+    msg->hdr.type = get32(p + 4);
+    msg->hdr.repeat = get32(p + 8);
+    padding = get32(p + 12);
+    msg->payload = p + VRM_PROTO_HEADER_LEN;
+
+    if (msg->hdr.len != received - VRM_PROTO_HEADER_LEN) {
+        vrmReportError(VRM_ERR_PROTOCOL,
+                       _("A control message announces %1$u data bytes but %2$zu arrived."),
+                       msg->hdr.len, received - VRM_PROTO_HEADER_LEN);
+        return -1;
+    }
+    if (padding != 0) {
+        vrmReportError(VRM_ERR_PROTOCOL,
+                       _("The padding of a control message header is not zero."));
+        return -1;
+    }
+    if (msg->hdr.type >= VRM_MSG_LAST) {
+        vrmReportError(VRM_ERR_PROTOCOL,
+                       _("Unknown control message type %1$u."), msg->hdr.type);
+        return -1;
+    }
+    if (msg->hdr.repeat > VRM_PROTO_MAX_REPEAT) {
+        vrmReportError(VRM_ERR_PROTOCOL,
+                       _("A %1$s message repeats %2$u times, more than the limit of %3$d."),
+                       vrmProtoMsgTypeToString(msg->hdr.type),
+                       msg->hdr.repeat, VRM_PROTO_MAX_REPEAT);
+        return -1;
+    }
+
+    switch ((vrmProtoMsgType)msg->hdr.type) {
+    case VRM_MSG_NONE:
+    case VRM_MSG_QEMU_FILE:
+    case VRM_MSG_COMPRESS:
+    case VRM_MSG_REGISTER_FINISHED:
+        vrmReportError(VRM_ERR_PROTOCOL,
+                       _("Control message type %1$s is not used in protocol version 1."),
+                       vrmProtoMsgTypeToString(msg->hdr.type));
+        return -1;
+    case VRM_MSG_ERROR:
+        if (msg->hdr.repeat != 1 || msg->hdr.len < 8 ||
+            get32(msg->payload + 4) != msg->hdr.len - 8 ||
+            msg->hdr.len - 8 > VRM_PROTO_ERROR_TEXT_MAX) {
+            vrmReportError(VRM_ERR_PROTOCOL,
+                           _("Malformed ERROR message (%1$u data bytes, repeat %2$u)."),
+                           msg->hdr.len, msg->hdr.repeat);
+            return -1;
+        }
+        return 0;
+    default:
+        break;
+    }
+
+    esz = vrmProtoEntrySize(msg->hdr.type);
+    if (msg->hdr.repeat == 0 ||
+        (vrmProtoSingleEntry(msg->hdr.type) && msg->hdr.repeat != 1) ||
+        (size_t)msg->hdr.repeat * esz != msg->hdr.len) {
+        vrmReportError(VRM_ERR_PROTOCOL,
+                       _("A %1$s message has %2$u data bytes for %3$u entries of %4$zu bytes."),
+                       vrmProtoMsgTypeToString(msg->hdr.type),
+                       msg->hdr.len, msg->hdr.repeat, esz);
+        return -1;
+    }
+    if (msg->hdr.type == VRM_MSG_READY || msg->hdr.type == VRM_MSG_CHANNEL_OPEN ||
+        msg->hdr.type == VRM_MSG_CHANNEL_UNUSED ||
+        msg->hdr.type == VRM_MSG_KEEPALIVE ||
+        msg->hdr.type == VRM_MSG_REGISTER_REQUEST) {
+        guint32 i;
+        for (i = 0; i < msg->hdr.repeat; i++) {
+            if (get32(msg->payload + i * 8 + 4) != 0 ||
+                (msg->hdr.type == VRM_MSG_KEEPALIVE && get32(msg->payload) != 0)) {
+                vrmReportError(VRM_ERR_PROTOCOL,
+                               _("The padding of a %1$s entry is not zero."),
+                               vrmProtoMsgTypeToString(msg->hdr.type));
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+static size_t
+vrmProtoFinish(guint8 *buf, int type, guint32 repeat, size_t len)
+{
+    vrmProtoHeader hdr = { .len = len, .type = type, .repeat = repeat };
+
+    g_assert(len <= VRM_PROTO_PAYLOAD_MAX);
+    vrmProtoHeaderEncode(&hdr, buf);
+    return VRM_PROTO_HEADER_LEN + len;
+}
+
+size_t
+vrmProtoBuildError(guint8 *buf, guint32 code, const char *text)
+{
+    guint8 *p = buf + VRM_PROTO_HEADER_LEN;
+    size_t tlen = text ? strlen(text) : 0;
+
+    if (tlen > VRM_PROTO_ERROR_TEXT_MAX) {
+        /* cut at a character boundary */
+        const char *end = text + VRM_PROTO_ERROR_TEXT_MAX;
+        const char *prev = g_utf8_find_prev_char(text, end + 1);
+        tlen = prev ? (size_t)(prev - text) : 0;
+        while (tlen > VRM_PROTO_ERROR_TEXT_MAX)
+            tlen--;
+    }
+    put32(p, code);
+    put32(p + 4, tlen);
+    if (tlen)
+        memcpy(p + 8, text, tlen);
+    return vrmProtoFinish(buf, VRM_MSG_ERROR, 1, 8 + tlen);
+}
+
+size_t
+vrmProtoBuildU32Pair(guint8 *buf, int type, guint32 a, guint32 b)
+{
+    put32(buf + VRM_PROTO_HEADER_LEN, a);
+    put32(buf + VRM_PROTO_HEADER_LEN + 4, b);
+    return vrmProtoFinish(buf, type, 1, 8);
+}
+
+size_t
+vrmProtoBuildU64(guint8 *buf, int type, guint64 value)
+{
+    put64(buf + VRM_PROTO_HEADER_LEN, value);
+    return vrmProtoFinish(buf, type, 1, 8);
+}
+
+size_t
+vrmProtoBuildRing(guint8 *buf, const vrmProtoRingEntry *entries, guint32 n)
+{
+    guint8 *p = buf + VRM_PROTO_HEADER_LEN;
+    guint32 i;
+
+    g_assert(n >= 1 && n <= vrmProtoMaxEntries(VRM_MSG_RAM_BLOCKS));
+    for (i = 0; i < n; i++, p += 24) {
+        put32(p, entries[i].index);
+        put32(p + 4, entries[i].depth);
+        put32(p + 8, entries[i].length);
+        put32(p + 12, entries[i].rkey);
+        put64(p + 16, entries[i].addr);
+    }
+    return vrmProtoFinish(buf, VRM_MSG_RAM_BLOCKS, n, (size_t)n * 24);
+}
+
+size_t
+vrmProtoBuildRegRequest(guint8 *buf, const guint32 *indexes, guint32 n)
+{
+    guint8 *p = buf + VRM_PROTO_HEADER_LEN;
+    guint32 i;
+
+    g_assert(n >= 1 && n <= vrmProtoMaxEntries(VRM_MSG_REGISTER_REQUEST));
+    for (i = 0; i < n; i++, p += 8) {
+        put32(p, indexes[i]);
+        put32(p + 4, 0);
+    }
+    return vrmProtoFinish(buf, VRM_MSG_REGISTER_REQUEST, n, (size_t)n * 8);
+}
+
+size_t
+vrmProtoBuildRegResult(guint8 *buf, const vrmProtoRegResult *res, guint32 n)
+{
+    guint8 *p = buf + VRM_PROTO_HEADER_LEN;
+    guint32 i;
+
+    g_assert(n >= 1 && n <= vrmProtoMaxEntries(VRM_MSG_REGISTER_RESULT));
+    for (i = 0; i < n; i++, p += 16) {
+        put32(p, res[i].index);
+        put32(p + 4, res[i].rkey);
+        put64(p + 8, res[i].addr);
+    }
+    return vrmProtoFinish(buf, VRM_MSG_REGISTER_RESULT, n, (size_t)n * 16);
+}
+
+size_t
+vrmProtoBuildData(guint8 *buf, const vrmProtoDataEntry *entries, guint32 n)
+{
+    guint8 *p = buf + VRM_PROTO_HEADER_LEN;
+    guint32 i;
+
+    g_assert(n >= 1 && n <= vrmProtoMaxEntries(VRM_MSG_DATA));
+    for (i = 0; i < n; i++, p += 8) {
+        put32(p, entries[i].index);
+        put32(p + 4, entries[i].length);
+    }
+    return vrmProtoFinish(buf, VRM_MSG_DATA, n, (size_t)n * 8);
+}
+
+void
+vrmProtoGetU32Pair(const vrmProtoMsg *msg, guint32 i, guint32 *a, guint32 *b)
+{
+    g_assert(i < msg->hdr.repeat);
+    *a = get32(msg->payload + i * 8);
+    if (b)
+        *b = get32(msg->payload + i * 8 + 4);
+}
+
+guint64
+vrmProtoGetU64(const vrmProtoMsg *msg)
+{
+    return get64(msg->payload);
+}
+
+void
+vrmProtoGetRing(const vrmProtoMsg *msg, guint32 i, vrmProtoRingEntry *e)
+{
+    const guint8 *p = msg->payload + (size_t)i * 24;
+
+    g_assert(i < msg->hdr.repeat);
+    e->index = get32(p);
+    e->depth = get32(p + 4);
+    e->length = get32(p + 8);
+    e->rkey = get32(p + 12);
+    e->addr = get64(p + 16);
+}
+
+void
+vrmProtoGetRegResult(const vrmProtoMsg *msg, guint32 i, vrmProtoRegResult *r)
+{
+    const guint8 *p = msg->payload + (size_t)i * 16;
+
+    g_assert(i < msg->hdr.repeat);
+    r->index = get32(p);
+    r->rkey = get32(p + 4);
+    r->addr = get64(p + 8);
+}
+
+int
+vrmProtoGetError(const vrmProtoMsg *msg, guint32 *code, char **text)
+{
+    guint32 tlen = msg->hdr.len - 8;
+    const char *t = (const char *)msg->payload + 8;
+
+    *code = get32(msg->payload);
+    if (!g_utf8_validate(t, tlen, NULL)) {
+        vrmReportError(VRM_ERR_PROTOCOL,
+                       _("The text of an ERROR message is not valid UTF-8."));
+        return -1;
+    }
+    *text = g_strndup(t, tlen);
+    return 0;
+}
+
+int
+vrmProtoRingEntryCheck(const vrmProtoRingEntry *e, guint32 expect,
+                       guint32 depth_seen, guint32 length_seen)
+{
+    if (e->index != expect) {
+        vrmReportError(VRM_ERR_PROTOCOL,
+                       _("Ring description entry %1$u arrived where entry %2$u was expected."),
+                       e->index, expect);
+        return -1;
+    }
+    if (e->depth < VRM_PROTO_DEPTH_MIN || e->depth > VRM_PROTO_DEPTH_MAX ||
+        (depth_seen && e->depth != depth_seen) || e->index >= e->depth) {
+        vrmReportError(VRM_ERR_PROTOCOL,
+                       _("Ring description entry %1$u has an invalid depth %2$u."),
+                       e->index, e->depth);
+        return -1;
+    }
+    if (e->length < VRM_PROTO_CHUNK_MIN || e->length > VRM_PROTO_CHUNK_MAX ||
+        (e->length & (e->length - 1)) ||
+        (length_seen && e->length != length_seen)) {
+        vrmReportError(VRM_ERR_PROTOCOL,
+                       _("Ring description entry %1$u has an invalid chunk length %2$u."),
+                       e->index, e->length);
+        return -1;
+    }
+    if (e->addr + e->length < e->addr) {
+        vrmReportError(VRM_ERR_PROTOCOL,
+                       _("Ring description entry %1$u wraps around the address space."),
+                       e->index);
+        return -1;
+    }
+    return 0;
+}
+
+guint32
+vrmProtoImmEncode(guint32 index, guint32 length)
+{
+    return ((index & VRM_PROTO_IMM_TAG_MASK) << VRM_PROTO_IMM_LEN_BITS) |
+           (length & VRM_PROTO_IMM_LEN_MASK);
+}
+
+void
+vrmProtoImmDecode(guint32 imm, guint32 *tag, guint32 *length)
+{
+    *tag = imm >> VRM_PROTO_IMM_LEN_BITS;
+    *length = imm & VRM_PROTO_IMM_LEN_MASK;
+}

@@ -1,0 +1,189 @@
+/*
+ * vrmproto.h: virt-rdma wire protocol version 1 (see docs/protocol.rst)
+ *
+ * Pure code: encoders and decoders of the connect private data, the
+ * control header and every control message entry. Decoders check every
+ * length against the bytes received and report the first problem with
+ * vrmReportError(VRM_ERR_PROTOCOL, ...).
+ */
+#pragma once
+
+#include <glib.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define VRM_PROTO_VERSION 1
+
+#define VRM_PROTO_TOKEN_LEN 16
+#define VRM_PROTO_PRIVATE_DATA_MAX 56
+#define VRM_PROTO_CONN_DATA_LEN 32
+#define VRM_PROTO_REJECT_LEN 12
+#define VRM_PROTO_REJECT_MAGIC 0x56524d52u      /* "VRMR" */
+
+#define VRM_PROTO_HEADER_LEN 16
+#define VRM_PROTO_CONTROL_MAX 4096              /* one SEND, header included */
+#define VRM_PROTO_PAYLOAD_MAX (VRM_PROTO_CONTROL_MAX - VRM_PROTO_HEADER_LEN)
+#define VRM_PROTO_MAX_REPEAT 4096               /* the seed's bound */
+#define VRM_PROTO_ERROR_TEXT_MAX 1024
+
+#define VRM_PROTO_CHUNK_MIN (64u * 1024)
+#define VRM_PROTO_CHUNK_MAX (64u * 1024 * 1024)
+#define VRM_PROTO_CHUNK_DEFAULT (1024u * 1024)
+#define VRM_PROTO_DEPTH_MIN 2
+#define VRM_PROTO_DEPTH_MAX 1024
+#define VRM_PROTO_DEPTH_DEFAULT 16
+#define VRM_PROTO_CHANNELS_MAX 64
+
+/* Immediate data of WRITE_WITH_IMM: tag (index % 32) over a 27-bit length */
+#define VRM_PROTO_IMM_LEN_BITS 27
+#define VRM_PROTO_IMM_LEN_MASK ((1u << VRM_PROTO_IMM_LEN_BITS) - 1)
+#define VRM_PROTO_IMM_TAG_MASK 0x1fu
+
+typedef enum {
+    VRM_CAP_PIN_ALL = 0x1,
+    VRM_CAP_WRITE_IMM = 0x2,
+} vrmProtoCap;
+#define VRM_CAP_KNOWN (VRM_CAP_PIN_ALL | VRM_CAP_WRITE_IMM)
+
+typedef enum {
+    VRM_MSG_NONE = 0,
+    VRM_MSG_ERROR,
+    VRM_MSG_READY,
+    VRM_MSG_QEMU_FILE,
+    VRM_MSG_RAM_BLOCKS,
+    VRM_MSG_COMPRESS,
+    VRM_MSG_REGISTER_REQUEST,
+    VRM_MSG_REGISTER_RESULT,
+    VRM_MSG_REGISTER_FINISHED,
+    VRM_MSG_CHANNEL_OPEN,
+    VRM_MSG_DATA,
+    VRM_MSG_EOF,
+    VRM_MSG_EOF_ACK,
+    VRM_MSG_CHANNEL_UNUSED,
+    VRM_MSG_KEEPALIVE,
+
+    VRM_MSG_LAST
+} vrmProtoMsgType;
+
+const char *vrmProtoMsgTypeToString(int type);
+
+typedef enum {
+    VRM_REJECT_NONE = 0,
+    VRM_REJECT_VERSION,
+    VRM_REJECT_TOKEN,
+    VRM_REJECT_CHANNEL,
+    VRM_REJECT_BUSY,
+    VRM_REJECT_MALFORMED,
+    VRM_REJECT_RESOURCES,
+
+    VRM_REJECT_LAST
+} vrmProtoRejectReason;
+
+/* A translated sentence that explains a reject reason. */
+const char *vrmProtoRejectReasonToString(int reason);
+
+typedef struct {
+    guint32 version;
+    guint32 flags;
+    guint16 channel;
+    guint16 channels;
+    guint8 token[VRM_PROTO_TOKEN_LEN];
+} vrmProtoConnData;
+
+void vrmProtoConnDataEncode(const vrmProtoConnData *cd,
+                            guint8 buf[VRM_PROTO_CONN_DATA_LEN]);
+int vrmProtoConnDataDecode(const void *buf, size_t len, vrmProtoConnData *cd);
+
+/* Check a connect request against the listener's settings. Returns
+ * VRM_REJECT_NONE or the reason, and reports it. */
+int vrmProtoConnDataCheck(const vrmProtoConnData *cd,
+                          const guint8 token[VRM_PROTO_TOKEN_LEN],
+                          guint32 channels);
+
+void vrmProtoRejectEncode(int reason, guint8 buf[VRM_PROTO_REJECT_LEN]);
+/* Returns the reason, or VRM_REJECT_NONE if buf is not a virt-rdma reject. */
+int vrmProtoRejectDecode(const void *buf, size_t len);
+
+/* The seed's rule: unknown bits ignored, result is the intersection. */
+guint32 vrmProtoNegotiate(guint32 local, guint32 peer);
+
+int vrmProtoTokenParse(const char *hex, guint8 token[VRM_PROTO_TOKEN_LEN]);
+char *vrmProtoTokenFormat(const guint8 token[VRM_PROTO_TOKEN_LEN]);
+bool vrmProtoTokenEqual(const guint8 *a, const guint8 *b);
+
+/* Settings checks shared by the engine and its peers' descriptions */
+int vrmProtoCheckChunkSize(guint64 size);
+int vrmProtoCheckDepth(guint64 depth);
+int vrmProtoCheckChannels(guint64 channels);
+
+typedef struct {
+    guint32 len;
+    guint32 type;
+    guint32 repeat;
+} vrmProtoHeader;
+
+/* A decoded, length-checked control message; payload points into the
+ * receive buffer. */
+typedef struct {
+    vrmProtoHeader hdr;
+    const guint8 *payload;
+} vrmProtoMsg;
+
+void vrmProtoHeaderEncode(const vrmProtoHeader *hdr, guint8 *buf);
+int vrmProtoMsgDecode(const void *buf, size_t received, vrmProtoMsg *msg);
+/* Size in bytes of one entry of a type, 0 for variable or reserved types */
+size_t vrmProtoEntrySize(int type);
+/* Largest repeat that fits in one message for a type */
+guint32 vrmProtoMaxEntries(int type);
+
+/* Message builders: write header + entries into buf (VRM_PROTO_CONTROL_MAX
+ * bytes) and return the total length. */
+typedef struct {
+    guint32 index;
+    guint32 depth;
+    guint32 length;
+    guint32 rkey;
+    guint64 addr;
+} vrmProtoRingEntry;
+
+typedef struct {
+    guint32 index;
+    guint32 rkey;
+    guint64 addr;
+} vrmProtoRegResult;
+
+typedef struct {
+    guint32 index;
+    guint32 length;
+} vrmProtoDataEntry;
+
+size_t vrmProtoBuildError(guint8 *buf, guint32 code, const char *text);
+size_t vrmProtoBuildU32Pair(guint8 *buf, int type, guint32 a, guint32 b);
+size_t vrmProtoBuildU64(guint8 *buf, int type, guint64 value);
+size_t vrmProtoBuildRing(guint8 *buf, const vrmProtoRingEntry *entries,
+                         guint32 n);
+size_t vrmProtoBuildRegRequest(guint8 *buf, const guint32 *indexes,
+                               guint32 n);
+size_t vrmProtoBuildRegResult(guint8 *buf, const vrmProtoRegResult *res,
+                              guint32 n);
+size_t vrmProtoBuildData(guint8 *buf, const vrmProtoDataEntry *entries,
+                         guint32 n);
+
+/* Entry accessors; i < msg->hdr.repeat, checked by vrmProtoMsgDecode */
+void vrmProtoGetU32Pair(const vrmProtoMsg *msg, guint32 i,
+                        guint32 *a, guint32 *b);
+guint64 vrmProtoGetU64(const vrmProtoMsg *msg);
+void vrmProtoGetRing(const vrmProtoMsg *msg, guint32 i,
+                     vrmProtoRingEntry *e);
+void vrmProtoGetRegResult(const vrmProtoMsg *msg, guint32 i,
+                          vrmProtoRegResult *r);
+/* ERROR: code and a newly allocated, validated text */
+int vrmProtoGetError(const vrmProtoMsg *msg, guint32 *code, char **text);
+
+/* Ring entries: the checks of docs/protocol.rst for entry number `expect` */
+int vrmProtoRingEntryCheck(const vrmProtoRingEntry *e, guint32 expect,
+                           guint32 depth_seen, guint32 length_seen);
+
+guint32 vrmProtoImmEncode(guint32 index, guint32 length);
+void vrmProtoImmDecode(guint32 imm, guint32 *tag, guint32 *length);

@@ -1,0 +1,1195 @@
+/*
+ * vrmengine.c: one job on one host: rdma_cm, QEMU's sockets, deadlines,
+ * stats, and the order of teardown
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include <glib-unix.h>
+
+#include "vrmtransportpriv.h"
+#include "vrmerror.h"
+#include "vrmi18n.h"
+#include "vrmlog.h"
+
+#define VRM_ENGINE_TICK_MS 1000
+#define VRM_ENGINE_CONNECT_RETRY_MS 200     /* destination: rdma_cm connect */
+#define VRM_ENGINE_OPEN_RETRY_MS 50         /* destination: QEMU's socket */
+#define VRM_ENGINE_LISTEN_BACKLOG 64
+#define VRM_CAP_IPC_LOCK_BIT 14
+
+/* ------------------------------------------------------------------ */
+/* Settings                                                            */
+
+void
+vrmSettingsInit(vrmSettings *s)
+{
+    memset(s, 0, sizeof(*s));
+    s->role = VRM_ROLE_LAST;
+    s->unix_mode = 0660;
+    s->channels = 1;
+    s->chunk_size = VRM_PROTO_CHUNK_DEFAULT;
+    s->ring_depth = VRM_PROTO_DEPTH_DEFAULT;
+    s->write_imm = true;
+    s->deadline_connect = 30;
+    s->idle_timeout = 120;
+}
+
+void
+vrmSettingsClear(vrmSettings *s)
+{
+    g_free(s->unix_path);
+    g_free(s->rdma_host);
+    g_free(s->rdma_port);
+    g_free(s->stats_socket);
+    g_free(s->device);
+    memset(s, 0, sizeof(*s));
+}
+
+static void
+vrmSettingsCopy(vrmSettings *dst, const vrmSettings *src)
+{
+    *dst = *src;
+    dst->unix_path = g_strdup(src->unix_path);
+    dst->rdma_host = g_strdup(src->rdma_host);
+    dst->rdma_port = g_strdup(src->rdma_port);
+    dst->stats_socket = g_strdup(src->stats_socket);
+    dst->device = g_strdup(src->device);
+}
+
+int
+vrmSettingsValidate(const vrmSettings *s)
+{
+    if (s->role != VRM_ROLE_SOURCE && s->role != VRM_ROLE_DESTINATION) {
+        vrmReportError(VRM_ERR_INVALID_ARG,
+                       _("The role must be 'source' or 'destination'."));
+        return -1;
+    }
+    if (!s->unix_path || !*s->unix_path) {
+        vrmReportError(VRM_ERR_INVALID_ARG, _("A UNIX socket path is required (--unix)."));
+        return -1;
+    }
+    if (strlen(s->unix_path) >= sizeof(((struct sockaddr_un *)NULL)->sun_path)) {
+        vrmReportError(VRM_ERR_INVALID_ARG, _("The UNIX socket path %1$s is too long."),
+                       s->unix_path);
+        return -1;
+    }
+    if (!s->rdma_host || !s->rdma_port) {
+        if (s->role == VRM_ROLE_SOURCE)
+            vrmReportError(VRM_ERR_INVALID_ARG,
+                           _("The source needs an RDMA address to listen on (--listen ADDR:PORT)."));
+        else
+            vrmReportError(VRM_ERR_INVALID_ARG,
+                           _("The destination needs the source engine's RDMA address (--connect ADDR:PORT)."));
+        return -1;
+    }
+    if (vrmProtoCheckChannels(s->channels) < 0 ||
+        vrmProtoCheckChunkSize(s->chunk_size) < 0 ||
+        vrmProtoCheckDepth(s->ring_depth) < 0)
+        return -1;
+    if (s->deadline_connect == 0) {
+        vrmReportError(VRM_ERR_INVALID_ARG, _("The connect deadline must be at least one second."));
+        return -1;
+    }
+    return 0;
+}
+
+guint64
+vrmSettingsPinnedBytes(const vrmSettings *s)
+{
+    guint64 depth = s->ring_depth;
+    guint64 ctl = (2 * depth + 32 + 4 * depth + 32) * VRM_PROTO_CONTROL_MAX;
+
+    return (guint64)s->channels * (2 * depth * s->chunk_size + ctl);
+}
+
+static bool
+vrmHaveCapIpcLock(void)
+{
+    g_autofree char *status = NULL;
+    const char *p;
+    guint64 caps;
+
+    if (!g_file_get_contents("/proc/self/status", &status, NULL, NULL))
+        return false;
+    if (!(p = strstr(status, "CapEff:")))
+        return false;
+    caps = g_ascii_strtoull(p + strlen("CapEff:"), NULL, 16);
+    return caps & (G_GUINT64_CONSTANT(1) << VRM_CAP_IPC_LOCK_BIT);
+}
+
+int
+vrmSettingsCheckPinned(const vrmSettings *s)
+{
+    guint64 need = vrmSettingsPinnedBytes(s);
+    long pages = sysconf(_SC_PHYS_PAGES);
+    long pagesize = sysconf(_SC_PAGESIZE);
+    guint64 ram = pages > 0 && pagesize > 0 ? (guint64)pages * pagesize : 0;
+    struct rlimit rl;
+
+    if (s->max_pinned && need > s->max_pinned) {
+        vrmReportError(VRM_ERR_RESOURCE,
+                       _("This job would pin %1$" G_GUINT64_FORMAT " bytes, more than --max-pinned %2$" G_GUINT64_FORMAT "; lower --channels, --ring-depth or --chunk-size."),
+                       need, s->max_pinned);
+        return -1;
+    }
+    if (getrlimit(RLIMIT_MEMLOCK, &rl) < 0) {
+        vrmReportSystemError(errno, _("Cannot read RLIMIT_MEMLOCK"));
+        return -1;
+    }
+    if (ram > 0 && need > ram) {
+        vrmReportError(VRM_ERR_RESOURCE,
+                       _("This job would pin %1$" G_GUINT64_FORMAT " bytes, more than the %2$" G_GUINT64_FORMAT " bytes of memory of this host; lower --channels, --ring-depth or --chunk-size."),
+                       need, ram);
+        return -1;
+    }
+    if (rl.rlim_cur != RLIM_INFINITY && need > rl.rlim_cur) {
+        if (vrmHaveCapIpcLock()) {
+            VRM_INFO("pinning %" G_GUINT64_FORMAT " bytes above RLIMIT_MEMLOCK "
+                     "(%llu) with CAP_IPC_LOCK", need, (unsigned long long)rl.rlim_cur);
+        } else {
+            vrmReportError(VRM_ERR_RESOURCE,
+                           _("This job needs %1$" G_GUINT64_FORMAT " bytes of locked memory but RLIMIT_MEMLOCK allows %2$llu; raise it (ulimit -l) or lower --channels, --ring-depth or --chunk-size."),
+                           need, (unsigned long long)rl.rlim_cur);
+            return -1;
+        }
+    }
+    VRM_INFO("pinned memory bound: %" G_GUINT64_FORMAT " bytes", need);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Failure and wake-ups (any thread)                                   */
+
+void
+vrmEngineWake(vrmEngine *e)
+{
+    guint64 one = 1;
+
+    if (e->wakefd >= 0 && write(e->wakefd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+        VRM_WARN("cannot wake the engine: %s", g_strerror(errno));
+}
+
+void
+vrmEngineFail(vrmEngine *e, int code, const char *reason)
+{
+    bool first = false;
+    guint32 i;
+
+    g_mutex_lock(&e->lock);
+    if (!e->failed) {
+        e->failed = true;
+        e->fail_code = code;
+        e->fail_reason = g_strdup(reason);
+        first = true;
+        for (i = 0; i < e->s.channels; i++)
+            e->channels[i]->mb_stop = true;
+    }
+    g_mutex_unlock(&e->lock);
+    if (!first)
+        return;
+    /* the program prints the reason once, at exit */
+    VRM_INFO("the job is failing: %s", reason);
+    for (i = 0; i < e->s.channels; i++)
+        vrmChannelWake(e->channels[i]);
+    vrmEngineWake(e);
+}
+
+/* Fail with this thread's last error */
+static void
+vrmEngineFailLast(vrmEngine *e)
+{
+    int code = vrmGetLastErrorCode();
+
+    vrmEngineFail(e, code ? code : VRM_ERR_INTERNAL, vrmGetLastErrorMessage());
+}
+
+static bool
+vrmEngineFailed(vrmEngine *e)
+{
+    bool failed;
+
+    g_mutex_lock(&e->lock);
+    failed = e->failed;
+    g_mutex_unlock(&e->lock);
+    return failed;
+}
+
+/* ------------------------------------------------------------------ */
+/* Devices                                                             */
+
+static gboolean
+vrmEngineAsyncEvent(gint fd, GIOCondition cond, gpointer opaque)
+{
+    vrmRdmaDevice *dev = opaque;
+    vrmEngine *e = dev->owner;
+    struct ibv_async_event ev;
+
+    while (ibv_get_async_event(dev->ctx, &ev) == 0) {
+        vrmChannel *ch = NULL;
+
+        switch (ev.event_type) {
+        case IBV_EVENT_QP_FATAL:
+        case IBV_EVENT_QP_REQ_ERR:
+        case IBV_EVENT_QP_ACCESS_ERR:
+            ch = ev.element.qp->qp_context;
+            e = ch->engine;
+            vrmReportError(VRM_ERR_RDMA,
+                           _("Channel %1$u: asynchronous error on its queue pair: %2$s."),
+                           ch->index, ibv_event_type_str(ev.event_type));
+            vrmEngineFailLast(e);
+            break;
+        case IBV_EVENT_CQ_ERR:
+            ch = ev.element.cq->cq_context;
+            e = ch->engine;
+            vrmReportError(VRM_ERR_RDMA,
+                           _("Channel %1$u: its completion queue overran."), ch->index);
+            vrmEngineFailLast(e);
+            break;
+        case IBV_EVENT_DEVICE_FATAL:
+        case IBV_EVENT_PORT_ERR:
+            vrmReportError(VRM_ERR_NO_DEVICE, _("RDMA device %1$s failed: %2$s."),
+                           dev->name, ibv_event_type_str(ev.event_type));
+            vrmEngineFailLast(e);
+            break;
+        default:
+            VRM_DEBUG("device %s: async event %s", dev->name,
+                      ibv_event_type_str(ev.event_type));
+            break;
+        }
+        ibv_ack_async_event(&ev);
+    }
+    return G_SOURCE_CONTINUE;
+}
+
+static vrmRdmaDevice *
+vrmEngineDevice(vrmEngine *e, struct ibv_context *ctx)
+{
+    vrmRdmaDevice *dev;
+    guint i;
+    int flags;
+
+    if (!ctx) {
+        vrmReportError(VRM_ERR_NO_DEVICE,
+                       _("The RDMA address is not bound to an RDMA device."));
+        return NULL;
+    }
+    for (i = 0; i < e->devices->len; i++) {
+        dev = g_ptr_array_index(e->devices, i);
+        if (dev->ctx == ctx)
+            return dev;
+    }
+    if (e->s.device && !g_str_equal(e->s.device, ibv_get_device_name(ctx->device))) {
+        vrmReportError(VRM_ERR_NO_DEVICE,
+                       _("The RDMA address is on device %1$s, not on the requested device %2$s."),
+                       ibv_get_device_name(ctx->device), e->s.device);
+        return NULL;
+    }
+    if (!(dev = vrmRdmaDeviceNew(ctx)))
+        return NULL;
+    dev->owner = e;
+    g_ptr_array_add(e->devices, dev);
+    flags = fcntl(ctx->async_fd, F_GETFL);
+    if (flags >= 0 && fcntl(ctx->async_fd, F_SETFL, flags | O_NONBLOCK) == 0) {
+        guint id = g_unix_fd_add(ctx->async_fd, G_IO_IN, vrmEngineAsyncEvent, dev);
+        g_ptr_array_add(e->async_sources, GUINT_TO_POINTER(id));
+    }
+    if (dev->iwarp && (e->caps & VRM_CAP_WRITE_IMM)) {
+        VRM_INFO("device %s is iWARP: data is announced by descriptor SENDs", dev->name);
+        e->caps &= ~VRM_CAP_WRITE_IMM;
+    }
+    return dev;
+}
+
+/* ------------------------------------------------------------------ */
+/* rdma_cm                                                             */
+
+static int
+vrmEngineSetAckTimeout(struct rdma_cm_id *id)
+{
+    guint8 timeout = VRM_RDMA_ACK_TIMEOUT;
+
+    if (rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT,
+                        &timeout, sizeof(timeout)) < 0)
+        VRM_DEBUG("cannot set the ACK timeout: %s", g_strerror(errno));
+    return 0;
+}
+
+static int vrmEngineConnectChannel(vrmEngine *e, vrmChannel *ch);
+
+static gboolean
+vrmEngineRetryConnect(gpointer opaque)
+{
+    vrmChannel *ch = opaque;
+
+    ch->retry_source = 0;
+    if (!vrmEngineFailed(ch->engine) && vrmEngineConnectChannel(ch->engine, ch) < 0)
+        vrmEngineFailLast(ch->engine);
+    return G_SOURCE_REMOVE;
+}
+
+/* Destination: drop a failed attempt and try again until the deadline */
+static void
+vrmEngineScheduleRetry(vrmEngine *e, vrmChannel *ch, const char *why)
+{
+    if (ch->id) {
+        if (ch->id->qp)
+            rdma_destroy_qp(ch->id);
+        rdma_destroy_id(ch->id);
+        ch->id = NULL;
+    }
+    if (g_get_monotonic_time() > e->connect_deadline) {
+        vrmReportError(VRM_ERR_TIMEOUT,
+                       _("Could not connect channel %1$u to the source engine at %2$s:%3$s within %4$u seconds (last attempt: %5$s)."),
+                       ch->index, e->s.rdma_host, e->s.rdma_port,
+                       e->s.deadline_connect, why);
+        vrmEngineFailLast(e);
+        return;
+    }
+    VRM_DEBUG("channel %u: %s, retrying", ch->index, why);
+    ch->retry_source = g_timeout_add(VRM_ENGINE_CONNECT_RETRY_MS,
+                                     vrmEngineRetryConnect, ch);
+}
+
+static int
+vrmEngineConnectChannel(vrmEngine *e, vrmChannel *ch)
+{
+    struct rdma_addrinfo hints = { .ai_port_space = RDMA_PS_TCP };
+    struct rdma_addrinfo *ai = NULL;
+    int rc;
+
+    if ((rc = rdma_getaddrinfo(e->s.rdma_host, e->s.rdma_port, &hints, &ai)) != 0) {
+        vrmReportError(VRM_ERR_INVALID_ARG, _("Cannot resolve the RDMA address %1$s:%2$s: %3$s"),
+                       e->s.rdma_host, e->s.rdma_port,
+                       rc == -1 ? g_strerror(errno) : gai_strerror(rc));
+        return -1;
+    }
+    if (rdma_create_id(e->cm, &ch->id, ch, RDMA_PS_TCP) < 0) {
+        vrmReportSystemError(errno, _("Cannot create an rdma_cm id"));
+        rdma_freeaddrinfo(ai);
+        return -1;
+    }
+    rc = rdma_resolve_addr(ch->id, NULL, ai->ai_dst_addr, VRM_RDMA_RESOLVE_TIMEOUT_MS);
+    rdma_freeaddrinfo(ai);
+    if (rc < 0) {
+        vrmEngineScheduleRetry(e, ch, g_strerror(errno));
+        return 0;
+    }
+    return 0;
+}
+
+static int
+vrmEngineSendConnect(vrmEngine *e, vrmChannel *ch)
+{
+    vrmProtoConnData cd = {
+        .version = e->s.fault == VRM_FAULT_VERSION ? VRM_PROTO_VERSION + 1 : VRM_PROTO_VERSION,
+        .flags = e->caps,
+        .channel = ch->index,
+        .channels = e->s.channels,
+    };
+    guint8 pd[VRM_PROTO_CONN_DATA_LEN];
+    struct rdma_conn_param param = {
+        .private_data = pd,
+        .private_data_len = sizeof(pd),
+        .responder_resources = VRM_RDMA_RESPONDER_RESOURCES,
+        .initiator_depth = VRM_RDMA_RESPONDER_RESOURCES,
+        .retry_count = VRM_RDMA_RETRY_COUNT,
+        .rnr_retry_count = VRM_RDMA_RNR_RETRY_COUNT,
+    };
+    vrmRdmaDevice *dev;
+
+    G_STATIC_ASSERT(VRM_PROTO_CONN_DATA_LEN <= VRM_PROTO_PRIVATE_DATA_MAX);
+    if (e->s.fault == VRM_FAULT_VERSION)
+        VRM_WARN("test hook: connecting with protocol version %u", cd.version);
+    memcpy(cd.token, e->s.token, sizeof(cd.token));
+    vrmProtoConnDataEncode(&cd, pd);
+
+    if (!(dev = vrmEngineDevice(e, ch->id->verbs)) ||
+        vrmChannelSetup(ch, dev) < 0 ||
+        vrmChannelCreateQP(ch) < 0)
+        return -1;
+    vrmEngineSetAckTimeout(ch->id);
+    if (rdma_connect(ch->id, &param) < 0) {
+        vrmEngineScheduleRetry(e, ch, g_strerror(errno));
+        return 0;
+    }
+    return 0;
+}
+
+static int
+vrmEngineAccept(vrmEngine *e, struct rdma_cm_event *ev)
+{
+    const void *data = ev->param.conn.private_data;
+    size_t len = ev->param.conn.private_data_len;
+    guint8 rej[VRM_PROTO_REJECT_LEN];
+    guint8 reply[VRM_PROTO_CONN_DATA_LEN];
+    struct rdma_conn_param param = {
+        .private_data = reply,
+        .private_data_len = sizeof(reply),
+        .responder_resources = VRM_RDMA_RESPONDER_RESOURCES,
+        .initiator_depth = VRM_RDMA_RESPONDER_RESOURCES,
+        .rnr_retry_count = VRM_RDMA_RNR_RETRY_COUNT,
+    };
+    vrmProtoConnData cd;
+    vrmChannel *ch = NULL;
+    vrmRdmaDevice *dev;
+    int reason;
+
+    /* Everything about the peer is checked before any resource exists. */
+    if (vrmProtoConnDataDecode(data, len, &cd) < 0)
+        reason = VRM_REJECT_MALFORMED;
+    else
+        reason = vrmProtoConnDataCheck(&cd, e->s.token, e->s.channels);
+    if (reason == VRM_REJECT_NONE) {
+        ch = e->channels[cd.channel];
+        if (ch->id) {
+            vrmReportError(VRM_ERR_PROTOCOL, _("Channel %1$u is already connected."),
+                           cd.channel);
+            reason = VRM_REJECT_BUSY;
+        }
+    }
+    if (reason != VRM_REJECT_NONE) {
+        e->rejects++;
+        e->last_reject = reason;
+        VRM_WARN(_("Refused a connection request: %1$s"), vrmGetLastErrorMessage());
+        vrmProtoRejectEncode(reason, rej);
+        if (rdma_reject(ev->id, rej, sizeof(rej)) < 0)
+            VRM_WARN("rdma_reject failed: %s", g_strerror(errno));
+        return 1;   /* destroy ev->id after the ack */
+    }
+
+    ch->id = ev->id;
+    ch->id->context = ch;
+    ch->caps = vrmProtoNegotiate(e->caps, cd.flags);
+    if (!(dev = vrmEngineDevice(e, ch->id->verbs)) ||
+        vrmChannelSetup(ch, dev) < 0 ||
+        vrmChannelCreateQP(ch) < 0) {
+        vrmProtoRejectEncode(VRM_REJECT_RESOURCES, rej);
+        rdma_reject(ev->id, rej, sizeof(rej));
+        return -1;
+    }
+    cd.flags = ch->caps;
+    memset(cd.token, 0, sizeof(cd.token));
+    vrmProtoConnDataEncode(&cd, reply);
+    vrmEngineSetAckTimeout(ch->id);
+    if (rdma_accept(ch->id, &param) < 0) {
+        vrmReportSystemError(errno, _("Cannot accept channel %1$u"), ch->index);
+        return -1;
+    }
+    VRM_INFO("channel %u accepted, capabilities 0x%x", ch->index, ch->caps);
+    return 0;
+}
+
+static int
+vrmEngineEstablished(vrmEngine *e, vrmChannel *ch, struct rdma_cm_event *ev)
+{
+    if (e->s.role == VRM_ROLE_DESTINATION) {
+        vrmProtoConnData cd;
+
+        if (vrmProtoConnDataDecode(ev->param.conn.private_data,
+                                   ev->param.conn.private_data_len, &cd) < 0)
+            return -1;
+        if (cd.version != VRM_PROTO_VERSION || cd.channel != ch->index ||
+            (cd.flags & ~e->caps)) {
+            vrmReportError(VRM_ERR_PROTOCOL,
+                           _("The source engine accepted channel %1$u with version %2$u, channel %3$u and capabilities 0x%4$x, which do not match the request."),
+                           ch->index, cd.version, cd.channel, cd.flags);
+            return -1;
+        }
+        ch->caps = vrmProtoNegotiate(e->caps, cd.flags);
+    }
+    ch->connected = true;
+    e->established++;
+    {
+        struct ibv_qp_attr qa;
+        struct ibv_qp_init_attr qia;
+
+        if (ibv_query_qp(ch->id->qp, &qa, IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                         IBV_QP_RNR_RETRY | IBV_QP_STATE, &qia) == 0)
+            VRM_DEBUG("channel %u: QP state %d timeout %u retry %u rnr_retry %u",
+                      ch->index, qa.qp_state, qa.timeout, qa.retry_cnt, qa.rnr_retry);
+    }
+    VRM_INFO("channel %u established (%u of %u)", ch->index, e->established,
+             e->s.channels);
+    return vrmChannelStart(ch);
+}
+
+static void
+vrmEngineDisconnected(vrmEngine *e, vrmChannel *ch)
+{
+    bool done;
+
+    g_mutex_lock(&e->lock);
+    ch->mb_disconnected = true;
+    done = ch->mb_done;
+    g_mutex_unlock(&e->lock);
+    if (!ch->thread && !done) {
+        vrmReportError(VRM_ERR_PEER,
+                       _("The peer closed channel %1$u before the end of the stream."),
+                       ch->index);
+        vrmEngineFailLast(e);
+    }
+    vrmChannelWake(ch);
+}
+
+static gboolean
+vrmEngineCMEvent(gint fd, GIOCondition cond, gpointer opaque)
+{
+    vrmEngine *e = opaque;
+    struct rdma_cm_event *ev;
+
+    while (rdma_get_cm_event(e->cm, &ev) == 0) {
+        vrmChannel *ch = ev->id ? ev->id->context : NULL;
+        struct rdma_cm_id *destroy = NULL;
+        enum rdma_cm_event_type type = ev->event;
+        int rc = 0;
+
+        VRM_DEBUG("rdma_cm event %s status %d channel %d",
+                  vrmRdmaCMEventName(type), ev->status, ch ? (int)ch->index : -1);
+        if (vrmEngineFailed(e)) {
+            if (type == RDMA_CM_EVENT_CONNECT_REQUEST) {
+                rdma_reject(ev->id, NULL, 0);
+                destroy = ev->id;
+            }
+            rdma_ack_cm_event(ev);
+            if (destroy)
+                rdma_destroy_id(destroy);
+            continue;
+        }
+
+        switch (type) {
+        case RDMA_CM_EVENT_CONNECT_REQUEST:
+            rc = vrmEngineAccept(e, ev);
+            if (rc == 1) {
+                destroy = ev->id;
+                rc = 0;
+            }
+            rdma_ack_cm_event(ev);
+            if (destroy)
+                rdma_destroy_id(destroy);
+            break;
+        case RDMA_CM_EVENT_ADDR_RESOLVED:
+            rdma_ack_cm_event(ev);
+            if (rdma_resolve_route(ch->id, VRM_RDMA_RESOLVE_TIMEOUT_MS) < 0)
+                vrmEngineScheduleRetry(e, ch, g_strerror(errno));
+            break;
+        case RDMA_CM_EVENT_ROUTE_RESOLVED:
+            rdma_ack_cm_event(ev);
+            rc = vrmEngineSendConnect(e, ch);
+            break;
+        case RDMA_CM_EVENT_ESTABLISHED:
+            rc = vrmEngineEstablished(e, ch, ev);
+            rdma_ack_cm_event(ev);
+            break;
+        case RDMA_CM_EVENT_REJECTED: {
+            int reason = vrmProtoRejectDecode(ev->param.conn.private_data,
+                                              ev->param.conn.private_data_len);
+            int status = ev->status;
+
+            rdma_ack_cm_event(ev);
+            if (reason != VRM_REJECT_NONE) {
+                vrmReportError(reason == VRM_REJECT_TOKEN ? VRM_ERR_AUTH :
+                               reason == VRM_REJECT_VERSION ? VRM_ERR_VERSION :
+                               VRM_ERR_PEER,
+                               _("The source engine rejected channel %1$u: %2$s."),
+                               ch->index, vrmProtoRejectReasonToString(reason));
+                rc = -1;
+            } else {
+                g_autofree char *why = g_strdup_printf("rejected, status %d", status);
+                vrmEngineScheduleRetry(e, ch, why);
+            }
+            break;
+        }
+        case RDMA_CM_EVENT_ADDR_ERROR:
+        case RDMA_CM_EVENT_ROUTE_ERROR:
+        case RDMA_CM_EVENT_UNREACHABLE:
+        case RDMA_CM_EVENT_CONNECT_ERROR:
+            rdma_ack_cm_event(ev);
+            if (e->s.role == VRM_ROLE_DESTINATION && !ch->connected) {
+                vrmEngineScheduleRetry(e, ch, vrmRdmaCMEventName(type));
+            } else {
+                vrmReportError(VRM_ERR_PEER, _("Channel %1$u: connection error (%2$s)."),
+                               ch ? ch->index : 0, vrmRdmaCMEventName(type));
+                rc = -1;
+            }
+            break;
+        case RDMA_CM_EVENT_DISCONNECTED:
+            rdma_ack_cm_event(ev);
+            if (ch)
+                vrmEngineDisconnected(e, ch);
+            break;
+        case RDMA_CM_EVENT_DEVICE_REMOVAL:
+            rdma_ack_cm_event(ev);
+            vrmReportError(VRM_ERR_NO_DEVICE, _("The RDMA device was removed."));
+            rc = -1;
+            break;
+        default:
+            rdma_ack_cm_event(ev);
+            break;
+        }
+        if (rc < 0)
+            vrmEngineFailLast(e);
+    }
+    if (errno != EAGAIN && errno != EWOULDBLOCK) {
+        vrmReportSystemError(errno, _("Cannot read rdma_cm events"));
+        vrmEngineFailLast(e);
+    }
+    return G_SOURCE_CONTINUE;
+}
+
+/* ------------------------------------------------------------------ */
+/* QEMU's sockets                                                      */
+
+static int
+vrmSetNonBlock(int fd)
+{
+    int flags = fcntl(fd, F_GETFL);
+
+    if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+        vrmReportSystemError(errno, _("Cannot make a socket non-blocking"));
+        return -1;
+    }
+    return 0;
+}
+
+static int
+vrmUnixListen(const char *path, guint32 mode)
+{
+    struct sockaddr_un sun = { .sun_family = AF_UNIX };
+    struct stat st;
+    int fd;
+
+    g_strlcpy(sun.sun_path, path, sizeof(sun.sun_path));
+    if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
+        unlink(path);
+    if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0) {
+        vrmReportSystemError(errno, _("Cannot create a UNIX socket"));
+        return -1;
+    }
+    if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
+        vrmReportSystemError(errno, _("Cannot bind a UNIX socket to %1$s"), path);
+        close(fd);
+        return -1;
+    }
+    if (chmod(path, mode) < 0 || listen(fd, VRM_ENGINE_LISTEN_BACKLOG) < 0) {
+        vrmReportSystemError(errno, _("Cannot listen on %1$s"), path);
+        close(fd);
+        unlink(path);
+        return -1;
+    }
+    return fd;
+}
+
+static gboolean
+vrmEngineUnixAccept(gint fd, GIOCondition cond, gpointer opaque)
+{
+    vrmEngine *e = opaque;
+    vrmChannel *ch;
+    int conn;
+
+    while ((conn = accept(fd, NULL, NULL)) >= 0) {
+        if (vrmSetNonBlock(conn) < 0 || fcntl(conn, F_SETFD, FD_CLOEXEC) < 0) {
+            close(conn);
+            vrmEngineFailLast(e);
+            return G_SOURCE_CONTINUE;
+        }
+        if (e->accepted_socks >= e->s.channels || e->unused_announced) {
+            close(conn);
+            vrmReportError(VRM_ERR_PROTOCOL,
+                           _("QEMU opened more connections than the %1$u channels of this job."),
+                           e->s.channels);
+            vrmEngineFailLast(e);
+            return G_SOURCE_CONTINUE;
+        }
+        ch = e->channels[e->accepted_socks++];
+        VRM_INFO("QEMU connection %u accepted", ch->index);
+        g_mutex_lock(&e->lock);
+        ch->mb_fd = conn;
+        g_mutex_unlock(&e->lock);
+        vrmChannelWake(ch);
+    }
+    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+        vrmReportSystemError(errno, _("Cannot accept a connection on %1$s"), e->s.unix_path);
+        vrmEngineFailLast(e);
+    }
+    return G_SOURCE_CONTINUE;
+}
+
+static void vrmEngineOpenNext(vrmEngine *e);
+
+static gboolean
+vrmEngineOpenRetry(gpointer opaque)
+{
+    vrmChannel *ch = opaque;
+
+    ch->open_source = 0;
+    vrmEngineOpenNext(ch->engine);
+    return G_SOURCE_REMOVE;
+}
+
+/* Destination: connect QEMU's sockets strictly in channel order */
+static void
+vrmEngineOpenNext(vrmEngine *e)
+{
+    while (e->next_open < e->s.channels && !vrmEngineFailed(e)) {
+        vrmChannel *ch = e->channels[e->next_open];
+        struct sockaddr_un sun = { .sun_family = AF_UNIX };
+        bool requested;
+        int fd;
+
+        g_mutex_lock(&e->lock);
+        requested = ch->mb_open_req;
+        g_mutex_unlock(&e->lock);
+        if (!requested || ch->open_source)
+            return;
+        if (!ch->open_deadline)
+            ch->open_deadline = g_get_monotonic_time() +
+                                (gint64)e->s.deadline_connect * G_USEC_PER_SEC;
+
+        g_strlcpy(sun.sun_path, e->s.unix_path, sizeof(sun.sun_path));
+        if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0) {
+            vrmReportSystemError(errno, _("Cannot create a UNIX socket"));
+            vrmEngineFailLast(e);
+            return;
+        }
+        if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
+            int err = errno;
+
+            close(fd);
+            if ((err == ENOENT || err == ECONNREFUSED || err == EAGAIN) &&
+                g_get_monotonic_time() < ch->open_deadline) {
+                ch->open_source = g_timeout_add(VRM_ENGINE_OPEN_RETRY_MS,
+                                                vrmEngineOpenRetry, ch);
+                return;
+            }
+            vrmReportSystemError(err,
+                                 _("Could not connect channel %1$u to QEMU at %2$s within %3$u seconds"),
+                                 ch->index, e->s.unix_path, e->s.deadline_connect);
+            vrmEngineFailLast(e);
+            return;
+        }
+        if (vrmSetNonBlock(fd) < 0) {
+            close(fd);
+            vrmEngineFailLast(e);
+            return;
+        }
+        VRM_INFO("channel %u connected to QEMU", ch->index);
+        g_mutex_lock(&e->lock);
+        ch->mb_fd = fd;
+        g_mutex_unlock(&e->lock);
+        vrmChannelWake(ch);
+        e->next_open++;
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Stats                                                               */
+
+char *
+vrmEngineStatsJSON(vrmEngine *e)
+{
+    GString *buf = g_string_new("{");
+    gint64 now = e->end_us ? e->end_us : g_get_monotonic_time();
+    double elapsed = (now - e->start_us) / 1e6;
+    vrmStats total = { 0 };
+    double cur_total = 0;
+    guint32 caps = e->caps;
+    guint32 i;
+    bool failed;
+    g_autofree char *reason = NULL;
+
+    g_mutex_lock(&e->lock);
+    failed = e->failed;
+    reason = g_strdup(e->fail_reason);
+    g_mutex_unlock(&e->lock);
+
+    for (i = 0; i < e->s.channels; i++) {
+        if (e->channels[i]->connected) {
+            caps = e->channels[i]->caps;
+            break;
+        }
+    }
+    g_string_append(buf, "\"role\": ");
+    vrmJSONAppendString(buf, vrmRoleTypeToString(e->s.role));
+    g_string_append_printf(buf, ", \"state\": \"%s\", \"error\": ",
+                           failed ? "failed" : e->finished ? "completed" : "running");
+    vrmJSONAppendString(buf, reason);
+    g_string_append_printf(buf,
+                           ", \"protocol_version\": %d, \"pin_all\": %s, \"write_imm\": %s"
+                           ", \"channels\": %u, \"channels_established\": %u"
+                           ", \"qemu_connections\": %u, \"chunk_size\": %u, \"ring_depth\": %u"
+                           ", \"pinned_bound\": %" G_GUINT64_FORMAT
+                           ", \"elapsed_s\": %.3f, \"per_channel\": [",
+                           VRM_PROTO_VERSION,
+                           (caps & VRM_CAP_PIN_ALL) ? "true" : "false",
+                           (caps & VRM_CAP_WRITE_IMM) ? "true" : "false",
+                           e->s.channels, e->established,
+                           e->s.role == VRM_ROLE_SOURCE ? e->accepted_socks : e->next_open,
+                           e->s.chunk_size, e->s.ring_depth,
+                           vrmSettingsPinnedBytes(&e->s), elapsed);
+    for (i = 0; i < e->s.channels; i++) {
+        vrmChannel *ch = e->channels[i];
+        vrmStats snap;
+        guint64 bytes;
+
+        vrmStatsSnapshot(&ch->stats, &snap);
+        vrmStatsAccumulate(&total, &snap);
+        bytes = snap.v[VRM_STAT_BYTES_SENT] + snap.v[VRM_STAT_BYTES_RECEIVED];
+        cur_total += ch->mbps_current;
+        g_string_append_printf(buf, "%s{\"index\": %u, ", i ? ", " : "", i);
+        vrmStatsFormatJSON(buf, &snap, ch->mbps_current, vrmStatsMbps(bytes, elapsed));
+        g_string_append(buf, "}");
+    }
+    g_string_append(buf, "], \"total\": {");
+    vrmStatsFormatJSON(buf, &total, cur_total,
+                       vrmStatsMbps(total.v[VRM_STAT_BYTES_SENT] +
+                                    total.v[VRM_STAT_BYTES_RECEIVED], elapsed));
+    g_string_append(buf, "}}");
+    return g_string_free(buf, FALSE);
+}
+
+static gboolean
+vrmEngineStatsAccept(gint fd, GIOCondition cond, gpointer opaque)
+{
+    vrmEngine *e = opaque;
+    int conn;
+
+    while ((conn = accept(fd, NULL, NULL)) >= 0) {
+        g_autofree char *json = vrmEngineStatsJSON(e);
+        g_autofree char *line = g_strconcat(json, "\n", NULL);
+        size_t off = 0, len = strlen(line);
+
+        while (off < len) {
+            ssize_t r = send(conn, line + off, len - off, MSG_NOSIGNAL);
+            if (r <= 0)
+                break;
+            off += r;
+        }
+        close(conn);
+    }
+    return G_SOURCE_CONTINUE;
+}
+
+/* ------------------------------------------------------------------ */
+/* Main loop glue                                                      */
+
+static gboolean
+vrmEngineTick(gpointer opaque)
+{
+    vrmEngine *e = opaque;
+    gint64 now = g_get_monotonic_time();
+    guint64 sum = 0;
+    guint32 i;
+
+    for (i = 0; i < e->s.channels; i++) {
+        vrmChannel *ch = e->channels[i];
+        vrmStats snap;
+        guint64 delta;
+
+        vrmStatsSnapshot(&ch->stats, &snap);
+        delta = snap.v[VRM_STAT_BYTES_SENT] + snap.v[VRM_STAT_BYTES_RECEIVED] -
+                ch->sample.v[VRM_STAT_BYTES_SENT] - ch->sample.v[VRM_STAT_BYTES_RECEIVED];
+        ch->mbps_current = vrmStatsMbps(delta, VRM_ENGINE_TICK_MS / 1000.0);
+        ch->sample = snap;
+        /* keepalive completions are no progress */
+        sum += snap.v[VRM_STAT_BYTES_SENT] + snap.v[VRM_STAT_BYTES_RECEIVED] +
+               snap.v[VRM_STAT_REGISTRATIONS];
+    }
+    sum += e->established + e->accepted_socks + e->next_open;
+    if (sum != e->last_progress_sum) {
+        e->last_progress_sum = sum;
+        e->last_progress_us = now;
+    }
+    if (e->established < e->s.channels && now > e->connect_deadline) {
+        if (e->s.role == VRM_ROLE_SOURCE && e->rejects)
+            vrmReportError(VRM_ERR_TIMEOUT,
+                           _("Only %1$u of %2$u channels were connected within %3$u seconds; %4$u connection requests were refused (last: %5$s)."),
+                           e->established, e->s.channels, e->s.deadline_connect,
+                           e->rejects, vrmProtoRejectReasonToString(e->last_reject));
+        else
+            vrmReportError(VRM_ERR_TIMEOUT,
+                           _("Only %1$u of %2$u channels were connected within %3$u seconds."),
+                           e->established, e->s.channels, e->s.deadline_connect);
+        vrmEngineFailLast(e);
+    } else if (e->s.idle_timeout &&
+               now - e->last_progress_us > (gint64)e->s.idle_timeout * G_USEC_PER_SEC) {
+        vrmReportError(VRM_ERR_TIMEOUT,
+                       _("Nothing moved on any channel for %1$u seconds (idle timeout)."),
+                       e->s.idle_timeout);
+        vrmEngineFailLast(e);
+    }
+    return G_SOURCE_CONTINUE;
+}
+
+static gboolean
+vrmEngineSignal(gpointer opaque)
+{
+    vrmEngine *e = opaque;
+
+    vrmReportError(VRM_ERR_CANCELLED, _("Interrupted by a signal."));
+    vrmEngineFailLast(e);
+    return G_SOURCE_CONTINUE;
+}
+
+static gboolean
+vrmEngineWoken(gint fd, GIOCondition cond, gpointer opaque)
+{
+    vrmEngine *e = opaque;
+    guint32 i, done = 0;
+    guint64 junk;
+    bool main_done;
+
+    if (read(fd, &junk, sizeof(junk)) < 0 && errno != EAGAIN)
+        VRM_DEBUG("engine eventfd: %s", g_strerror(errno));
+    if (vrmEngineFailed(e)) {
+        g_main_loop_quit(e->loop);
+        return G_SOURCE_CONTINUE;
+    }
+    if (e->s.role == VRM_ROLE_DESTINATION)
+        vrmEngineOpenNext(e);
+
+    g_mutex_lock(&e->lock);
+    main_done = e->channels[0]->mb_done;
+    for (i = 0; i < e->s.channels; i++)
+        done += e->channels[i]->mb_done;
+    if (e->s.role == VRM_ROLE_SOURCE && main_done && !e->unused_announced) {
+        e->unused_announced = true;
+        for (i = e->accepted_socks; i < e->s.channels; i++)
+            e->channels[i]->mb_unused = true;
+    }
+    g_mutex_unlock(&e->lock);
+    if (e->unused_announced) {
+        for (i = e->accepted_socks; i < e->s.channels; i++)
+            vrmChannelWake(e->channels[i]);
+    }
+    if (done == e->s.channels) {
+        e->finished = true;
+        g_main_loop_quit(e->loop);
+    }
+    return G_SOURCE_CONTINUE;
+}
+
+vrmEngine *
+vrmEngineNew(const vrmSettings *settings)
+{
+    vrmEngine *e = g_new0(vrmEngine, 1);
+    guint32 i;
+
+    vrmSettingsCopy(&e->s, settings);
+    g_mutex_init(&e->lock);
+    e->unix_fd = -1;
+    e->stats_fd = -1;
+    e->wakefd = -1;
+    e->devices = g_ptr_array_new_with_free_func((GDestroyNotify)vrmRdmaDeviceFree);
+    e->async_sources = g_ptr_array_new();
+    e->channels = g_new0(vrmChannel *, e->s.channels);
+    for (i = 0; i < e->s.channels; i++)
+        e->channels[i] = vrmChannelNew(e, i);
+    e->caps = (e->s.pin_all ? VRM_CAP_PIN_ALL : 0) |
+              (e->s.write_imm ? VRM_CAP_WRITE_IMM : 0);
+    return e;
+}
+
+static void
+vrmEngineTeardown(vrmEngine *e)
+{
+    guint32 i;
+
+    /* 1. stop the progress threads (each bounded: poll interval + ERROR wait) */
+    g_mutex_lock(&e->lock);
+    for (i = 0; i < e->s.channels; i++)
+        e->channels[i]->mb_stop = true;
+    g_mutex_unlock(&e->lock);
+    for (i = 0; i < e->s.channels; i++) {
+        vrmChannelWake(e->channels[i]);
+        vrmChannelJoin(e->channels[i]);
+    }
+    e->end_us = g_get_monotonic_time();
+    /* 2. QEMU's sockets, then the listeners */
+    if (e->unix_fd >= 0) {
+        close(e->unix_fd);
+        e->unix_fd = -1;
+        unlink(e->s.unix_path);
+    }
+    /* 3. disconnect, then QPs, CQs, registrations, ids (vrmChannelFree) */
+    for (i = 0; i < e->s.channels; i++) {
+        vrmChannel *ch = e->channels[i];
+        if (ch->retry_source)
+            g_source_remove(ch->retry_source);
+        if (ch->open_source)
+            g_source_remove(ch->open_source);
+        ch->retry_source = ch->open_source = 0;
+        if (ch->id && ch->connected)
+            rdma_disconnect(ch->id);
+    }
+}
+
+void
+vrmEngineFree(vrmEngine *e)
+{
+    guint32 i;
+
+    if (!e)
+        return;
+    for (i = 0; e->channels && i < e->s.channels; i++)
+        vrmChannelFree(e->channels[i]);
+    g_free(e->channels);
+    if (e->listen_id)
+        rdma_destroy_id(e->listen_id);
+    for (i = 0; e->async_sources && i < e->async_sources->len; i++)
+        g_source_remove(GPOINTER_TO_UINT(g_ptr_array_index(e->async_sources, i)));
+    if (e->async_sources)
+        g_ptr_array_free(e->async_sources, TRUE);
+    if (e->devices)
+        g_ptr_array_free(e->devices, TRUE);
+    if (e->cm)
+        rdma_destroy_event_channel(e->cm);
+    if (e->unix_fd >= 0) {
+        close(e->unix_fd);
+        unlink(e->s.unix_path);
+    }
+    if (e->stats_fd >= 0) {
+        close(e->stats_fd);
+        unlink(e->s.stats_socket);
+    }
+    if (e->wakefd >= 0)
+        close(e->wakefd);
+    if (e->loop)
+        g_main_loop_unref(e->loop);
+    g_free(e->fail_reason);
+    g_mutex_clear(&e->lock);
+    vrmSettingsClear(&e->s);
+    g_free(e);
+}
+
+static int
+vrmEngineListenRdma(vrmEngine *e)
+{
+    struct rdma_addrinfo hints = { .ai_flags = RAI_PASSIVE, .ai_port_space = RDMA_PS_TCP };
+    struct rdma_addrinfo *ai = NULL;
+    int rc;
+
+    if ((rc = rdma_getaddrinfo(e->s.rdma_host, e->s.rdma_port, &hints, &ai)) != 0) {
+        vrmReportError(VRM_ERR_INVALID_ARG, _("Cannot resolve the RDMA address %1$s:%2$s: %3$s"),
+                       e->s.rdma_host, e->s.rdma_port,
+                       rc == -1 ? g_strerror(errno) : gai_strerror(rc));
+        return -1;
+    }
+    if (rdma_create_id(e->cm, &e->listen_id, NULL, RDMA_PS_TCP) < 0) {
+        vrmReportSystemError(errno, _("Cannot create an rdma_cm id"));
+        rdma_freeaddrinfo(ai);
+        return -1;
+    }
+    rc = rdma_bind_addr(e->listen_id, ai->ai_src_addr);
+    rdma_freeaddrinfo(ai);
+    if (rc < 0) {
+        vrmReportSystemError(errno, _("Cannot bind to the RDMA address %1$s:%2$s"),
+                             e->s.rdma_host, e->s.rdma_port);
+        return -1;
+    }
+    if (e->listen_id->verbs && !vrmEngineDevice(e, e->listen_id->verbs))
+        return -1;
+    if (rdma_listen(e->listen_id, VRM_ENGINE_LISTEN_BACKLOG) < 0) {
+        vrmReportSystemError(errno, _("Cannot listen on the RDMA address %1$s:%2$s"),
+                             e->s.rdma_host, e->s.rdma_port);
+        return -1;
+    }
+    VRM_INFO("listening on %s:%s for %u channels", e->s.rdma_host, e->s.rdma_port,
+             e->s.channels);
+    return 0;
+}
+
+static int vrmEngineRunInner(vrmEngine *e);
+
+int
+vrmEngineRun(vrmEngine *e)
+{
+    int ret = vrmEngineRunInner(e);
+
+    if (ret < 0 && !vrmEngineFailed(e))
+        vrmEngineFailLast(e);
+    if (!e->end_us)
+        e->end_us = g_get_monotonic_time();
+    return ret;
+}
+
+static int
+vrmEngineRunInner(vrmEngine *e)
+{
+    guint sources[8];
+    guint nsources = 0;
+    guint32 i;
+    int flags;
+
+    e->start_us = e->last_progress_us = g_get_monotonic_time();
+    e->connect_deadline = e->start_us + (gint64)e->s.deadline_connect * G_USEC_PER_SEC;
+    e->loop = g_main_loop_new(NULL, FALSE);
+
+    if (vrmSettingsValidate(&e->s) < 0 || vrmSettingsCheckPinned(&e->s) < 0)
+        return -1;
+    if ((e->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
+        vrmReportSystemError(errno, _("Cannot create an eventfd"));
+        return -1;
+    }
+    if (!(e->cm = rdma_create_event_channel())) {
+        vrmReportSystemError(errno, _("Cannot open the rdma_cm event channel (is rdma_ucm loaded?)"));
+        return -1;
+    }
+    flags = fcntl(e->cm->fd, F_GETFL);
+    if (flags < 0 || fcntl(e->cm->fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+        vrmReportSystemError(errno, _("Cannot make the rdma_cm event channel non-blocking"));
+        return -1;
+    }
+    if (e->s.stats_socket &&
+        (e->stats_fd = vrmUnixListen(e->s.stats_socket, 0600)) < 0)
+        return -1;
+
+    if (e->s.role == VRM_ROLE_SOURCE) {
+        if (vrmEngineListenRdma(e) < 0)
+            return -1;
+        if ((e->unix_fd = vrmUnixListen(e->s.unix_path, e->s.unix_mode)) < 0)
+            return -1;
+        sources[nsources++] = g_unix_fd_add(e->unix_fd, G_IO_IN, vrmEngineUnixAccept, e);
+    } else {
+        for (i = 0; i < e->s.channels; i++) {
+            if (vrmEngineConnectChannel(e, e->channels[i]) < 0)
+                return -1;
+        }
+    }
+    sources[nsources++] = g_unix_fd_add(e->cm->fd, G_IO_IN, vrmEngineCMEvent, e);
+    sources[nsources++] = g_unix_fd_add(e->wakefd, G_IO_IN, vrmEngineWoken, e);
+    if (e->stats_fd >= 0) {
+        vrmSetNonBlock(e->stats_fd);
+        sources[nsources++] = g_unix_fd_add(e->stats_fd, G_IO_IN, vrmEngineStatsAccept, e);
+    }
+    sources[nsources++] = g_timeout_add(VRM_ENGINE_TICK_MS, vrmEngineTick, e);
+    sources[nsources++] = g_unix_signal_add(SIGINT, vrmEngineSignal, e);
+    sources[nsources++] = g_unix_signal_add(SIGTERM, vrmEngineSignal, e);
+
+    if (!vrmEngineFailed(e))
+        g_main_loop_run(e->loop);
+
+    vrmEngineTeardown(e);
+    for (i = 0; i < nsources; i++)
+        g_source_remove(sources[i]);
+
+    if (!e->finished || vrmEngineFailed(e)) {
+        g_mutex_lock(&e->lock);
+        vrmSetLastError(e->fail_code ? e->fail_code : VRM_ERR_INTERNAL,
+                        e->fail_reason ? e->fail_reason : _("The job ended before its channels did."));
+        g_mutex_unlock(&e->lock);
+        return -1;
+    }
+    return 0;
+}

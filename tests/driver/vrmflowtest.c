@@ -1,0 +1,217 @@
+/*
+ * vrmflowtest.c: credit accounting of a channel direction; settings checks
+ * and the stats JSON of the transport
+ */
+#include <config.h>
+
+#include <string.h>
+
+#include "vrmflow.h"
+#include "vrmproto.h"
+#include "vrmstats.h"
+#include "vrmtransport.h"
+#include "vrmerror.h"
+
+static void
+testTxCredits(void)
+{
+    vrmTxFlow f;
+    guint32 idx, i;
+
+    vrmTxFlowInit(&f, 4);
+    g_assert_cmpuint(vrmTxFlowCredits(&f), ==, 4);
+    for (i = 0; i < 4; i++) {
+        g_assert_cmpuint(vrmTxFlowPeek(&f, 0), ==, i);
+        g_assert_true(vrmTxFlowTake(&f, &idx));
+        g_assert_cmpuint(idx, ==, i);
+    }
+    g_assert_false(vrmTxFlowTake(&f, &idx));
+    g_assert_cmpuint(vrmTxFlowCredits(&f), ==, 0);
+    g_assert_cmpint(vrmTxFlowCredit(&f, 5), ==, -1);  /* more than in flight */
+    g_assert_cmpint(vrmGetLastErrorCode(), ==, VRM_ERR_PROTOCOL);
+    g_assert_cmpint(vrmTxFlowCredit(&f, 0), ==, -1);  /* zero credits */
+    g_assert_cmpint(vrmTxFlowCredit(&f, 2), ==, 0);
+    g_assert_cmpuint(vrmTxFlowCredits(&f), ==, 2);
+    /* the ring wraps */
+    g_assert_true(vrmTxFlowTake(&f, &idx));
+    g_assert_cmpuint(idx, ==, 0);
+    g_assert_cmpuint(vrmTxFlowPeek(&f, 3), ==, 0);
+    g_assert_cmpint(vrmTxFlowCredit(&f, 3), ==, 0);
+    g_assert_cmpint(vrmTxFlowCredit(&f, 1), ==, -1);
+}
+
+static void
+testRxFill(void)
+{
+    vrmRxFlow f;
+
+    vrmRxFlowInit(&f, 4, 65536);
+    g_assert_cmpint(vrmRxFlowFill(&f, 1, 10), ==, -1);        /* out of order */
+    g_assert_cmpint(vrmRxFlowFill(&f, 0, 0), ==, -1);         /* empty */
+    g_assert_cmpint(vrmRxFlowFill(&f, 0, 65537), ==, -1);     /* bigger than a chunk */
+    g_assert_cmpint(vrmRxFlowFill(&f, 0, 65536), ==, 0);
+    g_assert_cmpint(vrmRxFlowFill(&f, 1, 1), ==, 0);
+    g_assert_cmpint(vrmRxFlowFill(&f, 2, 1), ==, 0);
+    g_assert_cmpint(vrmRxFlowFill(&f, 3, 1), ==, 0);
+    g_assert_cmpuint(f.bytes, ==, 65539);
+    /* the ring is full: a fifth chunk had no credit */
+    g_assert_cmpint(vrmRxFlowFill(&f, 0, 1), ==, -1);
+    g_assert_nonnull(strstr(vrmGetLastErrorMessage(), "without a credit"));
+    vrmRxFlowDrained(&f);
+    /* drained but not yet credited back: still no credit for the writer */
+    g_assert_cmpint(vrmRxFlowFill(&f, 0, 1), ==, -1);
+    g_assert_cmpuint(vrmRxFlowTakeCredits(&f, true), ==, 1);
+    g_assert_cmpint(vrmRxFlowFill(&f, 0, 1), ==, 0);
+}
+
+static void
+testRxTags(void)
+{
+    vrmRxFlow f;
+    guint32 idx, i;
+
+    vrmRxFlowInit(&f, 64, 65536);
+    for (i = 0; i < 40; i++) {
+        g_assert_cmpint(vrmRxFlowFillTag(&f, i % 32, 5, &idx), ==, 0);
+        g_assert_cmpuint(idx, ==, i);
+        vrmRxFlowDrained(&f);
+        vrmRxFlowTakeCredits(&f, true);
+    }
+    g_assert_cmpint(vrmRxFlowFillTag(&f, 9, 5, &idx), ==, -1);
+}
+
+static void
+testCreditCoalescing(void)
+{
+    vrmRxFlow f;
+    guint32 i;
+
+    vrmRxFlowInit(&f, 16, 65536);
+    for (i = 0; i < 16; i++)
+        g_assert_cmpint(vrmRxFlowFill(&f, i, 1), ==, 0);
+    for (i = 0; i < 3; i++) {
+        vrmRxFlowDrained(&f);
+        g_assert_cmpuint(vrmRxFlowTakeCredits(&f, false), ==, 0);
+    }
+    vrmRxFlowDrained(&f);       /* a quarter of the ring */
+    g_assert_cmpuint(vrmRxFlowTakeCredits(&f, false), ==, 4);
+    vrmRxFlowDrained(&f);
+    g_assert_cmpuint(vrmRxFlowTakeCredits(&f, false), ==, 0);
+    g_assert_cmpuint(vrmRxFlowTakeCredits(&f, true), ==, 1);    /* flush */
+    g_assert_cmpuint(vrmRxFlowTakeCredits(&f, true), ==, 0);
+}
+
+/* writer and receiver driven against each other: credits are conserved */
+static void
+testConservation(void)
+{
+    vrmTxFlow tx;
+    vrmRxFlow rx;
+    GRand *r = g_rand_new_with_seed(42);
+    guint32 step;
+
+    vrmTxFlowInit(&tx, 8);
+    vrmRxFlowInit(&rx, 8, 65536);
+    for (step = 0; step < 100000; step++) {
+        guint32 idx;
+
+        if (g_rand_boolean(r) && vrmTxFlowTake(&tx, &idx)) {
+            g_assert_cmpint(vrmRxFlowFill(&rx, idx, 1 + g_rand_int_range(r, 0, 65536)), ==, 0);
+        } else if (rx.filled && g_rand_boolean(r)) {
+            vrmRxFlowDrained(&rx);
+        } else {
+            guint32 c = vrmRxFlowTakeCredits(&rx, g_rand_boolean(r));
+            if (c)
+                g_assert_cmpint(vrmTxFlowCredit(&tx, c), ==, 0);
+        }
+        g_assert_cmpuint(tx.inflight, ==, rx.filled + rx.uncredited);
+    }
+    g_rand_free(r);
+}
+
+static void
+testPinnedBound(void)
+{
+    vrmSettings s;
+
+    vrmSettingsInit(&s);
+    s.channels = 2;
+    s.ring_depth = 4;
+    s.chunk_size = 65536;
+    /* 2 * (2 rings * 4 * 64 KiB + (2*4+32 + 4*4+32) * 4 KiB) */
+    g_assert_cmpuint(vrmSettingsPinnedBytes(&s), ==, 2 * (2 * 4 * 65536 + 88 * 4096));
+    s.max_pinned = 1024;
+    g_assert_cmpint(vrmSettingsCheckPinned(&s), ==, -1);
+    g_assert_cmpint(vrmGetLastErrorCode(), ==, VRM_ERR_RESOURCE);
+    g_assert_nonnull(strstr(vrmGetLastErrorMessage(), "1769472 bytes"));
+    vrmSettingsClear(&s);
+}
+
+static void
+testSettingsValidate(void)
+{
+    vrmSettings s;
+
+    vrmSettingsInit(&s);
+    g_assert_cmpint(vrmSettingsValidate(&s), ==, -1);     /* no role */
+    s.role = VRM_ROLE_SOURCE;
+    g_assert_cmpint(vrmSettingsValidate(&s), ==, -1);     /* no path */
+    s.unix_path = g_strdup("/tmp/x.sock");
+    g_assert_cmpint(vrmSettingsValidate(&s), ==, -1);     /* no address */
+    g_assert_nonnull(strstr(vrmGetLastErrorMessage(), "--listen"));
+    s.rdma_host = g_strdup("198.18.0.1");
+    s.rdma_port = g_strdup("4791");
+    g_assert_cmpint(vrmSettingsValidate(&s), ==, 0);
+    s.channels = 65;
+    g_assert_cmpint(vrmSettingsValidate(&s), ==, -1);
+    s.channels = 1;
+    s.chunk_size = 1000;
+    g_assert_cmpint(vrmSettingsValidate(&s), ==, -1);
+    vrmSettingsClear(&s);
+
+    g_assert_cmpint(vrmRoleTypeFromString("destination"), ==, VRM_ROLE_DESTINATION);
+    g_assert_cmpint(vrmRoleTypeFromString("dest"), ==, -1);
+    g_assert_cmpint(vrmFaultTypeFromString("kill"), ==, VRM_FAULT_KILL);
+}
+
+static void
+testStatsJSON(void)
+{
+    g_autoptr(GString) buf = g_string_new("{");
+    vrmStats s = { 0 }, snap, total = { 0 };
+    size_t i;
+
+    vrmStatsAdd(&s, VRM_STAT_BYTES_SENT, 1000000);
+    vrmStatsAdd(&s, VRM_STAT_CREDIT_STALLS, 2);
+    vrmStatsSnapshot(&s, &snap);
+    vrmStatsAccumulate(&total, &snap);
+    vrmStatsAccumulate(&total, &snap);
+    g_assert_cmpuint(total.v[VRM_STAT_BYTES_SENT], ==, 2000000);
+    /* the seed's mbps: megabits per second */
+    g_assert_cmpfloat_with_epsilon(vrmStatsMbps(1000000, 1.0), 8.0, 1e-9);
+    g_assert_cmpfloat(vrmStatsMbps(5, 0), ==, 0);
+    vrmStatsFormatJSON(buf, &snap, 1.5, 8);
+    g_string_append(buf, ", \"s\": ");
+    vrmJSONAppendString(buf, "a\"b\\c\n");
+    g_string_append_c(buf, '}');
+    for (i = 0; i < VRM_STAT_LAST; i++)
+        g_assert_nonnull(strstr(buf->str, vrmStatTypeToString(i)));
+    g_assert_nonnull(strstr(buf->str, "\"bytes_sent\": 1000000"));
+    g_assert_nonnull(strstr(buf->str, "\"mbps_current\": 1.50"));
+    g_assert_nonnull(strstr(buf->str, "\"s\": \"a\\\"b\\\\c\\n\""));
+}
+
+int
+main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/flow/tx/credits", testTxCredits);
+    g_test_add_func("/flow/rx/fill", testRxFill);
+    g_test_add_func("/flow/rx/tags", testRxTags);
+    g_test_add_func("/flow/rx/coalescing", testCreditCoalescing);
+    g_test_add_func("/flow/conservation", testConservation);
+    g_test_add_func("/settings/pinned", testPinnedBound);
+    g_test_add_func("/settings/validate", testSettingsValidate);
+    g_test_add_func("/stats/json", testStatsJSON);
+    return g_test_run();
+}

@@ -1,0 +1,466 @@
+/*
+ * vrmprototest.c: the wire codec of protocol version 1 and its bounds checks
+ */
+#include <config.h>
+
+#include <string.h>
+
+#include "vrmproto.h"
+#include "vrmerror.h"
+
+static const guint8 testToken[VRM_PROTO_TOKEN_LEN] = {
+    0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77,
+    0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff,
+};
+
+static void
+testConnDataRoundTrip(void)
+{
+    vrmProtoConnData in = {
+        .version = 1, .flags = 3, .channel = 5, .channels = 8,
+    };
+    vrmProtoConnData out;
+    guint8 buf[VRM_PROTO_CONN_DATA_LEN];
+    /* the documented layout, byte for byte */
+    static const guint8 want[VRM_PROTO_CONN_DATA_LEN] = {
+        0, 0, 0, 1, 0, 0, 0, 3, 0, 5, 0, 8,
+        0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77,
+        0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff,
+        0, 0, 0, 0,
+    };
+    guint8 padded[56] = { 0 };
+
+    G_STATIC_ASSERT(VRM_PROTO_CONN_DATA_LEN <= VRM_PROTO_PRIVATE_DATA_MAX);
+    memcpy(in.token, testToken, sizeof(testToken));
+    vrmProtoConnDataEncode(&in, buf);
+    g_assert_cmpmem(buf, sizeof(buf), want, sizeof(want));
+    g_assert_cmpint(vrmProtoConnDataDecode(buf, sizeof(buf), &out), ==, 0);
+    g_assert_cmpuint(out.version, ==, 1);
+    g_assert_cmpuint(out.flags, ==, 3);
+    g_assert_cmpuint(out.channel, ==, 5);
+    g_assert_cmpuint(out.channels, ==, 8);
+    g_assert_cmpmem(out.token, 16, testToken, 16);
+
+    /* rdma_cm may pad private data with zeros: accepted */
+    memcpy(padded, buf, sizeof(buf));
+    g_assert_cmpint(vrmProtoConnDataDecode(padded, sizeof(padded), &out), ==, 0);
+}
+
+static void
+testConnDataBounds(void)
+{
+    guint8 buf[VRM_PROTO_CONN_DATA_LEN] = { 0 };
+    vrmProtoConnData out;
+
+    g_assert_cmpint(vrmProtoConnDataDecode(NULL, 0, &out), ==, -1);
+    g_assert_cmpint(vrmProtoConnDataDecode(buf, sizeof(buf) - 1, &out), ==, -1);
+    g_assert_nonnull(strstr(vrmGetLastErrorMessage(), "31 bytes"));
+    buf[31] = 1;    /* reserved */
+    g_assert_cmpint(vrmProtoConnDataDecode(buf, sizeof(buf), &out), ==, -1);
+}
+
+static void
+testConnDataCheck(void)
+{
+    vrmProtoConnData cd = { .version = 1, .flags = 3, .channel = 1, .channels = 4 };
+    guint8 other[VRM_PROTO_TOKEN_LEN];
+
+    memcpy(cd.token, testToken, sizeof(testToken));
+    g_assert_cmpint(vrmProtoConnDataCheck(&cd, testToken, 4), ==, VRM_REJECT_NONE);
+
+    cd.version = 2;
+    g_assert_cmpint(vrmProtoConnDataCheck(&cd, testToken, 4), ==, VRM_REJECT_VERSION);
+    g_assert_cmpint(vrmGetLastErrorCode(), ==, VRM_ERR_VERSION);
+    cd.version = 0;
+    g_assert_cmpint(vrmProtoConnDataCheck(&cd, testToken, 4), ==, VRM_REJECT_VERSION);
+    cd.version = 1;
+
+    memcpy(other, testToken, sizeof(other));
+    other[15] ^= 1;
+    g_assert_cmpint(vrmProtoConnDataCheck(&cd, other, 4), ==, VRM_REJECT_TOKEN);
+    g_assert_cmpint(vrmGetLastErrorCode(), ==, VRM_ERR_AUTH);
+
+    g_assert_cmpint(vrmProtoConnDataCheck(&cd, testToken, 3), ==, VRM_REJECT_CHANNEL);
+    cd.channel = 4;
+    g_assert_cmpint(vrmProtoConnDataCheck(&cd, testToken, 4), ==, VRM_REJECT_CHANNEL);
+}
+
+static void
+testReject(void)
+{
+    guint8 buf[VRM_PROTO_REJECT_LEN];
+    guint8 padded[148] = { 0 };
+    int i;
+
+    for (i = VRM_REJECT_VERSION; i < VRM_REJECT_LAST; i++) {
+        vrmProtoRejectEncode(i, buf);
+        g_assert_cmpint(vrmProtoRejectDecode(buf, sizeof(buf)), ==, i);
+        g_assert_nonnull(vrmProtoRejectReasonToString(i));
+    }
+    vrmProtoRejectEncode(VRM_REJECT_TOKEN, buf);
+    memcpy(padded, buf, sizeof(buf));
+    g_assert_cmpint(vrmProtoRejectDecode(padded, sizeof(padded)), ==, VRM_REJECT_TOKEN);
+    g_assert_cmpstr(vrmProtoRejectReasonToString(VRM_REJECT_TOKEN), ==, "wrong token");
+    /* not ours: a reject by a host where nobody listens */
+    g_assert_cmpint(vrmProtoRejectDecode(NULL, 0), ==, VRM_REJECT_NONE);
+    memset(padded, 0, sizeof(padded));
+    g_assert_cmpint(vrmProtoRejectDecode(padded, sizeof(padded)), ==, VRM_REJECT_NONE);
+    g_assert_cmpint(vrmProtoRejectDecode(buf, 11), ==, VRM_REJECT_NONE);
+    /* ours but with a reason out of range */
+    vrmProtoRejectEncode(99, buf);
+    g_assert_cmpint(vrmProtoRejectDecode(buf, sizeof(buf)), ==, VRM_REJECT_MALFORMED);
+}
+
+static void
+testNegotiate(void)
+{
+    /* the seed's rule: intersection, unknown bits ignored */
+    g_assert_cmphex(vrmProtoNegotiate(0x3, 0x3), ==, 0x3);
+    g_assert_cmphex(vrmProtoNegotiate(0x3, 0x1), ==, 0x1);
+    g_assert_cmphex(vrmProtoNegotiate(0x1, 0x2), ==, 0x0);
+    g_assert_cmphex(vrmProtoNegotiate(0xffffffff, 0xffffffff), ==, VRM_CAP_KNOWN);
+    g_assert_cmphex(vrmProtoNegotiate(0x3, 0x80000002), ==, 0x2);
+    g_assert_cmphex(vrmProtoNegotiate(0, 0xffffffff), ==, 0);
+}
+
+static void
+testTokenParse(void)
+{
+    guint8 tok[VRM_PROTO_TOKEN_LEN];
+    g_autofree char *hex = NULL;
+
+    g_assert_cmpint(vrmProtoTokenParse("00112233445566778899aabbccddeeff", tok), ==, 0);
+    g_assert_cmpmem(tok, 16, testToken, 16);
+    hex = vrmProtoTokenFormat(tok);
+    g_assert_cmpstr(hex, ==, "00112233445566778899aabbccddeeff");
+    g_assert_true(vrmProtoTokenEqual(tok, testToken));
+    tok[0] ^= 0x80;
+    g_assert_false(vrmProtoTokenEqual(tok, testToken));
+
+    g_assert_cmpint(vrmProtoTokenParse("00112233445566778899AABBCCDDEEFF", tok), ==, -1);
+    g_assert_cmpint(vrmProtoTokenParse("00112233445566778899aabbccddeef", tok), ==, -1);
+    g_assert_cmpint(vrmProtoTokenParse("00112233445566778899aabbccddeeff0", tok), ==, -1);
+    g_assert_cmpint(vrmProtoTokenParse("0011223344556677 899aabbccddeeff", tok), ==, -1);
+    g_assert_cmpint(vrmProtoTokenParse("g0112233445566778899aabbccddeeff", tok), ==, -1);
+    g_assert_cmpint(vrmProtoTokenParse(NULL, tok), ==, -1);
+}
+
+static void
+testSettingsRanges(void)
+{
+    g_assert_cmpint(vrmProtoCheckChunkSize(64 * 1024), ==, 0);
+    g_assert_cmpint(vrmProtoCheckChunkSize(1024 * 1024), ==, 0);
+    g_assert_cmpint(vrmProtoCheckChunkSize(64 * 1024 * 1024), ==, 0);
+    g_assert_cmpint(vrmProtoCheckChunkSize(32 * 1024), ==, -1);
+    g_assert_cmpint(vrmProtoCheckChunkSize(128 * 1024 * 1024), ==, -1);
+    g_assert_cmpint(vrmProtoCheckChunkSize(3 * 1024 * 1024), ==, -1);
+    g_assert_cmpint(vrmProtoCheckChunkSize(0), ==, -1);
+    g_assert_cmpint(vrmProtoCheckDepth(1), ==, -1);
+    g_assert_cmpint(vrmProtoCheckDepth(2), ==, 0);
+    g_assert_cmpint(vrmProtoCheckDepth(1024), ==, 0);
+    g_assert_cmpint(vrmProtoCheckDepth(1025), ==, -1);
+    g_assert_cmpint(vrmProtoCheckChannels(0), ==, -1);
+    g_assert_cmpint(vrmProtoCheckChannels(1), ==, 0);
+    g_assert_cmpint(vrmProtoCheckChannels(64), ==, 0);
+    g_assert_cmpint(vrmProtoCheckChannels(65), ==, -1);
+}
+
+static void
+testHeaderLayout(void)
+{
+    guint8 buf[VRM_PROTO_CONTROL_MAX];
+    size_t len = vrmProtoBuildU32Pair(buf, VRM_MSG_READY, 7, 0);
+    static const guint8 want[] = {
+        0, 0, 0, 8, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 0,
+        0, 0, 0, 7, 0, 0, 0, 0,
+    };
+    vrmProtoMsg msg;
+    guint32 a, b;
+
+    g_assert_cmpmem(buf, len, want, sizeof(want));
+    g_assert_cmpint(vrmProtoMsgDecode(buf, len, &msg), ==, 0);
+    g_assert_cmpuint(msg.hdr.type, ==, VRM_MSG_READY);
+    vrmProtoGetU32Pair(&msg, 0, &a, &b);
+    g_assert_cmpuint(a, ==, 7);
+    g_assert_cmpuint(b, ==, 0);
+}
+
+static void
+testSeedNumbering(void)
+{
+    /* the seed's numbering is part of the wire format */
+    g_assert_cmpint(VRM_MSG_NONE, ==, 0);
+    g_assert_cmpint(VRM_MSG_ERROR, ==, 1);
+    g_assert_cmpint(VRM_MSG_READY, ==, 2);
+    g_assert_cmpint(VRM_MSG_QEMU_FILE, ==, 3);
+    g_assert_cmpint(VRM_MSG_RAM_BLOCKS, ==, 4);
+    g_assert_cmpint(VRM_MSG_COMPRESS, ==, 5);
+    g_assert_cmpint(VRM_MSG_REGISTER_REQUEST, ==, 6);
+    g_assert_cmpint(VRM_MSG_REGISTER_RESULT, ==, 7);
+    g_assert_cmpint(VRM_MSG_REGISTER_FINISHED, ==, 8);
+    g_assert_cmpint(VRM_MSG_CHANNEL_OPEN, ==, 9);
+    g_assert_cmpint(VRM_MSG_DATA, ==, 10);
+    g_assert_cmpint(VRM_MSG_EOF, ==, 11);
+    g_assert_cmpint(VRM_MSG_EOF_ACK, ==, 12);
+    g_assert_cmpint(VRM_MSG_CHANNEL_UNUSED, ==, 13);
+    g_assert_cmpint(VRM_MSG_KEEPALIVE, ==, 14);
+    g_assert_cmpstr(vrmProtoMsgTypeToString(VRM_MSG_REGISTER_RESULT), ==, "REGISTER_RESULT");
+    g_assert_null(vrmProtoMsgTypeToString(VRM_MSG_LAST));
+    g_assert_null(vrmProtoMsgTypeToString(-1));
+}
+
+static void
+testRingRoundTrip(void)
+{
+    guint8 buf[VRM_PROTO_CONTROL_MAX];
+    guint32 max = vrmProtoMaxEntries(VRM_MSG_RAM_BLOCKS);
+    g_autofree vrmProtoRingEntry *in = g_new0(vrmProtoRingEntry, max);
+    vrmProtoMsg msg;
+    size_t len;
+    guint32 i;
+
+    g_assert_cmpuint(max, ==, 170);
+    for (i = 0; i < max; i++)
+        in[i] = (vrmProtoRingEntry) {
+            .index = i, .depth = 1024, .length = 1 << 20,
+            .rkey = 0xdead0000 + i, .addr = G_GUINT64_CONSTANT(0x7f0000000000) + ((guint64)i << 20),
+        };
+    len = vrmProtoBuildRing(buf, in, max);
+    g_assert_cmpuint(len, <=, VRM_PROTO_CONTROL_MAX);
+    g_assert_cmpint(vrmProtoMsgDecode(buf, len, &msg), ==, 0);
+    g_assert_cmpuint(msg.hdr.repeat, ==, max);
+    for (i = 0; i < max; i++) {
+        vrmProtoRingEntry e;
+        vrmProtoGetRing(&msg, i, &e);
+        g_assert_cmpmem(&e, sizeof(e), &in[i], sizeof(e));
+        g_assert_cmpint(vrmProtoRingEntryCheck(&e, i, i ? 1024 : 0, i ? 1 << 20 : 0), ==, 0);
+    }
+    /* one byte less than announced */
+    g_assert_cmpint(vrmProtoMsgDecode(buf, len - 1, &msg), ==, -1);
+    /* more than a SEND buffer */
+    g_assert_cmpint(vrmProtoMsgDecode(buf, VRM_PROTO_CONTROL_MAX + 1, &msg), ==, -1);
+}
+
+static void
+testRingEntryChecks(void)
+{
+    vrmProtoRingEntry e = { .index = 3, .depth = 16, .length = 1 << 20, .addr = 4096 };
+
+    g_assert_cmpint(vrmProtoRingEntryCheck(&e, 3, 16, 1 << 20), ==, 0);
+    g_assert_cmpint(vrmProtoRingEntryCheck(&e, 2, 16, 1 << 20), ==, -1);   /* gap */
+    g_assert_cmpint(vrmProtoRingEntryCheck(&e, 3, 8, 1 << 20), ==, -1);    /* depth changed */
+    g_assert_cmpint(vrmProtoRingEntryCheck(&e, 3, 16, 1 << 16), ==, -1);   /* length changed */
+    e.depth = 3;
+    g_assert_cmpint(vrmProtoRingEntryCheck(&e, 3, 0, 0), ==, -1);          /* index >= depth */
+    e.depth = 2000;
+    g_assert_cmpint(vrmProtoRingEntryCheck(&e, 3, 0, 0), ==, -1);
+    e.depth = 16;
+    e.length = 100000;
+    g_assert_cmpint(vrmProtoRingEntryCheck(&e, 3, 0, 0), ==, -1);          /* not a power of two */
+    e.length = 1 << 20;
+    e.addr = G_MAXUINT64 - 100;
+    g_assert_cmpint(vrmProtoRingEntryCheck(&e, 3, 0, 0), ==, -1);          /* wraps */
+}
+
+static void
+testRegisterRoundTrip(void)
+{
+    guint8 buf[VRM_PROTO_CONTROL_MAX];
+    guint32 idx[3] = { 4, 5, 6 };
+    vrmProtoRegResult res[2] = {
+        { .index = 4, .rkey = 0x1234, .addr = 0x10000 },
+        { .index = 5, .rkey = 0x5678, .addr = 0x20000 },
+    };
+    vrmProtoRegResult got;
+    vrmProtoMsg msg;
+    size_t len;
+    guint32 a, b;
+
+    len = vrmProtoBuildRegRequest(buf, idx, 3);
+    g_assert_cmpint(vrmProtoMsgDecode(buf, len, &msg), ==, 0);
+    g_assert_cmpuint(msg.hdr.repeat, ==, 3);
+    vrmProtoGetU32Pair(&msg, 2, &a, &b);
+    g_assert_cmpuint(a, ==, 6);
+    g_assert_cmpuint(b, ==, 0);
+
+    len = vrmProtoBuildRegResult(buf, res, 2);
+    g_assert_cmpint(vrmProtoMsgDecode(buf, len, &msg), ==, 0);
+    vrmProtoGetRegResult(&msg, 1, &got);
+    g_assert_cmpmem(&got, sizeof(got), &res[1], sizeof(got));
+    g_assert_cmpuint(vrmProtoMaxEntries(VRM_MSG_REGISTER_REQUEST), ==, 510);
+    g_assert_cmpuint(vrmProtoMaxEntries(VRM_MSG_REGISTER_RESULT), ==, 255);
+    g_assert_cmpuint(vrmProtoMaxEntries(VRM_MSG_ERROR), ==, 0);
+}
+
+static void
+testDataAndEof(void)
+{
+    guint8 buf[VRM_PROTO_CONTROL_MAX];
+    vrmProtoDataEntry d[2] = { { 0, 1 }, { 1, 1 << 20 } };
+    vrmProtoMsg msg;
+    size_t len;
+    guint32 a, b;
+
+    len = vrmProtoBuildData(buf, d, 2);
+    g_assert_cmpint(vrmProtoMsgDecode(buf, len, &msg), ==, 0);
+    vrmProtoGetU32Pair(&msg, 1, &a, &b);
+    g_assert_cmpuint(a, ==, 1);
+    g_assert_cmpuint(b, ==, 1 << 20);
+
+    len = vrmProtoBuildU64(buf, VRM_MSG_EOF, G_GUINT64_CONSTANT(0x123456789a));
+    g_assert_cmpint(vrmProtoMsgDecode(buf, len, &msg), ==, 0);
+    g_assert_cmpuint(vrmProtoGetU64(&msg), ==, G_GUINT64_CONSTANT(0x123456789a));
+}
+
+static void
+testErrorMessage(void)
+{
+    guint8 buf[VRM_PROTO_CONTROL_MAX];
+    g_autofree char *text = NULL;
+    g_autofree char *longtext = NULL;
+    vrmProtoMsg msg;
+    guint32 code;
+    size_t len;
+
+    len = vrmProtoBuildError(buf, VRM_ERR_AUTH, "bad token é");
+    g_assert_cmpint(vrmProtoMsgDecode(buf, len, &msg), ==, 0);
+    g_assert_cmpint(vrmProtoGetError(&msg, &code, &text), ==, 0);
+    g_assert_cmpuint(code, ==, VRM_ERR_AUTH);
+    g_assert_cmpstr(text, ==, "bad token é");
+    g_clear_pointer(&text, g_free);
+
+    /* long texts are cut at a character boundary, within the limit */
+    longtext = g_strnfill(2000, 'x');
+    longtext[VRM_PROTO_ERROR_TEXT_MAX - 1] = (char)0xc3;
+    longtext[VRM_PROTO_ERROR_TEXT_MAX] = (char)0xa9;
+    len = vrmProtoBuildError(buf, 1, longtext);
+    g_assert_cmpuint(len, <=, VRM_PROTO_HEADER_LEN + 8 + VRM_PROTO_ERROR_TEXT_MAX);
+    g_assert_cmpint(vrmProtoMsgDecode(buf, len, &msg), ==, 0);
+    g_assert_cmpint(vrmProtoGetError(&msg, &code, &text), ==, 0);
+    g_assert_true(g_utf8_validate(text, -1, NULL));
+}
+
+static void
+testImmediate(void)
+{
+    guint32 tag, len;
+
+    vrmProtoImmDecode(vrmProtoImmEncode(37, 1), &tag, &len);
+    g_assert_cmpuint(tag, ==, 37 % 32);
+    g_assert_cmpuint(len, ==, 1);
+    vrmProtoImmDecode(vrmProtoImmEncode(1023, VRM_PROTO_CHUNK_MAX), &tag, &len);
+    g_assert_cmpuint(tag, ==, 31);
+    g_assert_cmpuint(len, ==, VRM_PROTO_CHUNK_MAX);
+    G_STATIC_ASSERT(VRM_PROTO_CHUNK_MAX <= VRM_PROTO_IMM_LEN_MASK);
+}
+
+/* Malformed (and a few good) messages from tests/driver/protocorpus */
+static void
+testCorpus(void)
+{
+    const char *srcdir = g_getenv("VRM_SOURCE_DIR");
+    g_autofree char *dir = NULL;
+    g_autoptr(GDir) d = NULL;
+    const char *name;
+    guint n = 0;
+
+    g_assert_nonnull(srcdir);
+    dir = g_build_filename(srcdir, "tests", "driver", "protocorpus", NULL);
+    d = g_dir_open(dir, 0, NULL);
+    g_assert_nonnull(d);
+    while ((name = g_dir_read_name(d))) {
+        g_autofree char *path = g_build_filename(dir, name, NULL);
+        g_autofree char *text = NULL;
+        g_autoptr(GByteArray) bytes = g_byte_array_new();
+        g_auto(GStrv) lines = NULL;
+        const char *expect;
+        vrmProtoMsg msg;
+        const char *p;
+        int rc;
+
+        if (!g_str_has_suffix(name, ".hex"))
+            continue;
+        g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+        lines = g_strsplit(text, "\n", 2);
+        g_assert_true(g_str_has_prefix(lines[0], "# expect: "));
+        expect = lines[0] + strlen("# expect: ");
+        for (p = lines[1] ? lines[1] : ""; *p; p++) {
+            guint8 byte;
+            if (g_ascii_isspace(*p))
+                continue;
+            g_assert_true(g_ascii_isxdigit(p[0]) && g_ascii_isxdigit(p[1]));
+            byte = (g_ascii_xdigit_value(p[0]) << 4) | g_ascii_xdigit_value(p[1]);
+            g_byte_array_append(bytes, &byte, 1);
+            p++;
+        }
+        vrmResetLastError();
+        rc = vrmProtoMsgDecode(bytes->data, bytes->len, &msg);
+        if (g_str_equal(expect, "error")) {
+            if (rc != -1)
+                g_error("%s: decoded, a malformed message was expected", name);
+            g_assert_cmpint(vrmGetLastErrorCode(), ==, VRM_ERR_PROTOCOL);
+        } else if (g_str_equal(expect, "error-text")) {
+            g_autofree char *t = NULL;
+            guint32 code;
+            g_assert_cmpint(rc, ==, 0);
+            g_assert_cmpint(vrmProtoGetError(&msg, &code, &t), ==, -1);
+        } else {
+            g_assert_true(g_str_has_prefix(expect, "ok "));
+            if (rc != 0)
+                g_error("%s: %s", name, vrmGetLastErrorMessage());
+            g_assert_cmpstr(vrmProtoMsgTypeToString(msg.hdr.type), ==, expect + 3);
+        }
+        n++;
+    }
+    g_assert_cmpuint(n, >=, 20);
+}
+
+/* Every truncation of every valid message is refused */
+static void
+testTruncations(void)
+{
+    guint8 buf[VRM_PROTO_CONTROL_MAX];
+    vrmProtoDataEntry d[3] = { { 0, 1 }, { 1, 2 }, { 2, 3 } };
+    size_t lens[4];
+    guint8 copies[4][64];
+    vrmProtoMsg msg;
+    size_t i, cut;
+
+    lens[0] = vrmProtoBuildData(buf, d, 3);
+    memcpy(copies[0], buf, lens[0]);
+    lens[1] = vrmProtoBuildU64(buf, VRM_MSG_EOF_ACK, 99);
+    memcpy(copies[1], buf, lens[1]);
+    lens[2] = vrmProtoBuildError(buf, 1, "x");
+    memcpy(copies[2], buf, lens[2]);
+    lens[3] = vrmProtoBuildU32Pair(buf, VRM_MSG_CHANNEL_OPEN, 3, 0);
+    memcpy(copies[3], buf, lens[3]);
+    for (i = 0; i < G_N_ELEMENTS(lens); i++) {
+        g_assert_cmpint(vrmProtoMsgDecode(copies[i], lens[i], &msg), ==, 0);
+        for (cut = 0; cut < lens[i]; cut++)
+            g_assert_cmpint(vrmProtoMsgDecode(copies[i], cut, &msg), ==, -1);
+    }
+}
+
+int
+main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/proto/conndata/roundtrip", testConnDataRoundTrip);
+    g_test_add_func("/proto/conndata/bounds", testConnDataBounds);
+    g_test_add_func("/proto/conndata/check", testConnDataCheck);
+    g_test_add_func("/proto/reject", testReject);
+    g_test_add_func("/proto/negotiate", testNegotiate);
+    g_test_add_func("/proto/token", testTokenParse);
+    g_test_add_func("/proto/settings", testSettingsRanges);
+    g_test_add_func("/proto/header", testHeaderLayout);
+    g_test_add_func("/proto/numbering", testSeedNumbering);
+    g_test_add_func("/proto/ring/roundtrip", testRingRoundTrip);
+    g_test_add_func("/proto/ring/checks", testRingEntryChecks);
+    g_test_add_func("/proto/register", testRegisterRoundTrip);
+    g_test_add_func("/proto/data-eof", testDataAndEof);
+    g_test_add_func("/proto/error", testErrorMessage);
+    g_test_add_func("/proto/immediate", testImmediate);
+    g_test_add_func("/proto/corpus", testCorpus);
+    g_test_add_func("/proto/truncations", testTruncations);
+    return g_test_run();
+}

@@ -1,0 +1,322 @@
+/*
+ * vrm-streamtest: stands in for QEMU on both ends of virt-rdma-engine
+ *
+ * source:      connects N times to PATH (in order), writes a deterministic
+ *              pseudo-random stream of --bytes on each connection and reads
+ *              and verifies the reverse stream of --reverse-bytes.
+ * destination: listens on PATH, accepts N connections, verifies the stream
+ *              of connection i and writes its reverse stream.
+ * Every stream is checked byte for byte against the generator and its
+ * FNV-1a 64 checksum printed. Exit 0 only if every stream arrived exactly.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <glib.h>
+
+#define BUF_SIZE (256 * 1024)
+
+typedef struct {
+    guint64 state;
+} Gen;
+
+static guint64
+genNext(Gen *g)
+{
+    /* xorshift64* */
+    g->state ^= g->state >> 12;
+    g->state ^= g->state << 25;
+    g->state ^= g->state >> 27;
+    return g->state * G_GUINT64_CONSTANT(2685821657736338717);
+}
+
+static void
+genInit(Gen *g, guint64 seed, guint32 channel, guint32 dir)
+{
+    guint64 z = seed + G_GUINT64_CONSTANT(0x9e3779b97f4a7c15) * (1 + channel * 2 + dir);
+
+    z = (z ^ (z >> 30)) * G_GUINT64_CONSTANT(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * G_GUINT64_CONSTANT(0x94d049bb133111eb);
+    g->state = (z ^ (z >> 31)) | 1;
+}
+
+/* Fill buf with the next len bytes of the stream (len multiple of 8) */
+static void
+genFill(Gen *g, guint8 *buf, size_t len)
+{
+    size_t i;
+
+    for (i = 0; i < len; i += 8) {
+        guint64 v = genNext(g);
+        memcpy(buf + i, &v, 8);
+    }
+}
+
+static guint64
+fnv(guint64 h, const guint8 *p, size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= G_GUINT64_CONSTANT(0x100000001b3);
+    }
+    return h;
+}
+
+#define FNV_INIT G_GUINT64_CONSTANT(0xcbf29ce484222325)
+
+typedef struct {
+    int fd;
+    guint32 channel;
+    guint32 dir;            /* direction of this half: 0 source->dest */
+    guint64 size;
+    guint64 seed;
+    guint64 done;           /* bytes moved */
+    guint64 sum;            /* FNV-1a 64 */
+    char *error;
+} Half;
+
+static gpointer
+writerThread(gpointer opaque)
+{
+    Half *h = opaque;
+    g_autofree guint8 *buf = g_malloc(BUF_SIZE);
+    Gen g;
+
+    genInit(&g, h->seed, h->channel, h->dir);
+    h->sum = FNV_INIT;
+    while (h->done < h->size) {
+        size_t n = MIN((guint64)BUF_SIZE, h->size - h->done);
+        size_t off = 0;
+
+        genFill(&g, buf, BUF_SIZE);
+        h->sum = fnv(h->sum, buf, n);
+        while (off < n) {
+            ssize_t r = send(h->fd, buf + off, n - off, MSG_NOSIGNAL);
+            if (r < 0) {
+                if (errno == EINTR)
+                    continue;
+                h->error = g_strdup_printf("write failed after %" G_GUINT64_FORMAT " bytes: %s",
+                                           h->done + off, g_strerror(errno));
+                return NULL;
+            }
+            off += r;
+        }
+        h->done += n;
+    }
+    if (shutdown(h->fd, SHUT_WR) < 0)
+        h->error = g_strdup_printf("shutdown failed: %s", g_strerror(errno));
+    return NULL;
+}
+
+static gpointer
+readerThread(gpointer opaque)
+{
+    Half *h = opaque;
+    g_autofree guint8 *want = g_malloc(BUF_SIZE);
+    g_autofree guint8 *got = g_malloc(BUF_SIZE);
+    guint64 wpos = 0;       /* stream offset of want[0] */
+    Gen g;
+
+    genInit(&g, h->seed, h->channel, h->dir);
+    genFill(&g, want, BUF_SIZE);
+    h->sum = FNV_INIT;
+    for (;;) {
+        ssize_t r = read(h->fd, got, BUF_SIZE);
+        ssize_t i = 0;
+
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            h->error = g_strdup_printf("read failed after %" G_GUINT64_FORMAT " bytes: %s",
+                                       h->done, g_strerror(errno));
+            return NULL;
+        }
+        if (r == 0)
+            break;
+        h->sum = fnv(h->sum, got, r);
+        while (i < r) {
+            size_t woff = h->done - wpos;
+            size_t n = MIN((size_t)(r - i), BUF_SIZE - woff);
+
+            if (h->done + n > h->size) {
+                h->error = g_strdup_printf("size mismatch: more than the %" G_GUINT64_FORMAT
+                                           " bytes expected arrived", h->size);
+                return NULL;
+            }
+            if (memcmp(want + woff, got + i, n) != 0) {
+                size_t k = 0;
+                while (want[woff + k] == got[i + k])
+                    k++;
+                h->error = g_strdup_printf("checksum mismatch: byte %" G_GUINT64_FORMAT
+                                           " differs", h->done + k);
+                return NULL;
+            }
+            h->done += n;
+            i += n;
+            if (h->done - wpos == BUF_SIZE) {
+                wpos += BUF_SIZE;
+                genFill(&g, want, BUF_SIZE);
+            }
+        }
+    }
+    if (h->done != h->size)
+        h->error = g_strdup_printf("size mismatch: %" G_GUINT64_FORMAT " bytes arrived, %"
+                                   G_GUINT64_FORMAT " expected", h->done, h->size);
+    return NULL;
+}
+
+static int
+connectRetry(const char *path, gint64 deadline)
+{
+    struct sockaddr_un sun = { .sun_family = AF_UNIX };
+
+    g_strlcpy(sun.sun_path, path, sizeof(sun.sun_path));
+    for (;;) {
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        if (fd < 0)
+            return -1;
+        if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0)
+            return fd;
+        close(fd);
+        if (g_get_monotonic_time() > deadline)
+            return -1;
+        g_usleep(50 * 1000);
+    }
+}
+
+static gboolean
+parseSize(const char *s, guint64 *out)
+{
+    char *end = NULL;
+    guint64 v = g_ascii_strtoull(s, &end, 10);
+
+    switch (*end) {
+    case 'K': v <<= 10; end++; break;
+    case 'M': v <<= 20; end++; break;
+    case 'G': v <<= 30; end++; break;
+    default: break;
+    }
+    if (*end == '+') {      /* "3M+17" */
+        guint64 extra;
+        if (!parseSize(end + 1, &extra))
+            return FALSE;
+        v += extra;
+        end += strlen(end);
+    }
+    *out = v;
+    return *s && *end == '\0';
+}
+
+int
+main(int argc, char **argv)
+{
+    char *role = NULL, *path = NULL, *bytes = NULL, *rbytes = NULL;
+    gint channels = 1, deadline = 60;
+    gint64 seed = 1;
+    GOptionEntry entries[] = {
+        { "role", 0, 0, G_OPTION_ARG_STRING, &role, "source or destination", "ROLE" },
+        { "unix", 0, 0, G_OPTION_ARG_FILENAME, &path, "the engine's UNIX path", "PATH" },
+        { "channels", 0, 0, G_OPTION_ARG_INT, &channels, "connections (default 1)", "N" },
+        { "bytes", 0, 0, G_OPTION_ARG_STRING, &bytes, "source->destination bytes per channel (e.g. 3M+17)", "SIZE" },
+        { "reverse-bytes", 0, 0, G_OPTION_ARG_STRING, &rbytes, "destination->source bytes per channel", "SIZE" },
+        { "seed", 0, 0, G_OPTION_ARG_INT64, &seed, "stream seed", "N" },
+        { "deadline", 0, 0, G_OPTION_ARG_INT, &deadline, "seconds for the connections (default 60)", "SEC" },
+        { NULL },
+    };
+    g_autoptr(GOptionContext) octx = g_option_context_new(NULL);
+    g_autoptr(GError) err = NULL;
+    guint64 fwd = 0, rev = 0, total = 0;
+    gint64 start, dl;
+    Half *tx, *rx;
+    GThread **threads;
+    gboolean source;
+    int lfd = -1, failed = 0, i;
+
+    g_option_context_add_main_entries(octx, entries, NULL);
+    if (!g_option_context_parse(octx, &argc, &argv, &err)) {
+        fprintf(stderr, "vrm-streamtest: %s\n", err->message);
+        return 2;
+    }
+    if (!role || !path || channels < 1 ||
+        (bytes && !parseSize(bytes, &fwd)) || (rbytes && !parseSize(rbytes, &rev))) {
+        fprintf(stderr, "vrm-streamtest: bad arguments (see --help)\n");
+        return 2;
+    }
+    source = g_str_equal(role, "source");
+    dl = g_get_monotonic_time() + (gint64)deadline * G_USEC_PER_SEC;
+    tx = g_new0(Half, channels);
+    rx = g_new0(Half, channels);
+    threads = g_new0(GThread *, 2 * channels);
+
+    if (!source) {
+        struct sockaddr_un sun = { .sun_family = AF_UNIX };
+
+        g_strlcpy(sun.sun_path, path, sizeof(sun.sun_path));
+        unlink(path);
+        lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (lfd < 0 || bind(lfd, (struct sockaddr *)&sun, sizeof(sun)) < 0 ||
+            listen(lfd, 64) < 0) {
+            fprintf(stderr, "vrm-streamtest: cannot listen on %s: %s\n", path, g_strerror(errno));
+            return 1;
+        }
+    }
+
+    start = 0;
+    for (i = 0; i < channels; i++) {
+        int fd;
+
+        if (source) {
+            fd = connectRetry(path, dl);
+        } else {
+            fd = accept(lfd, NULL, NULL);
+        }
+        if (fd < 0) {
+            fprintf(stderr, "vrm-streamtest: connection %d failed: %s\n", i, g_strerror(errno));
+            return 1;
+        }
+        if (!start)
+            start = g_get_monotonic_time();
+        /* dir 0 travels source->destination, dir 1 back */
+        tx[i] = (Half) { .fd = fd, .channel = i, .dir = source ? 0 : 1,
+                         .size = source ? fwd : rev, .seed = seed };
+        rx[i] = (Half) { .fd = fd, .channel = i, .dir = source ? 1 : 0,
+                         .size = source ? rev : fwd, .seed = seed };
+        threads[2 * i] = g_thread_new("writer", writerThread, &tx[i]);
+        threads[2 * i + 1] = g_thread_new("reader", readerThread, &rx[i]);
+    }
+    for (i = 0; i < 2 * channels; i++)
+        g_thread_join(threads[i]);
+
+    for (i = 0; i < channels; i++) {
+        printf("channel %d: sent %" G_GUINT64_FORMAT " bytes fnv %016" G_GINT64_MODIFIER "x, "
+               "received %" G_GUINT64_FORMAT " bytes fnv %016" G_GINT64_MODIFIER "x%s%s%s%s\n",
+               i, tx[i].done, tx[i].sum, rx[i].done, rx[i].sum,
+               tx[i].error ? " SEND-ERROR: " : "", tx[i].error ? tx[i].error : "",
+               rx[i].error ? " RECV-ERROR: " : "", rx[i].error ? rx[i].error : "");
+        if (tx[i].error || rx[i].error)
+            failed = 1;
+        total += tx[i].done + rx[i].done;
+        close(tx[i].fd);
+    }
+    {
+        double secs = (g_get_monotonic_time() - start) / 1e6;
+        printf("streamtest %s: %s, %d channels, %" G_GUINT64_FORMAT " bytes in %.3f s, %.1f Mbit/s\n",
+               role, failed ? "FAILED" : "OK", channels, total, secs,
+               secs > 0 ? total * 8.0 / 1e6 / secs : 0.0);
+    }
+    if (lfd >= 0) {
+        close(lfd);
+        unlink(path);
+    }
+    return failed;
+}
