@@ -546,7 +546,7 @@ vrmAnswerParseLimits(xmlNodePtr node, vrmAnswer *answer, const char *elemName)
         g_autofree char *allowed = NULL;
         int limit;
 
-        if (!vrmXMLIsElement(cur, NULL, elemName))
+        if (!vrmXMLIsOurChild(cur, elemName))
             continue;
         if (vrmXMLCheckLeaf(cur, accepted ? limitAttrs : violationAttrs) < 0 ||
             vrmXMLPropEnum(cur, "name", true, vrmLimitTypeFromString,

@@ -372,13 +372,25 @@ vrmXMLIsElement(xmlNodePtr node, const char *nsURI, const char *name)
         strcmp((const char *)node->ns->href, nsURI) == 0;
 }
 
+/*
+ * A child element of ours: in no namespace (hand-written XML) or in the
+ * migration namespace (what libvirt stores after `virsh metadata --set`:
+ * it moves every child into the namespace of the metadata element).
+ */
+bool
+vrmXMLIsOurChild(xmlNodePtr node, const char *name)
+{
+    return vrmXMLIsElement(node, NULL, name) ||
+        vrmXMLIsElement(node, VRM_XML_NS_MIGRATION, name);
+}
+
 xmlNodePtr
 vrmXMLChild(xmlNodePtr node, const char *name)
 {
     xmlNodePtr cur;
 
     for (cur = node ? node->children : NULL; cur; cur = cur->next) {
-        if (vrmXMLIsElement(cur, NULL, name))
+        if (vrmXMLIsOurChild(cur, name))
             return cur;
     }
     return NULL;
@@ -466,23 +478,22 @@ vrmXMLCheckChildren(xmlNodePtr node, const char *const *allowed)
                 strcmp((const char *)cur->ns->href, VRM_XML_NS_MIGRATION) == 0) {
                 g_autofree char *ours = g_strdup_printf("%s:%s", VRM_XML_NS_PREFIX,
                                                         (const char *)cur->name);
+                const char *key = ours;
 
-                if (!vrmXMLInList(allowed, ours, &repeatable) &&
-                    vrmXMLInList(allowed, (const char *)cur->name, NULL)) {
-                    vrmReportError(VRM_ERR_XML,
-                                   _("element '%1$s' inside '%2$s' must be in no namespace, but it is in namespace '%3$s'"),
-                                   child, elem, VRM_XML_NS_MIGRATION);
-                    return -1;
-                }
+                /* A child in our namespace stands for the same child in
+                 * none, unless the parent names the prefixed form. */
                 if (!vrmXMLInList(allowed, ours, &repeatable)) {
-                    g_autofree char *list = vrmXMLJoinAllowed(allowed);
+                    if (!vrmXMLInList(allowed, (const char *)cur->name, &repeatable)) {
+                        g_autofree char *list = vrmXMLJoinAllowed(allowed);
 
-                    vrmReportError(VRM_ERR_XML,
-                                   _("element '%1$s' is not allowed inside '%2$s'; allowed elements: %3$s"),
-                                   child, elem, list);
-                    return -1;
+                        vrmReportError(VRM_ERR_XML,
+                                       _("element '%1$s' is not allowed inside '%2$s'; allowed elements: %3$s"),
+                                       child, elem, list);
+                        return -1;
+                    }
+                    key = (const char *)cur->name;
                 }
-                if (!repeatable && !g_hash_table_add(seen, (gpointer)g_intern_string(ours))) {
+                if (!repeatable && !g_hash_table_add(seen, (gpointer)g_intern_string(key))) {
                     vrmReportError(VRM_ERR_XML,
                                    _("element '%1$s' appears more than once inside '%2$s'"),
                                    child, elem);
@@ -494,8 +505,8 @@ vrmXMLCheckChildren(xmlNodePtr node, const char *const *allowed)
                 g_autofree char *uri = vrmXMLQuote((const char *)cur->ns->href);
 
                 vrmReportError(VRM_ERR_XML,
-                               _("element '%1$s' inside '%2$s' must be in no namespace, but it is in namespace '%3$s'"),
-                               child, elem, uri);
+                               _("element '%1$s' inside '%2$s' must be in no namespace or in '%3$s', but it is in namespace %4$s"),
+                               child, elem, VRM_XML_NS_MIGRATION, uri);
                 return -1;
             }
             if (!vrmXMLInList(allowed, (const char *)cur->name, &repeatable)) {
@@ -506,7 +517,7 @@ vrmXMLCheckChildren(xmlNodePtr node, const char *const *allowed)
                                child, elem, list);
                 return -1;
             }
-            if (!repeatable && !g_hash_table_add(seen, (gpointer)cur->name)) {
+            if (!repeatable && !g_hash_table_add(seen, (gpointer)g_intern_string((const char *)cur->name))) {
                 vrmReportError(VRM_ERR_XML,
                                _("element '%1$s' appears more than once inside '%2$s'"),
                                child, elem);

@@ -27,7 +27,9 @@
  *   vrmXMLTextContent(node, &text)          text-only element
  *   vrmXMLCheckLeaf(node, attrs)            attributes + no content
  *   vrmXMLRequiredChild(node, name)         child element or "missing" error
- *   vrmXMLChild(node, name)                 first child element in no namespace
+ *   vrmXMLChild(node, name)                 first child element of ours: in no
+ *                                           namespace or in the migration one
+ *   vrmXMLIsOurChild(node, name)            the same test for one node
  *   vrmXMLIsElement(node, ns, name)         namespace-aware name test
  *
  * Typed attribute getters: return 1 when set, 0 when absent and not required,
@@ -127,6 +129,7 @@ int vrmXMLValidate(xmlDocPtr doc, vrmXMLSchema schema, char **message);
 xmlXPathContextPtr vrmXMLNewContext(xmlDocPtr doc);
 
 bool vrmXMLIsElement(xmlNodePtr node, const char *nsURI, const char *name);
+bool vrmXMLIsOurChild(xmlNodePtr node, const char *name);
 xmlNodePtr vrmXMLChild(xmlNodePtr node, const char *name);
 
 int vrmXMLCheckAttributes(xmlNodePtr node, const char *const *allowed);
