@@ -1,0 +1,283 @@
+/*
+ * vrmhelperclient.c: framing and one-shot requests to virt-rdmad
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "vrmhelperclient.h"
+#include "vrmerror.h"
+#include "vrmi18n.h"
+
+const char *
+vrmHelperSocketPath(void)
+{
+    const char *env = g_getenv(VRM_HELPER_SOCKET_ENV);
+
+    if (env && *env)
+        return env;
+    return VRM_RUNSTATEDIR "/" VRM_HELPER_SOCKET_NAME;
+}
+
+/* Wait for @events on @fd until @deadline: 1 ready, 0 timed out, -1 error */
+static int
+vrmHelperWait(int fd, short events, gint64 deadline)
+{
+    for (;;) {
+        struct pollfd pfd = { .fd = fd, .events = events };
+        gint64 left = deadline - g_get_monotonic_time();
+        int r;
+
+        if (left <= 0)
+            return 0;
+        r = poll(&pfd, 1, (int)MIN(left / 1000 + 1, G_MAXINT));
+        if (r > 0)
+            return 1;
+        if (r < 0 && errno != EINTR)
+            return -1;
+    }
+}
+
+static int
+vrmHelperSetNonBlock(int fd)
+{
+    int flags = fcntl(fd, F_GETFL);
+
+    if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+        vrmReportSystemError(errno, _("Cannot make a socket non-blocking"));
+        return -1;
+    }
+    return 0;
+}
+
+static int
+vrmHelperWriteAll(int fd, const char *data, size_t len, gint64 deadline)
+{
+    size_t off = 0;
+
+    while (off < len) {
+        ssize_t r = send(fd, data + off, len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+        if (r > 0) {
+            off += r;
+            continue;
+        }
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            int w = vrmHelperWait(fd, POLLOUT, deadline);
+
+            if (w == 0) {
+                vrmReportError(VRM_ERR_TIMEOUT,
+                               _("Timed out writing to the virt-rdma helper's control socket."));
+                return -1;
+            }
+            if (w > 0)
+                continue;
+        }
+        vrmReportSystemError(errno,
+                             _("Cannot write to the virt-rdma helper's control socket"));
+        return -1;
+    }
+    return 0;
+}
+
+/* 1: all read, 0: EOF before the first byte, -1: error reported */
+static int
+vrmHelperReadAll(int fd, char *data, size_t len, gint64 deadline)
+{
+    size_t off = 0;
+
+    while (off < len) {
+        ssize_t r = recv(fd, data + off, len - off, MSG_DONTWAIT);
+
+        if (r > 0) {
+            off += r;
+            continue;
+        }
+        if (r == 0) {
+            if (off == 0)
+                return 0;
+            vrmReportError(VRM_ERR_PROTOCOL,
+                           _("The control socket peer closed the connection in the middle of a message."));
+            return -1;
+        }
+        if (errno == EINTR)
+            continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            int w = vrmHelperWait(fd, POLLIN, deadline);
+
+            if (w == 0) {
+                vrmReportError(VRM_ERR_TIMEOUT,
+                               _("Timed out waiting for a message on the virt-rdma control socket."));
+                return -1;
+            }
+            if (w > 0)
+                continue;
+        }
+        vrmReportSystemError(errno,
+                             _("Cannot read from the virt-rdma control socket"));
+        return -1;
+    }
+    return 1;
+}
+
+int
+vrmHelperFrameWrite(int fd, const char *data, size_t len, gint64 deadline)
+{
+    guint32 be;
+
+    if (len > VRM_HELPER_FRAME_MAX) {
+        vrmReportError(VRM_ERR_RESOURCE,
+                       _("A control message of %1$zu bytes exceeds the limit of %2$u bytes."),
+                       len, VRM_HELPER_FRAME_MAX);
+        return -1;
+    }
+    be = GUINT32_TO_BE((guint32)len);
+    if (vrmHelperWriteAll(fd, (const char *)&be, sizeof(be), deadline) < 0 ||
+        vrmHelperWriteAll(fd, data, len, deadline) < 0)
+        return -1;
+    return 0;
+}
+
+char *
+vrmHelperFrameRead(int fd, gint64 deadline, size_t *lenp)
+{
+    guint32 be;
+    size_t len;
+    g_autofree char *data = NULL;
+    int r;
+
+    if ((r = vrmHelperReadAll(fd, (char *)&be, sizeof(be), deadline)) <= 0) {
+        if (r == 0)
+            vrmReportError(VRM_ERR_PROTOCOL,
+                           _("The control socket peer closed the connection without a message."));
+        return NULL;
+    }
+    len = GUINT32_FROM_BE(be);
+    if (len == 0 || len > VRM_HELPER_FRAME_MAX) {
+        vrmReportError(VRM_ERR_PROTOCOL,
+                       _("A control message announces %1$zu bytes; the allowed size is 1 to %2$u bytes."),
+                       len, VRM_HELPER_FRAME_MAX);
+        return NULL;
+    }
+    data = g_malloc(len + 1);
+    if ((r = vrmHelperReadAll(fd, data, len, deadline)) <= 0) {
+        if (r == 0)
+            vrmReportError(VRM_ERR_PROTOCOL,
+                           _("The control socket peer closed the connection in the middle of a message."));
+        return NULL;
+    }
+    data[len] = '\0';
+    if (strlen(data) != len) {
+        vrmReportError(VRM_ERR_PROTOCOL, _("A control message contains a NUL byte."));
+        return NULL;
+    }
+    if (lenp)
+        *lenp = len;
+    return g_steal_pointer(&data);
+}
+
+int
+vrmHelperConnect(const char *path, gint64 deadline)
+{
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    int fd;
+
+    if (strlen(path) >= sizeof(sa.sun_path)) {
+        vrmReportError(VRM_ERR_INVALID_ARG,
+                       _("The socket path %1$s is too long."), path);
+        return -1;
+    }
+    strcpy(sa.sun_path, path);
+    if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0) {
+        vrmReportSystemError(errno, _("Cannot create a UNIX socket"));
+        return -1;
+    }
+    if (vrmHelperSetNonBlock(fd) < 0)
+        goto error;
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        int err = errno;
+
+        if (err == EINPROGRESS || err == EAGAIN) {
+            socklen_t elen = sizeof(err);
+
+            if (vrmHelperWait(fd, POLLOUT, deadline) <= 0) {
+                vrmReportError(VRM_ERR_TIMEOUT,
+                               _("Timed out connecting to the virt-rdma helper at %1$s."),
+                               path);
+                goto error;
+            }
+            if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) < 0)
+                err = errno;
+        }
+        if (err != 0 && err != EINPROGRESS && err != EAGAIN) {
+            if (err == ENOENT || err == ECONNREFUSED)
+                vrmReportError(VRM_ERR_PEER, _("The virt-rdma helper (virt-rdmad) is not running on this host: cannot connect to %1$s: %2$s."),
+                                   path, g_strerror(err));
+            else
+                vrmReportSystemError(err,
+                                     _("Cannot connect to the virt-rdma helper at %1$s"),
+                                     path);
+            goto error;
+        }
+    }
+    return fd;
+
+ error:
+    close(fd);
+    return -1;
+}
+
+vrmControlMessage *
+vrmHelperClientCall(const char *path,
+                    const vrmControlMessage *request,
+                    int timeout_ms)
+{
+    gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+    g_autofree char *xml = vrmControlMessageFormat(request);
+    g_autofree char *answer = NULL;
+    vrmControlMessage *reply;
+    int fd;
+
+    if (!xml)
+        return NULL;
+    if (!path)
+        path = vrmHelperSocketPath();
+    if ((fd = vrmHelperConnect(path, deadline)) < 0)
+        return NULL;
+    if (vrmHelperFrameWrite(fd, xml, strlen(xml), deadline) < 0 ||
+        !(answer = vrmHelperFrameRead(fd, deadline, NULL))) {
+        close(fd);
+        return NULL;
+    }
+    close(fd);
+    if (!(reply = vrmControlMessageParseString(answer)))
+        return NULL;
+    if (reply->type != VRM_CONTROL_REPLY) {
+        vrmReportError(VRM_ERR_PROTOCOL,
+                       _("The virt-rdma helper answered with <%1$s> instead of <reply>."),
+                       vrmControlTypeTypeToString(reply->type));
+        vrmControlMessageFree(reply);
+        return NULL;
+    }
+    return reply;
+}
+
+int
+vrmHelperReplyCheck(const vrmControlMessage *reply)
+{
+    if (reply->status == VRM_REPLY_OK)
+        return 0;
+    vrmSetLastError(reply->errorCode > VRM_ERR_OK && reply->errorCode < VRM_ERR_LAST ?
+                    reply->errorCode : VRM_ERR_PEER,
+                    reply->errorMessage ? reply->errorMessage :
+                    _("The virt-rdma helper refused the request without a reason."));
+    return -1;
+}

@@ -1,0 +1,43 @@
+/*
+ * vrmhelperclient.h: the control socket of virt-rdmad, client and framing
+ *
+ * A message on the control socket is a 4-byte big-endian length followed
+ * by one XML document of that many bytes (xml/vrmcontrol.h), at most
+ * VRM_HELPER_FRAME_MAX bytes. A client connects, sends one request, reads
+ * one reply, and closes. Every read and write has a deadline.
+ *
+ * Public API summary
+ * ------------------
+ *   vrmHelperSocketPath()                  $VRM_HELPER_SOCKET or the default
+ *   vrmHelperFrameWrite(fd, data, len, deadline)
+ *   vrmHelperFrameRead(fd, deadline)       one document, NUL-terminated
+ *   vrmHelperClientCall(path, req, timeout_ms)
+ *                                          one request -> the parsed reply
+ *   vrmHelperReplyCheck(reply)             0 if ok, else -1 with the
+ *                                          helper's error reported as ours
+ * Deadlines are g_get_monotonic_time() values in microseconds.
+ */
+#pragma once
+
+#include <glib.h>
+
+#include "vrmcontrol.h"
+
+#define VRM_HELPER_FRAME_MAX (1024u * 1024)
+#define VRM_HELPER_SOCKET_NAME "virt-rdmad.sock"
+#define VRM_HELPER_SOCKET_ENV "VRM_HELPER_SOCKET"
+
+/* Where clients find the helper: $VRM_HELPER_SOCKET, else the default. */
+const char *vrmHelperSocketPath(void);
+
+int vrmHelperFrameWrite(int fd, const char *data, size_t len, gint64 deadline);
+char *vrmHelperFrameRead(int fd, gint64 deadline, size_t *len);
+
+/* Connect to @path with a deadline; -1 with the error reported. */
+int vrmHelperConnect(const char *path, gint64 deadline);
+
+vrmControlMessage *vrmHelperClientCall(const char *path,
+                                       const vrmControlMessage *request,
+                                       int timeout_ms);
+
+int vrmHelperReplyCheck(const vrmControlMessage *reply);

@@ -1,0 +1,338 @@
+/*
+ * vrmhelperjobtest: job state machine, engine stats, records on disk
+ */
+#include <config.h>
+
+#include <string.h>
+#include <unistd.h>
+
+#include <glib/gstdio.h>
+
+#include "vrmhelperjob.h"
+#include "vrmerror.h"
+
+#define N VRM_JOB_STATE_NEGOTIATING
+#define C VRM_JOB_STATE_CONNECTED
+#define T VRM_JOB_STATE_TRANSFERRING
+#define OK VRM_JOB_STATE_COMPLETED
+#define F VRM_JOB_STATE_FAILED
+#define X VRM_JOB_STATE_CANCELLED
+
+/* Every pair of states: may the job go from the row to the column? */
+static const bool transitions[VRM_JOB_STATE_LAST][VRM_JOB_STATE_LAST] = {
+    /*        N      C      T      OK     F      X */
+    [N] = { false, true,  true,  true,  true,  true },
+    [C] = { false, false, true,  true,  true,  true },
+    [T] = { false, false, false, true,  true,  true },
+    [OK] = { false, false, false, false, false, false },
+    [F] = { false, false, false, false, false, false },
+    [X] = { false, false, false, false, false, false },
+};
+
+static void
+testStateMachine(void)
+{
+    int from, to;
+
+    for (from = 0; from < VRM_JOB_STATE_LAST; from++) {
+        for (to = 0; to < VRM_JOB_STATE_LAST; to++) {
+            g_autoptr(vrmHelperJob) job = vrmHelperJobNew(1, VRM_JOB_ROLE_SOURCE);
+            int r;
+
+            g_assert_cmpint(vrmJobStateCanChange(from, to), ==, transitions[from][to]);
+            job->record->state = from;
+            vrmResetLastError();
+            r = vrmHelperJobSetState(job, to, "why");
+            if (from == to) {
+                g_assert_cmpint(r, ==, 0);
+            } else if (transitions[from][to]) {
+                g_assert_cmpint(r, ==, 0);
+                g_assert_cmpint(job->record->state, ==, to);
+            } else {
+                g_assert_cmpint(r, ==, -1);
+                g_assert_cmpint(vrmGetLastErrorCode(), ==, VRM_ERR_INTERNAL);
+                g_assert_cmpint(job->record->state, ==, from);
+                g_assert_nonnull(strstr(vrmGetLastErrorMessage(), "cannot go from state"));
+            }
+        }
+    }
+    g_assert_false(vrmJobStateCanChange(VRM_JOB_STATE_LAST, N));
+}
+
+static void
+testStateError(void)
+{
+    g_autoptr(vrmHelperJob) job = vrmHelperJobNew(7, VRM_JOB_ROLE_DESTINATION);
+
+    g_assert_cmpint(vrmHelperJobSetState(job, F, "link down"), ==, 0);
+    g_assert_cmpstr(job->record->error, ==, "link down");
+    g_assert_true(vrmJobStateIsFinal(job->record->state));
+}
+
+/* The form driver/transport/vrmengine.c writes */
+static const char *engineJSON =
+    "{\"role\": \"source\", \"state\": \"running\", \"error\": null, "
+    "\"protocol_version\": 1, \"pin_all\": true, \"write_imm\": true, "
+    "\"channels\": 4, \"channels_established\": 4, \"qemu_connections\": 0, "
+    "\"chunk_size\": 1048576, \"ring_depth\": 16, \"pinned_bound\": 134217728, "
+    "\"elapsed_s\": 2.500, \"per_channel\": [{\"index\": 0, \"bytes_sent\": 5, "
+    "\"mbps_current\": 1.00, \"mbps_average\": 2.00}], "
+    "\"total\": {\"bytes_sent\": 1234567, \"bytes_received\": 89, "
+    "\"chunks_written\": 10, \"chunks_received\": 1, \"registrations\": 3, "
+    "\"registration_us\": 42, \"pinned_bytes\": 4194304, \"credit_stalls\": 0, "
+    "\"completions\": 1, \"cq_polls\": 2, \"cq_idle_polls\": 1, \"control_sent\": 3, "
+    "\"control_received\": 3, \"mbps_current\": 99.60, \"mbps_average\": 50.20}}";
+
+static void
+testStatsParse(void)
+{
+    vrmEngineSnapshot es;
+
+    g_assert_cmpint(vrmHelperEngineStatsParse(engineJSON, &es), ==, 0);
+    g_assert_cmpint(es.state, ==, VRM_ENGINE_STATE_RUNNING);
+    g_assert_null(es.error);
+    g_assert_cmpuint(es.channels, ==, 4);
+    g_assert_cmpuint(es.established, ==, 4);
+    g_assert_cmpuint(es.qemuConnections, ==, 0);
+    /* totals, not the first channel's counters */
+    g_assert_cmpuint(es.stats.bytesSent, ==, 1234567);
+    g_assert_cmpuint(es.stats.bytesReceived, ==, 89);
+    g_assert_cmpuint(es.stats.chunks, ==, 10);
+    g_assert_cmpuint(es.stats.pinnedBytes, ==, 4194304);
+    g_assert_cmpuint(es.stats.registrationNs, ==, 42000);
+    g_assert_cmpuint(es.stats.mbps, ==, 100);   /* current while running */
+    vrmEngineSnapshotClear(&es);
+}
+
+static void
+testStatsParseFinal(void)
+{
+    g_auto(GStrv) parts = g_strsplit(engineJSON, "\"running\"", -1);
+    g_autofree char *json = g_strjoinv("\"completed\"", parts);
+    g_autofree char *failed = NULL;
+    vrmEngineSnapshot es;
+
+    g_assert_cmpuint(g_strv_length(parts), ==, 2);
+    g_assert_cmpint(vrmHelperEngineStatsParse(json, &es), ==, 0);
+    g_assert_cmpint(es.state, ==, VRM_ENGINE_STATE_COMPLETED);
+    g_assert_cmpuint(es.stats.mbps, ==, 50);    /* the average once ended */
+    vrmEngineSnapshotClear(&es);
+
+    failed = g_strdup("{\"role\": \"destination\", \"state\": \"failed\", "
+                      "\"error\": \"peer sent \\\"ERROR\\\"\\n\", \"channels\": 1, "
+                      "\"channels_established\": 0, \"qemu_connections\": 0, "
+                      "\"per_channel\": [], \"total\": {\"bytes_sent\": 0, "
+                      "\"bytes_received\": 0, \"chunks_written\": 0, \"registration_us\": 0, "
+                      "\"pinned_bytes\": 0, \"mbps_current\": 0.00, \"mbps_average\": 0.00}}");
+    g_assert_cmpint(vrmHelperEngineStatsParse(failed, &es), ==, 0);
+    g_assert_cmpint(es.state, ==, VRM_ENGINE_STATE_FAILED);
+    g_assert_cmpstr(es.error, ==, "peer sent \"ERROR\"\n");
+    vrmEngineSnapshotClear(&es);
+}
+
+static void
+testStatsParseBad(void)
+{
+    const char *bad[] = {
+        "",
+        "not json",
+        "{\"state\": \"running\"}",
+        "{\"state\": \"dancing\", \"error\": null, \"channels\": 1, "
+        "\"channels_established\": 0, \"qemu_connections\": 0, \"total\": {}}",
+        "{\"state\": \"running\", \"error\": null, \"channels\": 1, "
+        "\"channels_established\": 0, \"qemu_connections\": 0, \"total\": {\"bytes_sent\": -1}}",
+        "{\"state\": \"running\", \"error\": \"unterminated",
+    };
+    size_t i;
+
+    for (i = 0; i < G_N_ELEMENTS(bad); i++) {
+        vrmEngineSnapshot es;
+
+        vrmResetLastError();
+        g_assert_cmpint(vrmHelperEngineStatsParse(bad[i], &es), ==, -1);
+        g_assert_cmpint(vrmGetLastErrorCode(), ==, VRM_ERR_PROTOCOL);
+        g_assert_null(es.error);
+    }
+    g_assert_cmpint(vrmHelperEngineStatsParse(NULL, &(vrmEngineSnapshot){ 0 }), ==, -1);
+}
+
+static void
+testApplyStats(void)
+{
+    g_autoptr(vrmHelperJob) job = vrmHelperJobNew(3, VRM_JOB_ROLE_SOURCE);
+    vrmEngineSnapshot es = { .state = VRM_ENGINE_STATE_RUNNING, .channels = 2 };
+
+    es.stats.pinnedBytes = 1000;
+    vrmHelperJobApplyStats(job, &es);
+    g_assert_cmpint(job->record->state, ==, N);
+    g_assert_true(job->record->hasStats);
+
+    es.established = 1;
+    vrmHelperJobApplyStats(job, &es);
+    g_assert_cmpint(job->record->state, ==, N);     /* not every channel yet */
+
+    es.established = 2;
+    es.stats.pinnedBytes = 10;
+    vrmHelperJobApplyStats(job, &es);
+    g_assert_cmpint(job->record->state, ==, C);
+    g_assert_cmpuint(job->record->stats.pinnedBytes, ==, 1000);    /* the peak */
+
+    es.qemuConnections = 2;
+    vrmHelperJobApplyStats(job, &es);
+    g_assert_cmpint(job->record->state, ==, T);
+    g_assert_cmpuint(job->record->stats.channels, ==, 0);
+
+    /* stats never move a job backwards nor out of a final state */
+    es.qemuConnections = 0;
+    vrmHelperJobApplyStats(job, &es);
+    g_assert_cmpint(job->record->state, ==, T);
+    vrmHelperJobSetState(job, F, "x");
+    es.qemuConnections = 3;
+    vrmHelperJobApplyStats(job, &es);
+    g_assert_cmpint(job->record->state, ==, F);
+}
+
+static void
+testEngineError(void)
+{
+    g_autoptr(vrmHelperJob) job = vrmHelperJobNew(3, VRM_JOB_ROLE_SOURCE);
+    g_autofree char *none = vrmHelperJobEngineError(job);
+    g_autofree char *line = NULL;
+
+    g_assert_null(none);
+    g_string_append(job->stderrBuf,
+                    "virt-rdma-engine: channel 0 established\n"
+                    "virt-rdma-engine: error: the peer engine went away\n"
+                    "17:06:17.992714 virt-rdma-engine[188] info: channel 0 closed\n\n  \n");
+    line = vrmHelperJobEngineError(job);
+    g_assert_cmpstr(line, ==, "the peer engine went away");
+    g_clear_pointer(&line, g_free);
+
+    /* log lines only: no reason */
+    g_string_assign(job->stderrBuf,
+                    "17:06:17.992714 virt-rdma-engine[188] info: channel 0 connected to QEMU\n");
+    line = vrmHelperJobEngineError(job);
+    g_assert_null(line);
+}
+
+static void
+testJobKey(void)
+{
+    vrmToken a = { { 0 } }, b = { { 0 } };
+    g_autofree char *ka = NULL;
+    g_autofree char *ka2 = NULL;
+    g_autofree char *kb = NULL;
+    char hex[VRM_TOKEN_HEX_LEN + 1];
+
+    b.bytes[15] = 1;
+    ka = vrmHelperJobKey(&a);
+    ka2 = vrmHelperJobKey(&a);
+    kb = vrmHelperJobKey(&b);
+    g_assert_cmpuint(strlen(ka), ==, 16);
+    g_assert_cmpstr(ka, ==, ka2);
+    g_assert_cmpstr(ka, !=, kb);
+    /* the token does not show in the name */
+    vrmTokenFormat(&b, hex);
+    g_assert_null(strstr(hex, kb));
+}
+
+static vrmHelperJob *
+makeJob(unsigned long long id, vrmJobState state)
+{
+    vrmHelperJob *job = vrmHelperJobNew(id, VRM_JOB_ROLE_SOURCE);
+
+    job->record->domainName = g_strdup("web1");
+    job->record->socketPath = g_strdup("/run/virt-rdma/job-0123456789abcdef.sock");
+    job->record->state = state;
+    job->record->hasStats = true;
+    job->record->stats.bytesSent = 1ull << 33;
+    job->record->stats.mbps = 117;
+    job->record->migration = vrmMigrationDefNew();
+    job->record->migration->offer = vrmOfferNew();
+    job->record->migration->offer->version = 1;
+    job->record->migration->offer->address = g_strdup("198.18.0.1");
+    job->record->migration->offer->port = 18515;
+    job->record->migration->offer->channels = 2;
+    job->record->migration->offer->chunkSize = 65536;
+    job->record->migration->offer->ringDepth = 8;
+    if (state == F)
+        job->record->error = g_strdup("the peer engine went away");
+    return job;
+}
+
+static void
+testSaveLoad(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("vrmhelperjobtest-XXXXXX", NULL);
+    g_autoptr(vrmHelperJob) done = makeJob(12, F);
+    g_autoptr(vrmHelperJob) live = makeJob(3, T);
+    g_autoptr(GPtrArray) jobs = NULL;
+    g_autofree char *run3 = g_build_filename(dir, "job-3.run", NULL);
+    g_autofree char *junk = g_build_filename(dir, "job-99.xml", NULL);
+    vrmHelperJob *j;
+
+    live->pid = 4242;
+    live->cmPort = 18516;
+    live->statsSocket = g_strdup("/run/virt-rdma/job-3.stats");
+    live->statsFile = g_strdup("/var/lib/virt-rdma/job-3.stats.json");
+    g_assert_cmpint(vrmHelperJobSave(done, dir), ==, 0);
+    g_assert_cmpint(vrmHelperJobSave(live, dir), ==, 0);
+    g_assert_true(g_file_test(run3, G_FILE_TEST_EXISTS));
+    /* a damaged record is skipped, not fatal */
+    g_assert_true(g_file_set_contents(junk, "<job id=", -1, NULL));
+
+    jobs = vrmHelperJobLoadDir(dir);
+    g_assert_nonnull(jobs);
+    g_assert_cmpuint(jobs->len, ==, 2);
+    j = jobs->pdata[0];     /* oldest first */
+    g_assert_cmpuint(j->record->id, ==, 3);
+    g_assert_cmpint(j->record->state, ==, T);
+    g_assert_true(j->adopted);
+    g_assert_cmpint(j->pid, ==, 4242);
+    g_assert_cmpuint(j->cmPort, ==, 18516);
+    g_assert_cmpstr(j->statsSocket, ==, live->statsSocket);
+    g_assert_cmpuint(j->record->stats.bytesSent, ==, 1ull << 33);
+    g_assert_cmpuint(j->record->migration->offer->port, ==, 18515);
+    j = jobs->pdata[1];
+    g_assert_cmpuint(j->record->id, ==, 12);
+    g_assert_cmpint(j->record->state, ==, F);
+    g_assert_false(j->adopted);
+    g_assert_cmpstr(j->record->error, ==, "the peer engine went away");
+    g_assert_cmpstr(j->record->domainName, ==, "web1");
+
+    /* once final, the .run file goes */
+    vrmHelperJobSetState(live, OK, NULL);
+    g_assert_cmpint(vrmHelperJobSave(live, dir), ==, 0);
+    g_assert_false(g_file_test(run3, G_FILE_TEST_EXISTS));
+    live->pid = 0;
+
+    vrmHelperJobRemoveFiles(dir, 3);
+    vrmHelperJobRemoveFiles(dir, 12);
+    g_unlink(junk);
+    g_assert_cmpint(g_rmdir(dir), ==, 0);
+}
+
+static void
+testLoadMissingDir(void)
+{
+    vrmResetLastError();
+    g_assert_null(vrmHelperJobLoadDir("/nonexistent/virt-rdma-state"));
+    g_assert_nonnull(strstr(vrmGetLastErrorMessage(), "/nonexistent/virt-rdma-state"));
+}
+
+int
+main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/helper/job/state-machine", testStateMachine);
+    g_test_add_func("/helper/job/state-error", testStateError);
+    g_test_add_func("/helper/job/stats-parse", testStatsParse);
+    g_test_add_func("/helper/job/stats-parse-final", testStatsParseFinal);
+    g_test_add_func("/helper/job/stats-parse-bad", testStatsParseBad);
+    g_test_add_func("/helper/job/apply-stats", testApplyStats);
+    g_test_add_func("/helper/job/engine-error", testEngineError);
+    g_test_add_func("/helper/job/key", testJobKey);
+    g_test_add_func("/helper/job/save-load", testSaveLoad);
+    g_test_add_func("/helper/job/load-missing-dir", testLoadMissingDir);
+    return g_test_run();
+}
