@@ -65,7 +65,7 @@ check_migrated_source() {
     local state info
     state=$(virsh domstate "$1" 2>&1)
     [ "$state" = "shut off" ] || fail "after migration $1 is '$state' on the source, not 'shut off'"
-    info=$(virsh domjobinfo --completed "$1") || fail "no completed job for $1 on the source"
+    info=$(virsh domjobinfo --completed --keep-completed "$1") || fail "no completed job for $1 on the source"
     echo "$info"
     grep -q "Memory bandwidth" <<<"$info" || fail "the completed job shows no memory bandwidth"
 }
@@ -95,7 +95,7 @@ CONF
     ln -sf "$VRM_BUILD_DIR/tools/hook/virt-rdma-hook" /etc/libvirt/hooks/qemu.d/virt-rdma
     if [ "${1:-}" != --no-helper ]; then
         "$VRM_BUILD_DIR/driver/helper/virt-rdmad" --config /etc/virt-rdma/virt-rdmad.conf \
-            --engine "$VRM_BUILD_DIR/driver/engine/virt-rdma-engine" --verbose \
+            --engine "$VRM_BUILD_DIR/driver/virt-rdma-engine" --verbose \
             > /tmp/virt-rdmad.log 2>&1 &
         echo $! > /tmp/virt-rdmad.pid
         local deadline=$((SECONDS + 30))
@@ -110,8 +110,10 @@ CONF
 # check_no_leftovers: no engine process and no job socket left behind.
 check_no_leftovers() {
     local deadline=$((SECONDS + 15))
-    while pgrep -f virt-rdma-engine >/dev/null; do
-        [ $SECONDS -ge $deadline ] && { ps -ef | grep '[v]irt-rdma-engine'; fail "an engine is still running"; }
+    # Engines by their argv[0] (virt-rdmad's own command line names the
+    # engine too).
+    while pgrep -f '^[^ ]*/virt-rdma-engine( |$)' >/dev/null; do
+        [ $SECONDS -ge $deadline ] && { pgrep -af '^[^ ]*/virt-rdma-engine( |$)'; fail "an engine is still running"; }
         sleep 0.2
     done
     if ls /run/virt-rdma/job-* >/dev/null 2>&1; then

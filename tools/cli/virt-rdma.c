@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include <libvirt/libvirt.h>
+#include <libvirt/virterror.h>
 
 #include "vrmcli.h"
 #include "vrmi18n.h"
@@ -67,6 +68,12 @@ vrmCliUsage(FILE *out)
     fprintf(out, _("\n'virt-rdma COMMAND --help' describes a command's options.\n"));
 }
 
+/* libvirt would print every error on stderr itself; we report our own. */
+static void
+vrmCliIgnoreLibvirtError(void *opaque, virErrorPtr err)
+{
+}
+
 int
 main(int argc, char **argv)
 {
@@ -78,6 +85,7 @@ main(int argc, char **argv)
         vrmCliError(_("cannot initialize libvirt"));
         return 1;
     }
+    virSetErrorFunc(NULL, vrmCliIgnoreLibvirtError);
     if (argc < 2) {
         vrmCliUsage(stderr);
         return 2;

@@ -73,9 +73,9 @@ vrmCapsDevices(GPtrArray *reasons)
     struct ibv_device **list;
     int n = 0, i, active = 0;
 
-    printf(_("RDMA devices:\n"));
+    fputs(_("RDMA devices:\n"), stdout);
     if (!(list = ibv_get_device_list(&n)) || n == 0) {
-        printf(_("  none\n"));
+        fputs(_("  none\n"), stdout);
         g_ptr_array_add(reasons, g_strdup(_("no RDMA device: load the driver of the adapter (for Soft-RoCE: modprobe rdma_rxe; rdma link add rxe0 type rxe netdev IFACE)")));
         if (list)
             ibv_free_device_list(list);
@@ -83,16 +83,20 @@ vrmCapsDevices(GPtrArray *reasons)
     }
     for (i = 0; i < n; i++) {
         struct ibv_context *ctx = ibv_open_device(list[i]);
+        const char *name = ibv_get_device_name(list[i]);
         struct ibv_device_attr dattr;
         uint8_t p;
 
+        if (!name)
+            name = "?";
         if (!ctx || ibv_query_device(ctx, &dattr) != 0) {
-            printf(_("  %1$s: cannot be opened\n"), ibv_get_device_name(list[i]));
+            /* TRANSLATORS: after an RDMA device name */
+            printf("  %s: %s\n", name, _("cannot be opened"));
             if (ctx)
                 ibv_close_device(ctx);
             continue;
         }
-        printf("  %s (%s)\n", ibv_get_device_name(list[i]),
+        printf("  %s (%s)\n", name,
                ibv_node_type_str(list[i]->node_type));
         for (p = 1; p <= dattr.phys_port_cnt; p++) {
             struct ibv_port_attr pattr;

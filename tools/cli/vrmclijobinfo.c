@@ -123,9 +123,11 @@ int
 vrmCmdJobInfo(int argc, char **argv)
 {
     gboolean completed = FALSE;
+    gboolean keepCompleted = FALSE;
     char *connectURI = NULL;
     GOptionEntry entries[] = {
         { "completed", 0, 0, G_OPTION_ARG_NONE, &completed, N_("show the last completed job"), NULL },
+        { "keep-completed", 0, 0, G_OPTION_ARG_NONE, &keepCompleted, N_("do not let libvirt forget the completed job once shown"), NULL },
         { "connect", 'c', 0, G_OPTION_ARG_STRING, &connectURI, N_("libvirt URI (default: libvirt's)"), N_("URI") },
         { NULL, 0, 0, 0, NULL, NULL, NULL },
     };
@@ -154,8 +156,13 @@ vrmCmdJobInfo(int argc, char **argv)
         vrmCliError(_("domain '%1$s' not found: %2$s"), argv[1], virGetLastErrorMessage());
         goto cleanup;
     }
+    if (keepCompleted && !completed) {
+        vrmCliError(_("--keep-completed needs --completed"));
+        goto cleanup;
+    }
     if (vrmDomainGetJobStats(dom, &type, &params, &nparams,
-                             completed ? VIR_DOMAIN_JOB_STATS_COMPLETED : 0) < 0) {
+                             (completed ? VIR_DOMAIN_JOB_STATS_COMPLETED : 0) |
+                             (keepCompleted ? VIR_DOMAIN_JOB_STATS_KEEP_COMPLETED : 0)) < 0) {
         vrmCliError("%s", vrmLastErrorMessage());
         goto cleanup;
     }

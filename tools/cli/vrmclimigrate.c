@@ -167,8 +167,10 @@ vrmPrintFinalJob(virDomainPtr dom)
     unsigned int mbps = 0, channels = 0;
     g_autofree char *sentStr = NULL;
 
+    /* Keep libvirt's completed stats for a later domjobinfo --completed. */
     if (vrmDomainGetJobStats(dom, &type, &params, &nparams,
-                             VIR_DOMAIN_JOB_STATS_COMPLETED) < 0)
+                             VIR_DOMAIN_JOB_STATS_COMPLETED |
+                             VIR_DOMAIN_JOB_STATS_KEEP_COMPLETED) < 0)
         return;
     if (virTypedParamsGetULLong(params, nparams, VRM_JOB_STATS_ID, &id) == 1) {
         virTypedParamsGetULLong(params, nparams, VRM_JOB_STATS_BYTES_SENT, &sent);
