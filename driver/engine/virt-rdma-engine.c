@@ -142,12 +142,24 @@ vrmOptionsToSettings(const vrmEngineOptions *o, vrmSettings *s)
         if (o->connect && vrmParseAddress(o->connect, &s->rdma_host, &s->rdma_port) < 0)
             return -1;
     }
-    if (!o->token) {
-        vrmReportError(VRM_ERR_INVALID_ARG, _("A token is required (--token)."));
-        return -1;
+    if (o->token) {
+        if (vrmProtoTokenParse(o->token, s->token) < 0)
+            return -1;
+    } else {
+        /* virt-rdmad passes it here: unlike argv, the environment is
+         * readable only by this process's user. */
+        g_autofree char *env = g_strdup(g_getenv(VRM_ENGINE_TOKEN_ENV));
+
+        if (!env) {
+            vrmReportError(VRM_ERR_INVALID_ARG,
+                           _("A token is required (--token, or the environment variable %1$s)."),
+                           VRM_ENGINE_TOKEN_ENV);
+            return -1;
+        }
+        g_unsetenv(VRM_ENGINE_TOKEN_ENV);
+        if (vrmProtoTokenParse(env, s->token) < 0)
+            return -1;
     }
-    if (vrmProtoTokenParse(o->token, s->token) < 0)
-        return -1;
     if (o->channels < 1 || vrmProtoCheckChannels(o->channels) < 0) {
         vrmProtoCheckChannels(0);
         return -1;
@@ -235,7 +247,7 @@ main(int argc, char **argv)
         { "connect", 0, 0, G_OPTION_ARG_STRING, &o.connect,
           N_("destination: rdma_cm address and port of the source engine"), "ADDR:PORT" },
         { "token", 0, 0, G_OPTION_ARG_STRING, &o.token,
-          N_("the job's one-time token, 32 lowercase hexadecimal characters"), "HEX32" },
+          N_("the job's one-time token, 32 lowercase hexadecimal characters (visible to every local user: prefer the environment variable VRM_ENGINE_TOKEN)"), "HEX32" },
         { "channels", 0, 0, G_OPTION_ARG_INT, &o.channels,
           N_("channels (QPs) of the job, 1..64; QEMU may use fewer (default 1)"), "N" },
         { "chunk-size", 0, 0, G_OPTION_ARG_STRING, &o.chunk_size,

@@ -31,6 +31,7 @@
 #include "vrmerror.h"
 #include "vrmi18n.h"
 #include "vrmlog.h"
+#include "protocol/vrmproto.h"
 
 #define VRM_HELPER_POLL_MS 200          /* stats of live engines */
 #define VRM_HELPER_REQUEST_TIMEOUT_S 10 /* a client must send its request */
@@ -407,6 +408,7 @@ vrmHelperSpawnEngine(vrmHelperDaemon *d, vrmHelperJob *job,
                      const char *device)
 {
     g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
+    g_auto(GStrv) envp = NULL;
     g_autoptr(GError) err = NULL;
     bool source = job->record->role == VRM_JOB_ROLE_SOURCE;
     unsigned int channels = source ? offer->channels : answer->channels;
@@ -445,8 +447,6 @@ vrmHelperSpawnEngine(vrmHelperDaemon *d, vrmHelperJob *job,
                         g_strdup_printf("[%s]:%u", offer->address, offer->port) :
                         g_strdup_printf("%s:%u", offer->address, offer->port));
     }
-    g_ptr_array_add(argv, g_strdup("--token"));
-    g_ptr_array_add(argv, g_strdup(token));
     g_ptr_array_add(argv, g_strdup_printf("--channels=%u", channels));
     g_ptr_array_add(argv, g_strdup_printf("--chunk-size=%u", chunk));
     g_ptr_array_add(argv, g_strdup_printf("--ring-depth=%u", depth));
@@ -481,7 +481,10 @@ vrmHelperSpawnEngine(vrmHelperDaemon *d, vrmHelperJob *job,
         vrmReportSystemError(errno, _("Cannot create the engine log %1$s"), job->logFile);
         return -1;
     }
-    if (!g_spawn_async_with_fds(NULL, (char **)argv->pdata, NULL,
+    /* The token goes through the environment, which only the engine's own
+     * user can read, not the command line that every local user sees. */
+    envp = g_environ_setenv(g_get_environ(), VRM_ENGINE_TOKEN_ENV, token, TRUE);
+    if (!g_spawn_async_with_fds(NULL, (char **)argv->pdata, envp,
                                 G_SPAWN_DO_NOT_REAP_CHILD |
                                 G_SPAWN_STDOUT_TO_DEV_NULL,
                                 vrmHelperEngineChildSetup, &setup,

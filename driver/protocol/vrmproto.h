@@ -16,6 +16,10 @@
 #define VRM_PROTO_VERSION 1
 
 #define VRM_PROTO_TOKEN_LEN 16
+
+/* How virt-rdmad hands an engine its token: an environment variable, which
+ * (unlike the command line) other local users cannot read. */
+#define VRM_ENGINE_TOKEN_ENV "VRM_ENGINE_TOKEN"
 #define VRM_PROTO_PRIVATE_DATA_MAX 56
 #define VRM_PROTO_CONN_DATA_LEN 32
 #define VRM_PROTO_REJECT_LEN 12
