@@ -1,8 +1,11 @@
 #!/bin/bash
-# demo.sh: the main job on a fresh Debian 12 machine, as root. Installs what
-# is needed, builds virt-rdma, boots the two-host Soft-RoCE sandbox and shows
-# each host's RDMA device and an RDMA WRITE crossing the wire between them.
-# (Once the virt-rdma CLI lands, this runs a live migration instead.)
+# demo.sh: the main job, on a fresh Debian 12 machine, as root. Installs
+# what is needed, builds virt-rdma, boots the two-host Soft-RoCE sandbox
+# (two QEMU VMs on an emulated wire, each with an rxe device, a libvirtd,
+# virt-rdmad and the libvirt hook), starts a guest on host a that fills its
+# RAM with a pattern, live-migrates it to host b with
+# `virt-rdma migrate --verbose`, prints the progress and the final
+# `virt-rdma jobinfo --completed`, and checks the guest's memory on b.
 #
 #   --no-install   skip apt-get
 set -euo pipefail
@@ -13,8 +16,6 @@ build=${VRM_BUILD:-$top/build}
 [ -f "$build/build.ninja" ] || meson setup "$build"
 ninja -C "$build"
 
-pp=$build/tests/rdma/vrmpingpong
-show='echo "== host $VRM_SANDBOX_HOST ($VRM_SELF_ADDR) =="; ibv_devinfo -d rxe0 | grep -E "hca_id|transport|state|active_mtu|link_layer"; rdma link show'
-exec "$build/tests/sandbox/vrm-sandbox" --hosts 2 --timeout 300 \
-    --a "$show; cd /tmp; $pp --server \$VRM_SELF_ADDR --size 16777216" \
-    --b "$show; cd /tmp; $pp --connect \$VRM_PEER_ADDR --size 16777216"
+run="VRM_GUEST_ELF=$build/tests/e2e/guest/vrm-guest.elf VRM_BUILD_DIR=$build bash $top/tests/e2e/rdma-migrate.sh demo"
+exec "$build/tests/sandbox/vrm-sandbox" --hosts 2 --mem 2048 --timeout 600 --follow \
+    --a "$run" --b "$run"

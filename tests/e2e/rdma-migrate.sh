@@ -4,6 +4,8 @@
 # engines, over rxe.
 #
 #   one-channel   --live --p2p --persistent --verbose
+#   demo          one-channel, showing each host's `virt-rdma capabilities`
+#                 first (the README's main job)
 #   parallel      the same with --parallel --parallel-connections 4
 #   pin-all       the same with --rdma-pin-all
 #   no-helper     virt-rdmad is not running on b: a clear error, the guest
@@ -19,6 +21,7 @@ dest=qemu+tcp://$VRM_PEER_ADDR/system
 if [ "$VRM_SANDBOX_HOST" = b ]; then
     if [ "$scenario" = no-helper ]; then start_virt_rdma --no-helper; else start_virt_rdma; fi
     start_libvirt
+    [ "$scenario" = demo ] && { say "virt-rdma capabilities:"; "$virt_rdma" capabilities; }
     flag ready-b
     wait_flag migrated 600
     case "$scenario" in
@@ -37,6 +40,7 @@ start_virt_rdma
 start_libvirt
 define_guest g1 128 "dirty_kb=2048"
 wait_flag ready-b 180
+[ "$scenario" = demo ] && { say "virt-rdma capabilities:"; "$virt_rdma" capabilities; }
 
 opts=(--live --p2p --persistent --verbose)
 case "$scenario" in
@@ -48,8 +52,14 @@ case "$scenario" in
 esac
 
 say "virt-rdma migrate ${opts[*]} g1 $dest"
-out=$("$virt_rdma" migrate "${opts[@]}" g1 "$dest" 2>&1); rc=$?
-echo "$out" | tr '\r' '\n' | grep -v '^$' | tail -8
+if [ "$scenario" = demo ]; then
+    # Live progress on the terminal, as a user sees it.
+    "$virt_rdma" migrate "${opts[@]}" g1 "$dest" 2>&1 | tee /tmp/migrate.out; rc=${PIPESTATUS[0]}
+    out=$(cat /tmp/migrate.out)
+else
+    out=$("$virt_rdma" migrate "${opts[@]}" g1 "$dest" 2>&1); rc=$?
+    echo "$out" | tr '\r' '\n' | grep -v '^$' | tail -8
+fi
 
 case "$scenario" in
     no-helper|bad-metadata)

@@ -24,6 +24,7 @@ static const vrmCliCommand vrmCliCommands[] = {
     { "migrate", vrmCmdMigrate, N_("live-migrate a domain over RDMA") },
     { "jobinfo", vrmCmdJobInfo, N_("show a domain's migration job, with its RDMA transport") },
     { "capabilities", vrmCmdCapabilities, N_("show this host's RDMA devices and whether it can migrate over RDMA") },
+    { "bench", vrmCmdBench, N_("measure the RDMA transport engine between two hosts") },
 };
 
 char *
@@ -103,7 +104,7 @@ main(int argc, char **argv)
         if (g_str_equal(argv[1], vrmCliCommands[i].name))
             return vrmCliCommands[i].run(argc - 1, argv + 1);
     }
-    vrmCliError(_("unknown command '%1$s'; the commands are migrate, jobinfo and capabilities"),
+    vrmCliError(_("unknown command '%1$s'; the commands are migrate, jobinfo, capabilities and bench"),
                 argv[1]);
     return 2;
 }

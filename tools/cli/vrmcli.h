@@ -9,6 +9,7 @@
 int vrmCmdMigrate(int argc, char **argv);
 int vrmCmdJobInfo(int argc, char **argv);
 int vrmCmdCapabilities(int argc, char **argv);
+int vrmCmdBench(int argc, char **argv);
 
 /* "123.456 MiB" like virsh's pretty capacities. */
 char *vrmCliPrettySize(unsigned long long bytes);
