@@ -122,3 +122,27 @@ check_no_leftovers() {
     fi
     say "no engine or job socket left behind"
 }
+
+# virsh_scenario DESCRIPTION HARD_LIMIT_MIB VIRSH_MIGRATE_ARGS...: host a
+# starts the guest and migrates it to b with plain `virsh migrate`; b
+# checks that it runs and that its memory verifies.
+virsh_scenario() {
+    local what=$1 limit=$2
+    shift 2
+    start_libvirt
+    if [ "$VRM_SANDBOX_HOST" = a ]; then
+        define_guest g1 128 "dirty_kb=2048" "$limit"
+        wait_flag libvirt-b 120
+        say "migrating $what"
+        virsh migrate "$@" g1 "qemu+tcp://$VRM_PEER_ADDR/system" || fail "virsh migrate ($what) failed"
+        check_migrated_source g1
+        flag migrated
+        wait_flag verified-b 240
+    else
+        flag libvirt-b
+        wait_flag migrated 400
+        check_migrated_destination g1
+        flag verified-b
+    fi
+    say "done"
+}
