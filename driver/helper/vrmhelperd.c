@@ -37,6 +37,9 @@
 #define VRM_HELPER_REQUEST_TIMEOUT_S 10 /* a client must send its request */
 #define VRM_HELPER_REPLY_TIMEOUT_US (5 * G_USEC_PER_SEC)
 #define VRM_HELPER_STATS_TIMEOUT_US (300 * 1000)
+/* After a restart, how long an engine may take to answer before it is
+ * ended: a loaded host (or a TCG sandbox) can stall it for seconds. */
+#define VRM_HELPER_ADOPT_TIMEOUT_US (10 * G_USEC_PER_SEC)
 #define VRM_HELPER_LISTEN_TIMEOUT_US (15 * G_USEC_PER_SEC)
 #define VRM_HELPER_MEMLOCK_SLACK (64ull * 1024 * 1024)
 
@@ -1144,8 +1147,14 @@ vrmHelperRecover(vrmHelperDaemon *d)
         }
         if (job->pid > 0 && vrmHelperIsOurEngine(d, job)) {
             vrmEngineSnapshot es = { 0 };
+            gint64 adoptDeadline = g_get_monotonic_time() + VRM_HELPER_ADOPT_TIMEOUT_US;
+            bool answered;
 
-            if (vrmHelperReadEngineStats(job, &es)) {
+            while (!(answered = vrmHelperReadEngineStats(job, &es)) &&
+                   g_get_monotonic_time() < adoptDeadline &&
+                   kill(job->pid, 0) == 0)
+                g_usleep(VRM_HELPER_POLL_MS * 1000);
+            if (answered) {
                 VRM_INFO("job %llu: found its engine again (pid %d)",
                          job->record->id, (int)job->pid);
                 vrmHelperJobApplyStats(job, &es);

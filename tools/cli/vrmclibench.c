@@ -82,8 +82,9 @@ vrmBenchWriter(gpointer opaque)
             if (w < 0 && errno == EINTR)
                 continue;
             if (w <= 0) {
-                s->error = g_strdup_printf(_("channel %1$u: write failed after %2$" G_GUINT64_FORMAT " bytes: %3$s"),
-                                           s->channel, s->moved + off, g_strerror(errno));
+                s->error = g_strdup_printf(_("channel %1$u: write failed after %2$llu bytes: %3$s"),
+                                           s->channel, (unsigned long long)(s->moved + off),
+                                           g_strerror(errno));
                 return NULL;
             }
             off += w;
@@ -123,8 +124,8 @@ vrmBenchReader(gpointer opaque)
         if (have == VRM_BENCH_BUF || (r == 0 && have > 0)) {
             vrmBenchFill(&state, want, VRM_BENCH_BUF);
             if (memcmp(want, got, have) != 0) {
-                s->error = g_strdup_printf(_("channel %1$u: the bytes after offset %2$" G_GUINT64_FORMAT " differ from what the server sent"),
-                                           s->channel, s->moved);
+                s->error = g_strdup_printf(_("channel %1$u: the bytes after offset %2$llu differ from what the server sent"),
+                                           s->channel, (unsigned long long)s->moved);
                 return NULL;
             }
             s->moved += have;
@@ -137,8 +138,9 @@ vrmBenchReader(gpointer opaque)
     /* No reverse stream: end that direction, or the engines wait for it. */
     shutdown(s->fd, SHUT_WR);
     if (s->moved != s->bytes)
-        s->error = g_strdup_printf(_("channel %1$u: %2$" G_GUINT64_FORMAT " bytes arrived, %3$" G_GUINT64_FORMAT " were sent"),
-                                   s->channel, s->moved, s->bytes);
+        s->error = g_strdup_printf(_("channel %1$u: %2$llu bytes arrived, %3$llu were sent"),
+                                   s->channel, (unsigned long long)s->moved,
+                                   (unsigned long long)s->bytes);
     return NULL;
 }
 

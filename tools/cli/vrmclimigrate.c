@@ -147,11 +147,12 @@ vrmPrintProgress(virDomainPtr dom, const char *helperSocket, bool final)
     if (mbps && !final)
         left = g_strdup_printf(_(", %1$llu s left"),
                                (unsigned long long)(remaining * 8 / ((unsigned long long)mbps * 1000000) + 1));
+    fputc('\r', stderr);
     if (mbps)
-        fprintf(stderr, _("\rMigration: [%1$3u %%] %2$u Mbit/s over RDMA%3$s   "),
+        fprintf(stderr, _("Migration: [%1$3u %%] %2$u Mbit/s over RDMA%3$s   "),
                 pct, mbps, left ? left : "");
     else
-        fprintf(stderr, _("\rMigration: [%1$3u %%]   "), pct);
+        fprintf(stderr, _("Migration: [%1$3u %%]   "), pct);
     if (final)
         fprintf(stderr, "\n");
     fflush(stderr);

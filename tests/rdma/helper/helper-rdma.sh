@@ -338,14 +338,16 @@ case_restart() {
     if [ "$host" = a ]; then
         restart_helper > "$work/restart.log" 2>&1 &
         rpid=$!
-        source_jobs 1 1 48M 1M || fail "streams"
+        # Long enough (tens of seconds on rxe) that the engine is still
+        # running when the helper comes back.
+        source_jobs 1 1 200M 1M || fail "streams"
         wait "$rpid"
         cat "$work/restart.log"
         grep -q "found its engine again" "$work/helper-main.log" ||
             fail "the restarted helper did not find the engine"
         grep "found its engine again" "$work/helper-main.log"
     else
-        dest_jobs 1 1 48M 1M || fail "streams"
+        dest_jobs 1 1 200M 1M || fail "streams"
     fi
     check_completed 1
 }
