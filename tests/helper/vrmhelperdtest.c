@@ -784,7 +784,7 @@ callAs(Helper *h, uid_t uid, gid_t gid, char **err)
     gid_t ids[2] = { uid, gid };
     int status;
 
-    g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL, 0, dropTo, ids,
+    g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_STDOUT_TO_DEV_NULL, dropTo, ids,
                                NULL, err, &status, NULL));
     return WEXITSTATUS(status);
 }
