@@ -320,6 +320,25 @@ vrmHelperReadFinalStats(vrmHelperJob *job, vrmEngineSnapshot *es, bool *have)
         *have = true;
 }
 
+/*
+ * The per-job path names a socket that only this job uses: the source
+ * engine's (it removes it itself) or, on the destination, the one QEMU
+ * listens on, which stays behind when libvirt kills QEMU after a failed
+ * or aborted migration. Remove what is left once the job has ended.
+ */
+static void
+vrmHelperRemoveJobSocket(vrmHelperJob *job)
+{
+    const char *path = job->record->socketPath;
+    struct stat st;
+
+    if (!path || lstat(path, &st) < 0 || !S_ISSOCK(st.st_mode))
+        return;
+    if (unlink(path) < 0 && errno != ENOENT)
+        VRM_WARN(_("job %1$llu: cannot remove %2$s: %3$s"),
+                 job->record->id, path, g_strerror(errno));
+}
+
 static void
 vrmHelperJobFinish(vrmHelperDaemon *d, vrmHelperJob *job, vrmJobState state,
                    const char *error)
@@ -344,6 +363,7 @@ vrmHelperJobFinish(vrmHelperDaemon *d, vrmHelperJob *job, vrmJobState state,
         g_spawn_close_pid(job->pid);
     job->pid = 0;
     job->cmPort = 0;
+    vrmHelperRemoveJobSocket(job);
     vrmHelperSave(d, job);
 
     if (waiter) {

@@ -116,10 +116,13 @@ check_no_leftovers() {
         [ $SECONDS -ge $deadline ] && { pgrep -af '^[^ ]*/virt-rdma-engine( |$)'; fail "an engine is still running"; }
         sleep 0.2
     done
-    if ls /run/virt-rdma/job-* >/dev/null 2>&1; then
-        ls -l /run/virt-rdma/
-        fail "a job socket was left behind in /run/virt-rdma"
-    fi
+    while ls /run/virt-rdma/job-* >/dev/null 2>&1; do
+        if [ $SECONDS -ge $deadline ]; then
+            ls -l /run/virt-rdma/
+            fail "a job socket was left behind in /run/virt-rdma"
+        fi
+        sleep 0.2
+    done
     say "no engine or job socket left behind"
 }
 

@@ -12,6 +12,9 @@
 #                 keeps running on a, nothing left behind
 #   bad-metadata  the domain's <rdma:migration> is invalid: a clear error
 #                 naming it, the guest keeps running, nothing left behind
+#   abort         virsh domjobabort in the middle of a (slowed) migration:
+#                 virt-rdma migrate fails, the engines on both hosts end,
+#                 the guest keeps running on the source
 set -u
 . "$(dirname "$0")/e2e-lib.sh"
 scenario=$1
@@ -25,11 +28,12 @@ if [ "$VRM_SANDBOX_HOST" = b ]; then
     flag ready-b
     wait_flag migrated 600
     case "$scenario" in
-        no-helper|bad-metadata)
-            virsh -q list --all | grep -q g1 && fail "g1 exists on the destination after a refused migration"
+        no-helper|bad-metadata|abort)
+            virsh -q list --all | grep -q g1 && fail "g1 exists on the destination after a failed migration"
             check_no_leftovers ;;
         *)
-            check_migrated_destination g1 ;;
+            check_migrated_destination g1
+            check_no_leftovers ;;
     esac
     flag verified-b
     say "done"
@@ -46,13 +50,27 @@ opts=(--live --p2p --persistent --verbose)
 case "$scenario" in
     parallel) opts+=(--parallel --parallel-connections 4) ;;
     pin-all) opts+=(--rdma-pin-all) ;;
+    abort) opts+=(--bandwidth 2) ;;     # MiB/s: long enough to abort it
     bad-metadata)
         virsh -q metadata g1 --uri "$VRM_NS" --key rdma \
             --set '<migration><chunk size="3000"/></migration>' || fail "cannot set the metadata" ;;
 esac
 
 say "virt-rdma migrate ${opts[*]} g1 $dest"
-if [ "$scenario" = demo ]; then
+if [ "$scenario" = abort ]; then
+    "$virt_rdma" migrate "${opts[@]}" g1 "$dest" > /tmp/migrate.out 2>&1 &
+    mpid=$!
+    deadline=$((SECONDS + 120))
+    until virsh domjobinfo g1 2>/dev/null | grep -qE "^Data processed: +[1-9]"; do
+        [ $SECONDS -ge $deadline ] && fail "the migration never started moving data"
+        sleep 0.5
+    done
+    say "aborting the migration with virsh domjobabort"
+    virsh domjobabort g1 || fail "virsh domjobabort failed"
+    wait "$mpid"; rc=$?
+    out=$(tr '\r' '\n' < /tmp/migrate.out)
+    echo "$out" | grep -v '^$' | tail -3
+elif [ "$scenario" = demo ]; then
     # Live progress on the terminal, as a user sees it.
     "$virt_rdma" migrate "${opts[@]}" g1 "$dest" 2>&1 | tee /tmp/migrate.out; rc=${PIPESTATUS[0]}
     out=$(cat /tmp/migrate.out)
@@ -62,10 +80,12 @@ else
 fi
 
 case "$scenario" in
-    no-helper|bad-metadata)
+    no-helper|bad-metadata|abort)
         [ $rc -ne 0 ] || fail "virt-rdma migrate succeeded; it should have failed"
         if [ "$scenario" = no-helper ]; then
             grep -q "virt-rdmad" <<<"$out" || fail "the error does not say the destination helper is missing"
+        elif [ "$scenario" = abort ]; then
+            grep -qi "cancel\|abort" <<<"$out" || fail "the error does not say the migration was cancelled"
         else
             grep -q "chunk" <<<"$out" && grep -q "3000" <<<"$out" ||
                 fail "the error does not name the bad chunk size"
