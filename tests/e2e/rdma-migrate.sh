@@ -112,6 +112,12 @@ mem, rdma = size("Memory processed:"), size("RDMA bytes sent:")
 print("memory processed %.0f bytes, RDMA bytes sent %.0f bytes" % (mem, rdma))
 sys.exit(0 if rdma >= mem else 1)
 PY
+        # rc 0 alone does not prove a parallel migration: QEMU must have
+        # opened the main connection and 4 multifd ones through the engine.
+        if [ "$scenario" = parallel ]; then
+            grep -qE "^RDMA channels: +5 *$" <<<"$info" ||
+                fail "the RDMA job did not carry 5 channels (main + 4 multifd)"
+        fi
         check_no_leftovers
         flag migrated
         wait_flag verified-b 300 ;;
