@@ -362,19 +362,33 @@ vrmEngineScheduleRetry(vrmEngine *e, vrmChannel *ch, const char *why)
                                      vrmEngineRetryConnect, ch);
 }
 
+/* The rdma_cm address of the job: to listen on (passive) or to reach. */
 static int
-vrmEngineConnectChannel(vrmEngine *e, vrmChannel *ch)
+vrmEngineResolve(vrmEngine *e, bool passive, struct rdma_addrinfo **ai)
 {
-    struct rdma_addrinfo hints = { .ai_port_space = RDMA_PS_TCP };
-    struct rdma_addrinfo *ai = NULL;
+    struct rdma_addrinfo hints = {
+        .ai_flags = passive ? RAI_PASSIVE : 0,
+        .ai_port_space = RDMA_PS_TCP,
+    };
     int rc;
 
-    if ((rc = rdma_getaddrinfo(e->s.rdma_host, e->s.rdma_port, &hints, &ai)) != 0) {
+    if ((rc = rdma_getaddrinfo(e->s.rdma_host, e->s.rdma_port, &hints, ai)) != 0) {
         vrmReportError(VRM_ERR_INVALID_ARG, _("Cannot resolve the RDMA address %1$s:%2$s: %3$s"),
                        e->s.rdma_host, e->s.rdma_port,
                        rc == -1 ? g_strerror(errno) : gai_strerror(rc));
         return -1;
     }
+    return 0;
+}
+
+static int
+vrmEngineConnectChannel(vrmEngine *e, vrmChannel *ch)
+{
+    struct rdma_addrinfo *ai = NULL;
+    int rc;
+
+    if (vrmEngineResolve(e, false, &ai) < 0)
+        return -1;
     if (rdma_create_id(e->cm, &ch->id, ch, RDMA_PS_TCP) < 0) {
         vrmReportSystemError(errno, _("Cannot create an rdma_cm id"));
         rdma_freeaddrinfo(ai);
@@ -1076,16 +1090,11 @@ vrmEngineFree(vrmEngine *e)
 static int
 vrmEngineListenRdma(vrmEngine *e)
 {
-    struct rdma_addrinfo hints = { .ai_flags = RAI_PASSIVE, .ai_port_space = RDMA_PS_TCP };
     struct rdma_addrinfo *ai = NULL;
     int rc;
 
-    if ((rc = rdma_getaddrinfo(e->s.rdma_host, e->s.rdma_port, &hints, &ai)) != 0) {
-        vrmReportError(VRM_ERR_INVALID_ARG, _("Cannot resolve the RDMA address %1$s:%2$s: %3$s"),
-                       e->s.rdma_host, e->s.rdma_port,
-                       rc == -1 ? g_strerror(errno) : gai_strerror(rc));
+    if (vrmEngineResolve(e, true, &ai) < 0)
         return -1;
-    }
     if (rdma_create_id(e->cm, &e->listen_id, NULL, RDMA_PS_TCP) < 0) {
         vrmReportSystemError(errno, _("Cannot create an rdma_cm id"));
         rdma_freeaddrinfo(ai);
