@@ -14,7 +14,7 @@ packages=(
     rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest iproute2
     # inside the sandbox: libvirt hosts for the end-to-end tests
     libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients
-    python3 socat
+    python3 procps
 )
 
 if [ "$(id -u)" != 0 ]; then
