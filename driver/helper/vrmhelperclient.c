@@ -13,6 +13,7 @@
 
 #include "vrmhelperclient.h"
 #include "vrmerror.h"
+#include "vrmsocket.h"
 #include "vrmi18n.h"
 
 const char *
@@ -42,18 +43,6 @@ vrmHelperWait(int fd, short events, gint64 deadline)
         if (r < 0 && errno != EINTR)
             return -1;
     }
-}
-
-static int
-vrmHelperSetNonBlock(int fd)
-{
-    int flags = fcntl(fd, F_GETFL);
-
-    if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
-        vrmReportSystemError(errno, _("Cannot make a socket non-blocking"));
-        return -1;
-    }
-    return 0;
 }
 
 static int
@@ -200,7 +189,7 @@ vrmHelperConnect(const char *path, gint64 deadline)
         vrmReportSystemError(errno, _("Cannot create a UNIX socket"));
         return -1;
     }
-    if (vrmHelperSetNonBlock(fd) < 0)
+    if (vrmSetNonBlock(fd) < 0)
         goto error;
     if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
         int err = errno;

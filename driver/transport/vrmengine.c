@@ -20,6 +20,7 @@
 
 #include "vrmtransportpriv.h"
 #include "vrmerror.h"
+#include "vrmsocket.h"
 #include "vrmi18n.h"
 #include "vrmlog.h"
 
@@ -664,18 +665,6 @@ vrmEngineCMEvent(gint fd, GIOCondition cond, gpointer opaque)
 
 /* ------------------------------------------------------------------ */
 /* QEMU's sockets                                                      */
-
-static int
-vrmSetNonBlock(int fd)
-{
-    int flags = fcntl(fd, F_GETFL);
-
-    if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
-        vrmReportSystemError(errno, _("Cannot make a socket non-blocking"));
-        return -1;
-    }
-    return 0;
-}
 
 static int
 vrmUnixListen(const char *path, guint32 mode)
