@@ -602,6 +602,16 @@ vrmChannelPumpControl(vrmChannel *ch, bool *progress)
     return 0;
 }
 
+static void
+vrmChannelNoteBytes(vrmChannel *ch)
+{
+    gint64 now = g_get_monotonic_time();
+
+    if (!ch->first_byte_us)
+        __atomic_store_n(&ch->first_byte_us, now, __ATOMIC_RELAXED);
+    __atomic_store_n(&ch->last_byte_us, now, __ATOMIC_RELAXED);
+}
+
 static int
 vrmChannelSocketError(vrmChannel *ch, int err, bool reading)
 {
@@ -678,6 +688,7 @@ vrmChannelPumpTx(vrmChannel *ch, bool *progress)
         } else {
             ch->stage_fill += r;
             ch->stalled = false;
+            vrmChannelNoteBytes(ch);
             *progress = true;
             if (ch->stage_fill < cap)
                 continue;
@@ -767,6 +778,7 @@ vrmChannelPumpRx(vrmChannel *ch, bool *progress)
         }
         ch->rx_off += r;
         vrmStatsAdd(&ch->stats, VRM_STAT_BYTES_RECEIVED, r);
+        vrmChannelNoteBytes(ch);
         *progress = true;
         if (ch->rx_off == len) {
             ch->rx_off = 0;

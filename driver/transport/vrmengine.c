@@ -807,6 +807,9 @@ vrmEngineStatsJSON(vrmEngine *e)
     double elapsed = (now - e->start_us) / 1e6;
     vrmStats total = { 0 };
     double cur_total = 0;
+    gint64 data_first = 0, data_last = 0;
+    struct rusage ru;
+    double cpu_user = 0, cpu_sys = 0;
     guint32 caps = e->caps;
     guint32 i;
     bool failed;
@@ -833,7 +836,7 @@ vrmEngineStatsJSON(vrmEngine *e)
                            ", \"channels\": %u, \"channels_established\": %u"
                            ", \"qemu_connections\": %u, \"chunk_size\": %u, \"ring_depth\": %u"
                            ", \"pinned_bound\": %" G_GUINT64_FORMAT
-                           ", \"elapsed_s\": %.3f, \"per_channel\": [",
+                           ", \"elapsed_s\": %.3f",
                            VRM_PROTO_VERSION,
                            (caps & VRM_CAP_PIN_ALL) ? "true" : "false",
                            (caps & VRM_CAP_WRITE_IMM) ? "true" : "false",
@@ -841,8 +844,28 @@ vrmEngineStatsJSON(vrmEngine *e)
                            e->s.role == VRM_ROLE_SOURCE ? e->accepted_socks : e->next_open,
                            e->s.chunk_size, e->s.ring_depth,
                            vrmSettingsPinnedBytes(&e->s), elapsed);
+    /* The engine's own CPU time (all threads): what RDMA costs the host */
+    if (getrusage(RUSAGE_SELF, &ru) == 0) {
+        cpu_user = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6;
+        cpu_sys = ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+    }
+    g_string_append_printf(buf, ", \"cpu_user_s\": %.3f, \"cpu_system_s\": %.3f",
+                           cpu_user, cpu_sys);
+    for (i = 0; i < e->s.channels; i++) {
+        gint64 first = __atomic_load_n(&e->channels[i]->first_byte_us, __ATOMIC_RELAXED);
+        gint64 last = __atomic_load_n(&e->channels[i]->last_byte_us, __ATOMIC_RELAXED);
+
+        if (first && (!data_first || first < data_first))
+            data_first = first;
+        data_last = MAX(data_last, last);
+    }
+    /* averages are taken over the data phase: first to last stream byte */
+    g_string_append_printf(buf, ", \"data_s\": %.3f, \"per_channel\": [",
+                           data_first ? (data_last - data_first) / 1e6 : 0.0);
     for (i = 0; i < e->s.channels; i++) {
         vrmChannel *ch = e->channels[i];
+        gint64 first = __atomic_load_n(&ch->first_byte_us, __ATOMIC_RELAXED);
+        gint64 last = __atomic_load_n(&ch->last_byte_us, __ATOMIC_RELAXED);
         vrmStats snap;
         guint64 bytes;
 
@@ -851,13 +874,15 @@ vrmEngineStatsJSON(vrmEngine *e)
         bytes = snap.v[VRM_STAT_BYTES_SENT] + snap.v[VRM_STAT_BYTES_RECEIVED];
         cur_total += ch->mbps_current;
         g_string_append_printf(buf, "%s{\"index\": %u, ", i ? ", " : "", i);
-        vrmStatsFormatJSON(buf, &snap, ch->mbps_current, vrmStatsMbps(bytes, elapsed));
+        vrmStatsFormatJSON(buf, &snap, ch->mbps_current,
+                           vrmStatsMbps(bytes, first ? (last - first) / 1e6 : 0));
         g_string_append(buf, "}");
     }
     g_string_append(buf, "], \"total\": {");
     vrmStatsFormatJSON(buf, &total, cur_total,
                        vrmStatsMbps(total.v[VRM_STAT_BYTES_SENT] +
-                                    total.v[VRM_STAT_BYTES_RECEIVED], elapsed));
+                                    total.v[VRM_STAT_BYTES_RECEIVED],
+                                    data_first ? (data_last - data_first) / 1e6 : 0));
     g_string_append(buf, "}}");
     return g_string_free(buf, FALSE);
 }

@@ -162,6 +162,11 @@ struct _vrmChannel {
     bool mb_exited;             /* the progress thread returned */
 
     vrmStats stats;
+    /* first and last time this channel moved stream bytes (monotonic us;
+     * progress thread writes, others read relaxed): the data phase that
+     * mbps_average is measured over, without connection set-up */
+    gint64 first_byte_us;
+    gint64 last_byte_us;
     vrmStats sample;            /* main thread: snapshot of the last tick */
     double mbps_current;        /* main thread */
 };
