@@ -43,6 +43,10 @@ mount -t 9p -o trans=virtio,version=9p2000.L,rw shared "$shared" ||
 
 hostname "sandbox-$host"
 ip link set lo up
+# Names resolve locally: the VM has no route to the machine's DNS server,
+# and libvirt looks its host name up on every migration.
+printf '127.0.0.1 localhost\n%s sandbox-a\n%s sandbox-b\n' 198.18.0.1 198.18.0.2 > /etc/hosts
+rm -f /etc/resolv.conf && : > /etc/resolv.conf
 
 self=$(param addr)
 modprobe rdma_rxe || die "cannot load rdma_rxe"
