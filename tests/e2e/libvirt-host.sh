@@ -19,6 +19,10 @@ case "$VRM_SANDBOX_HOST" in
     a) uuid=5f0b6d2e-7a1c-4c3e-9d01-00000000000a ;;
     *) uuid=5f0b6d2e-7a1c-4c3e-9d01-00000000000b ;;
 esac
+# VRM_LIBVIRT_LOG_FILTERS / VRM_LIBVIRT_LOG_LEVEL: more of libvirtd's log
+# (the benchmark's timelines use "1:qemu.qemu_monitor_json").
+filters=
+[ -n "${VRM_LIBVIRT_LOG_FILTERS:-}" ] && filters="log_filters = \"$VRM_LIBVIRT_LOG_FILTERS 3:*\""
 cat > /etc/libvirt/libvirtd.conf <<CONF
 listen_tls = 0
 listen_tcp = 1
@@ -26,7 +30,8 @@ auth_tcp = "none"
 listen_addr = "$VRM_SELF_ADDR"
 host_uuid = "$uuid"
 unix_sock_group = "root"
-log_outputs = "3:file:/var/log/libvirt/libvirtd.log"
+log_outputs = "${VRM_LIBVIRT_LOG_LEVEL:-3}:file:/var/log/libvirt/libvirtd.log"
+$filters
 CONF
 cat > /etc/libvirt/qemu.conf <<CONF
 user = "root"
