@@ -34,6 +34,7 @@
 #include "protocol/vrmproto.h"
 
 #define VRM_HELPER_POLL_MS 200          /* stats of live engines */
+#define VRM_HELPER_WAIT_POLL_MS 20      /* while a client waits on an engine */
 #define VRM_HELPER_REQUEST_TIMEOUT_S 10 /* a client must send its request */
 #define VRM_HELPER_REPLY_TIMEOUT_US (5 * G_USEC_PER_SEC)
 #define VRM_HELPER_STATS_TIMEOUT_US (300 * 1000)
@@ -73,6 +74,7 @@ struct _vrmHelperDaemon {
     bool ownSocket;                 /* we created it: unlink at the end */
     guint listenWatch;
     guint pollTimer;
+    guint waitTimer;            /* runs only while some job has a waiter */
     guint sigterm, sigint;
     GHashTable *jobs;               /* id -> vrmHelperJob */
     unsigned long long nextId;
@@ -657,6 +659,31 @@ vrmHelperPollTimer(gpointer opaque)
     return G_SOURCE_CONTINUE;
 }
 
+/* A client waits for an engine to listen or to connect, and every such
+ * wait lies on the migration's critical path (before libvirt starts, and
+ * before the destination QEMU starts): look at those engines often. */
+static gboolean
+vrmHelperWaitTimer(gpointer opaque)
+{
+    vrmHelperDaemon *d = opaque;
+    g_autoptr(GPtrArray) all = vrmHelperJobsSorted(d);
+    bool waiting = false;
+    guint i;
+
+    for (i = 0; i < all->len; i++) {
+        vrmHelperJob *job = all->pdata[i];
+
+        if (job->pid > 0 && job->waiter) {
+            vrmHelperPollJob(d, job);
+            waiting |= job->waiter != NULL;
+        }
+    }
+    if (waiting)
+        return G_SOURCE_CONTINUE;
+    d->waitTimer = 0;
+    return G_SOURCE_REMOVE;
+}
+
 /* ---- requests -------------------------------------------------------- */
 
 static int
@@ -703,6 +730,8 @@ vrmHelperStartWaiting(vrmHelperDaemon *d, vrmHelperJob *job,
     job->waiter = c;
     job->connectDeadline = g_get_monotonic_time() + timeout_us;
     vrmHelperSave(d, job);
+    if (!d->waitTimer)
+        d->waitTimer = g_timeout_add(VRM_HELPER_WAIT_POLL_MS, vrmHelperWaitTimer, d);
 }
 
 /* A job that failed before its engine ran: kept in the history */
@@ -1313,6 +1342,8 @@ vrmHelperDaemonFree(vrmHelperDaemon *d)
         g_source_remove(d->listenWatch);
     if (d->pollTimer)
         g_source_remove(d->pollTimer);
+    if (d->waitTimer)
+        g_source_remove(d->waitTimer);
     if (d->sigterm)
         g_source_remove(d->sigterm);
     if (d->sigint)
