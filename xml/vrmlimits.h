@@ -28,7 +28,7 @@
 /* Ring depth: chunks per channel and direction. */
 #define VRM_RING_DEPTH_MIN 2
 #define VRM_RING_DEPTH_MAX 1024
-#define VRM_RING_DEPTH_DEFAULT 16
+#define VRM_RING_DEPTH_DEFAULT 4
 
 /* RDMA device port numbers and rdma_cm ports. */
 #define VRM_DEVICE_PORT_MIN 1

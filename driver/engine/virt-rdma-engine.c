@@ -253,7 +253,7 @@ main(int argc, char **argv)
         { "chunk-size", 0, 0, G_OPTION_ARG_STRING, &o.chunk_size,
           N_("bytes per ring chunk, a power of two in 64K..64M (default 1M)"), "SIZE" },
         { "ring-depth", 0, 0, G_OPTION_ARG_INT, &o.ring_depth,
-          N_("chunks per ring, 2..1024 (default 16)"), "N" },
+          N_("chunks per ring, 2..1024 (default 4)"), "N" },
         { "pin-all", 0, 0, G_OPTION_ARG_NONE, &o.pin_all,
           N_("register every ring up front and send the rkeys with the ring description"), NULL },
         { "no-write-imm", 0, 0, G_OPTION_ARG_NONE, &o.no_write_imm,

@@ -36,7 +36,7 @@
 #define VRM_PROTO_CHUNK_DEFAULT (1024u * 1024)
 #define VRM_PROTO_DEPTH_MIN 2
 #define VRM_PROTO_DEPTH_MAX 1024
-#define VRM_PROTO_DEPTH_DEFAULT 16
+#define VRM_PROTO_DEPTH_DEFAULT 4
 #define VRM_PROTO_CHANNELS_MAX 64
 
 /* Immediate data of WRITE_WITH_IMM: tag (index % 32) over a 27-bit length */
