@@ -35,6 +35,15 @@
 
 #define VRM_HELPER_POLL_MS 200          /* stats of live engines */
 #define VRM_HELPER_WAIT_POLL_MS 20      /* while a client waits on an engine */
+
+/* The helper passes the XML layer's negotiated values to the engine: the
+ * defaults and bounds of the two layers must be the same numbers. */
+G_STATIC_ASSERT(VRM_RING_DEPTH_DEFAULT == VRM_PROTO_DEPTH_DEFAULT);
+G_STATIC_ASSERT(VRM_RING_DEPTH_MIN == VRM_PROTO_DEPTH_MIN);
+G_STATIC_ASSERT(VRM_RING_DEPTH_MAX == VRM_PROTO_DEPTH_MAX);
+G_STATIC_ASSERT(VRM_CHUNK_SIZE_DEFAULT == VRM_PROTO_CHUNK_DEFAULT);
+G_STATIC_ASSERT(VRM_CHUNK_SIZE_MIN == VRM_PROTO_CHUNK_MIN);
+G_STATIC_ASSERT(VRM_CHUNK_SIZE_MAX == VRM_PROTO_CHUNK_MAX);
 #define VRM_HELPER_REQUEST_TIMEOUT_S 10 /* a client must send its request */
 #define VRM_HELPER_REPLY_TIMEOUT_US (5 * G_USEC_PER_SEC)
 #define VRM_HELPER_STATS_TIMEOUT_US (300 * 1000)
@@ -643,19 +652,38 @@ vrmHelperPollJob(vrmHelperDaemon *d, vrmHelperJob *job)
     }
 }
 
+/*
+ * Poll the engines of live jobs (only those a client waits for, with
+ * @waitersOnly) and tell whether some client still waits. Jobs are looked
+ * up by id at each step: finishing one job can prune others from the
+ * history.
+ */
+static bool
+vrmHelperPollJobs(vrmHelperDaemon *d, bool waitersOnly)
+{
+    g_autoptr(GPtrArray) all = vrmHelperJobsSorted(d);
+    g_autofree unsigned long long *ids = g_new(unsigned long long, all->len + 1);
+    bool waiting = false;
+    guint i;
+
+    for (i = 0; i < all->len; i++)
+        ids[i] = ((vrmHelperJob *)all->pdata[i])->record->id;
+    for (i = 0; i < all->len; i++) {
+        vrmHelperJob *job = g_hash_table_lookup(d->jobs, &ids[i]);
+
+        if (!job || job->pid <= 0 || (waitersOnly && !job->waiter))
+            continue;
+        vrmHelperPollJob(d, job);
+        if ((job = g_hash_table_lookup(d->jobs, &ids[i])) && job->waiter)
+            waiting = true;
+    }
+    return waiting;
+}
+
 static gboolean
 vrmHelperPollTimer(gpointer opaque)
 {
-    vrmHelperDaemon *d = opaque;
-    g_autoptr(GPtrArray) all = vrmHelperJobsSorted(d);
-    guint i;
-
-    for (i = 0; i < all->len; i++) {
-        vrmHelperJob *job = all->pdata[i];
-
-        if (job->pid > 0)
-            vrmHelperPollJob(d, job);
-    }
+    vrmHelperPollJobs(opaque, false);
     return G_SOURCE_CONTINUE;
 }
 
@@ -666,19 +694,8 @@ static gboolean
 vrmHelperWaitTimer(gpointer opaque)
 {
     vrmHelperDaemon *d = opaque;
-    g_autoptr(GPtrArray) all = vrmHelperJobsSorted(d);
-    bool waiting = false;
-    guint i;
 
-    for (i = 0; i < all->len; i++) {
-        vrmHelperJob *job = all->pdata[i];
-
-        if (job->pid > 0 && job->waiter) {
-            vrmHelperPollJob(d, job);
-            waiting |= job->waiter != NULL;
-        }
-    }
-    if (waiting)
+    if (vrmHelperPollJobs(d, true))
         return G_SOURCE_CONTINUE;
     d->waitTimer = 0;
     return G_SOURCE_REMOVE;
