@@ -4,6 +4,8 @@
  */
 #include <config.h>
 
+#include <string.h>
+
 #include "vrmxmltestutils.h"
 #include "vrmerror.h"
 #include "vrmxmlutil.h"
@@ -88,6 +90,115 @@ testMissingSchemaDir(void)
     g_test_trap_assert_stdout("*cannot load the XML schema '/nonexistent/control.rng'*");
 }
 
+/*
+ * The schema's address patterns and the parser (inet_pton) must accept
+ * the same strings; otherwise the parser's own check is bypassed or users
+ * get libxml2's terse schema message for an address the parser takes.
+ * The XML fuzzer found "::ffbf:192.0.2.1" that way. Enumerate the shapes
+ * of an IPv6 address: n groups, optionally "::" and m more groups,
+ * optionally a dotted quad, and compare the two answers for each.
+ */
+static bool
+schemaAcceptsAddress(const char *address)
+{
+    g_autofree char *xml = g_strdup_printf(
+        "<rdma:migration xmlns:rdma='%s'><transport address='%s'/></rdma:migration>",
+        "http://virt-rdma.org/xmlns/migration/1.0", address);
+    g_autoptr(xmlDoc) doc = vrmXMLParseMemory(xml, strlen(xml), "test", false);
+    int rc;
+
+    g_assert_nonnull(doc);
+    rc = vrmXMLValidate(doc, VRM_XML_SCHEMA_MIGRATION, NULL);
+    g_assert_cmpint(rc, >=, 0);
+    return rc == 0;
+}
+
+static void
+checkAddress(const char *address, unsigned int *accepted)
+{
+    bool schema = schemaAcceptsAddress(address);
+    bool parser = vrmXMLValidAddress(address);
+
+    if (schema != parser) {
+        g_test_message("'%s': schema %s it, inet_pton %s it", address,
+                       schema ? "accepts" : "refuses",
+                       parser ? "accepts" : "refuses");
+        g_test_fail();
+    }
+    if (parser)
+        (*accepted)++;
+}
+
+static void
+appendGroups(GString *s, unsigned int count, unsigned int first,
+             bool wideGroup)
+{
+    /* widths 1 to 4 in turn; one group of 5 digits if asked */
+    static const char *const groups[] = { "0", "ab", "1f2", "FFfe" };
+    unsigned int i;
+
+    for (i = 0; i < count; i++) {
+        if (i > 0)
+            g_string_append_c(s, ':');
+        if (wideGroup && i == 0)
+            g_string_append(s, "12345");
+        else
+            g_string_append(s, groups[(first + i) % G_N_ELEMENTS(groups)]);
+    }
+}
+
+static void
+testAddresses(void)
+{
+    static const char *const tails[] = { NULL, "192.0.2.1", "0.0.0.0",
+                                         "255.255.255.255", "192.0.2.01",
+                                         "256.0.0.1", "1.2.3" };
+    static const char *const odd[] = {
+        "", ":", ":::", "1:::2", ":1::", "1::2::3", "::ffbf:192.0.2.1",
+        "64:ff9b::192.0.2.1", "::ffff:192.0.2.1", "1.2.3.4", "01.2.3.4",
+        "::1.2.3.4:5", "fe80::1%eth0", " ::1", "::1 ", "g::", "::G",
+        "1:2:3:4:5:6:7:8:9", "::1:2:3:4:5:6:7:8", "1.2.3.4::",
+    };
+    unsigned int accepted = 0;
+    unsigned int total = 0;
+    size_t before, after, tail, i;
+    int compress, wide;
+
+    for (before = 0; before <= 8; before++) {
+        for (after = 0; after <= 8; after++) {
+            for (compress = 0; compress <= 1; compress++) {
+                if (!compress && after > 0)
+                    continue;
+                for (tail = 0; tail < G_N_ELEMENTS(tails); tail++) {
+                    for (wide = 0; wide <= 1; wide++) {
+                        g_autoptr(GString) s = g_string_new(NULL);
+
+                        if (wide && before == 0)
+                            continue;
+                        appendGroups(s, before, 0, wide);
+                        if (compress)
+                            g_string_append(s, "::");
+                        appendGroups(s, after, before, false);
+                        if (tails[tail]) {
+                            if (s->len > 0 && s->str[s->len - 1] != ':')
+                                g_string_append_c(s, ':');
+                            g_string_append(s, tails[tail]);
+                        }
+                        checkAddress(s->str, &accepted);
+                        total++;
+                    }
+                }
+            }
+        }
+    }
+    for (i = 0; i < G_N_ELEMENTS(odd); i++, total++)
+        checkAddress(odd[i], &accepted);
+    g_test_message("%u of %u addresses valid", accepted, total);
+    /* the enumeration must reach both answers often */
+    g_assert_cmpuint(accepted, >, 100);
+    g_assert_cmpuint(total - accepted, >, 100);
+}
+
 static size_t
 addDir(const char *sub, vrmXMLSchema schema, bool valid)
 {
@@ -116,6 +227,7 @@ main(int argc, char **argv)
     vrmTestInit(&argc, &argv);
     g_test_add_func("/schema/load", testSchemasLoad);
     g_test_add_func("/schema/missing-dir", testMissingSchemaDir);
+    g_test_add_func("/schema/addresses", testAddresses);
     addDir("migrationdata", VRM_XML_SCHEMA_MIGRATION, true);
     addDir("migrationdata-invalid", VRM_XML_SCHEMA_MIGRATION, false);
     addDir("controldata", VRM_XML_SCHEMA_CONTROL, true);
