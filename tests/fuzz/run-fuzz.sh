@@ -5,7 +5,8 @@
 #
 # BUILDDIR was set up with CC=clang -Dfuzzing=true
 # -Db_sanitize=address,undefined -Db_lundef=false. The seed corpus is the
-# XML layer's fixtures (tests/xml/*data*); new inputs go to
+# XML layer's fixtures (tests/xml/*data*) and the inputs that once broke
+# a check (tests/fuzz/regressions, replayed on every start); new inputs go to
 # BUILDDIR/tests/fuzz/corpus, crashes to BUILDDIR/tests/fuzz/artifacts.
 # Prints the fuzzer's final statistics; exits non-zero on a crash, a leak,
 # a sanitizer report or a timeout.
@@ -46,6 +47,7 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
     -dict="$srcdir/tests/fuzz/xml.dict" \
     -artifact_prefix="$artifacts" \
     "$work" \
+    "$srcdir/tests/fuzz/regressions" \
     "$srcdir/tests/xml/migrationdata" \
     "$srcdir/tests/xml/migrationdata-invalid" \
     "$srcdir/tests/xml/controldata" \
