@@ -18,6 +18,7 @@ import statistics
 import sys
 
 METHODS = [("vrm1", "virt-rdma, 1 channel"),
+           ("vrm1x", "virt-rdma, variant"),
            ("vrm4", "virt-rdma, 4 multifd"),
            ("native", "QEMU native rdma:"),
            ("tcp", "libvirt TCP (info)")]
@@ -196,6 +197,8 @@ def main():
                                                      cell(passes, "%.0f")))
     print("pin MiB: peak pinned memory (VmPin) of QEMU + engines on the busier host. "
           "Dirtying guest: %s." % dirty)
+    if any(m == "vrm1x" for (l, m) in runs):
+        print("variant: virt-rdma, 1 channel, with %s." % os.environ.get("VRM_BENCH_VARIANT", "?"))
     if moved:
         print("Memory moved (libvirt's memory processed, all methods): %s." % "; ".join(moved))
     print()
@@ -225,7 +228,7 @@ def main():
                 "met" if m["total"] <= nat["total"] and m["downtime"] <= nat["downtime"] else "NOT met",
                 m["total"], nat["total"], m["downtime"], nat["downtime"]))
     for load, load_name in LOADS:
-        for method in ("vrm1", "vrm4"):
+        for method in ("vrm1", "vrm1x", "vrm4"):
             vals = [x["engine_cpu_gib"] for x in runs.get((load, method), {"ok": []})["ok"]
                     if x["engine_cpu_gib"]]
             if vals:

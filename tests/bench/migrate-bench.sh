@@ -26,7 +26,10 @@
 # VRM_BENCH_TRACE=1 (libvirt logs its QEMU monitor traffic, virt-rdmad and
 # the engines log at debug level; the logs are kept with the results),
 # VRM_BENCH_CHANNELS (the engine-alone channel counts, "1 2 4"),
-# VRM_BENCH_VRM_OPTS (more options for `virt-rdma migrate`, for experiments).
+# VRM_BENCH_VRM_OPTS (more options for `virt-rdma migrate`, for experiments),
+# VRM_BENCH_VARIANT (options of the method "vrm1x": 1 channel with these
+# options, to compare a setting with the default in the same run, e.g.
+# VRM_BENCH_METHODS="vrm1 vrm1x native" VRM_BENCH_VARIANT="--chunk-size 256K").
 set -u
 srcdir=$1 engine=$2 streamtest=$3
 . "$srcdir/tests/e2e/e2e-lib.sh"
@@ -37,6 +40,11 @@ methods=${VRM_BENCH_METHODS:-vrm1 vrm4 native tcp}
 loads=${VRM_BENCH_LOADS:-idle dirty}
 dirty_cmdline=${VRM_BENCH_DIRTY:-dirty_kb=8192 pause=400}
 vrm_opts=${VRM_BENCH_VRM_OPTS:-}
+variant_opts=${VRM_BENCH_VARIANT:-}
+case " $methods " in
+    *" vrm1x "*) [ -n "$variant_opts" ] || fail "method vrm1x needs VRM_BENCH_VARIANT" ;;
+esac
+export VRM_BENCH_VARIANT=$variant_opts   # the table names it
 res=$SHARED/results
 mkdir -p "$res"
 virt_rdma=$VRM_BUILD_DIR/tools/cli/virt-rdma
@@ -75,6 +83,8 @@ guest_hash() {  # NAME: SHA-256 of the RAM the guest filled (4 MiB up)
 migrate_cmd() {  # METHOD NAME: every migration has a deadline
     case $1 in
         vrm1) timeout 600 "$virt_rdma" migrate --live --p2p --persistent $vrm_opts "$2" "$dest" ;;
+        vrm1x) timeout 600 "$virt_rdma" migrate --live --p2p --persistent $vrm_opts $variant_opts \
+                   "$2" "$dest" ;;
         vrm4) timeout 600 "$virt_rdma" migrate --live --p2p --persistent $vrm_opts --parallel \
                   --parallel-connections 4 "$2" "$dest" ;;
         native) timeout 600 virsh migrate --live --p2p --persistent --rdma-pin-all --postcopy \
@@ -82,6 +92,7 @@ migrate_cmd() {  # METHOD NAME: every migration has a deadline
                     --listen-address "$VRM_PEER_ADDR" "$2" "$dest" ;;
         tcp) timeout 600 virsh migrate --live --p2p --persistent \
                  --migrateuri "tcp://$VRM_PEER_ADDR:49152" "$2" "$dest" ;;
+        *) echo "unknown method '$1'; known: vrm1 vrm1x vrm4 native tcp"; return 2 ;;
     esac
 }
 

@@ -6,7 +6,7 @@
 set -u -o pipefail
 sandbox=$1 src=$2 build=$3 engine=$4 streamtest=$5 guest=$6
 envs="VRM_GUEST_ELF=$guest VRM_BUILD_DIR=$build"
-for v in REPEAT MEM METHODS LOADS DIRTY PROFILE TRACE CHANNELS VRM_OPTS; do
+for v in REPEAT MEM METHODS LOADS DIRTY PROFILE TRACE CHANNELS VRM_OPTS VARIANT; do
     val=$(eval "echo \"\${VRM_BENCH_$v:-}\"")
     [ -n "$val" ] && envs+=" VRM_BENCH_$v='$val'"
 done
