@@ -146,8 +146,9 @@ vrmJobRecordParseStats(xmlNodePtr node, vrmJobStats *stats)
 {
     static const char *const attrs[] = {
         "bytes-sent", "bytes-received", "mbps", "chunks", "pinned-bytes",
-        "registration-ns", "channels", NULL
+        "registration-ns", "channels", "cpu-ns", NULL
     };
+    int rc;
 
     if (vrmXMLCheckLeaf(node, attrs) < 0 ||
         vrmXMLPropULLong(node, "bytes-sent", true, 0, G_MAXUINT64,
@@ -164,6 +165,10 @@ vrmJobRecordParseStats(xmlNodePtr node, vrmJobStats *stats)
         vrmXMLPropUInt(node, "channels", true, 0, VRM_CHANNELS_MAX,
                        &stats->channels) < 0)
         return -1;
+    if ((rc = vrmXMLPropULLong(node, "cpu-ns", false, 0, G_MAXUINT64,
+                               &stats->cpuNs)) < 0)
+        return -1;
+    stats->hasCpu = rc == 1;
     return 0;
 }
 
@@ -256,6 +261,8 @@ vrmJobRecordFormatBuf(GString *buf, const vrmJobRecord *job, unsigned int level)
         vrmXMLAttrULLong(buf, "pinned-bytes", s->pinnedBytes);
         vrmXMLAttrULLong(buf, "registration-ns", s->registrationNs);
         vrmXMLAttrUInt(buf, "channels", s->channels);
+        if (s->hasCpu)
+            vrmXMLAttrULLong(buf, "cpu-ns", s->cpuNs);
         g_string_append(buf, "/>\n");
     }
     if (job->error) {

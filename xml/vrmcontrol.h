@@ -26,7 +26,8 @@
  *     <socket path="/run/virt-rdma/job-42.sock"/>
  *     <rdma:migration ...><offer/><answer/></rdma:migration>
  *     <stats bytes-sent=".." bytes-received=".." mbps=".." chunks=".."
- *            pinned-bytes=".." registration-ns=".." channels=".."/>
+ *            pinned-bytes=".." registration-ns=".." channels=".."
+ *            [cpu-ns=".."]/>
  *     <error>why it failed</error>
  *   </job>
  *
@@ -94,6 +95,8 @@ typedef struct {
     unsigned long long pinnedBytes;     /* bytes registered at the peak */
     unsigned long long registrationNs;  /* time spent registering memory */
     unsigned int channels;              /* channels open (or used) */
+    bool hasCpu;                        /* cpuNs known (older helpers do not send it) */
+    unsigned long long cpuNs;           /* the engine's own CPU time, user + system */
 } vrmJobStats;
 
 typedef struct _vrmJobRecord vrmJobRecord;

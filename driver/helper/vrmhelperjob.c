@@ -211,7 +211,7 @@ vrmHelperEngineStatsParse(const char *json, vrmEngineSnapshot *es)
     const char *end, *top_end, *total;
     g_autofree char *state = NULL;
     unsigned long long v;
-    double d;
+    double d, user, sys;
     int st;
 
     memset(es, 0, sizeof(*es));
@@ -254,6 +254,14 @@ vrmHelperEngineStatsParse(const char *json, vrmEngineSnapshot *es)
     }
     es->stats.mbps = (unsigned int)MIN(d + 0.5, (double)G_MAXUINT);
     es->stats.channels = es->qemuConnections;
+    /* the engine's own CPU time (optional: older engines do not write
+     * it); a value no process reaches (or NaN) is dropped, not converted */
+    if (vrmJSONGetNumber(json, top_end, "cpu_user_s", &user) == 0 &&
+        vrmJSONGetNumber(json, top_end, "cpu_system_s", &sys) == 0 &&
+        user + sys < 1e9) {
+        es->stats.cpuNs = (unsigned long long)((user + sys) * 1e9 + 0.5);
+        es->stats.hasCpu = true;
+    }
     return 0;
 
  bad:

@@ -112,6 +112,10 @@ mem, rdma = size("Memory processed:"), size("RDMA bytes sent:")
 print("memory processed %.0f bytes, RDMA bytes sent %.0f bytes" % (mem, rdma))
 sys.exit(0 if rdma >= mem else 1)
 PY
+        # the source engine's own CPU time reaches the tool (moving tens of
+        # MiB over rxe costs it far more than a millisecond)
+        grep -qE "^RDMA engine CPU: +[1-9][0-9]* +ms *$" <<<"$info" ||
+            fail "virt-rdma jobinfo shows no engine CPU time"
         # rc 0 alone does not prove a parallel migration: QEMU must have
         # opened the main connection and 4 multifd ones through the engine.
         if [ "$scenario" = parallel ]; then

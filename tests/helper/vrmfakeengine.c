@@ -44,6 +44,7 @@ fakeJSON(const char *state)
                            "\"channels\": %d, \"channels_established\": %d, "
                            "\"qemu_connections\": %d, \"chunk_size\": 65536, \"ring_depth\": 8, "
                            "\"pinned_bound\": 1048576, \"elapsed_s\": 1.000, "
+                           "\"cpu_user_s\": 0.010, \"cpu_system_s\": 0.020, "
                            "\"per_channel\": [{\"index\": 0, \"bytes_sent\": 1}], "
                            "\"total\": {\"bytes_sent\": %" G_GUINT64_FORMAT
                            ", \"bytes_received\": 17, \"chunks_written\": 3, "

@@ -528,6 +528,8 @@ testCompletedRecord(void)
         g_assert_cmpuint(j->stats.mbps, ==, 8);
         g_assert_cmpuint(j->stats.pinnedBytes, ==, 524288);
         g_assert_cmpuint(j->stats.registrationNs, ==, 250000);
+        g_assert_true(j->stats.hasCpu);
+        g_assert_cmpuint(j->stats.cpuNs, ==, 30000000);
     }
     /* bounded history: the two newest */
     list = call(h, vrmControlMessageNew(VRM_CONTROL_JOB_LIST));

@@ -75,7 +75,7 @@ static const char *engineJSON =
     "\"protocol_version\": 1, \"pin_all\": true, \"write_imm\": true, "
     "\"channels\": 4, \"channels_established\": 4, \"qemu_connections\": 0, "
     "\"chunk_size\": 1048576, \"ring_depth\": 16, \"pinned_bound\": 134217728, "
-    "\"elapsed_s\": 2.500, \"per_channel\": [{\"index\": 0, \"bytes_sent\": 5, "
+    "\"elapsed_s\": 2.500, \"cpu_user_s\": 0.250, \"cpu_system_s\": 1.125, \"per_channel\": [{\"index\": 0, \"bytes_sent\": 5, "
     "\"mbps_current\": 1.00, \"mbps_average\": 2.00}], "
     "\"total\": {\"bytes_sent\": 1234567, \"bytes_received\": 89, "
     "\"chunks_written\": 10, \"chunks_received\": 1, \"registrations\": 3, "
@@ -100,6 +100,8 @@ testStatsParse(void)
     g_assert_cmpuint(es.stats.chunks, ==, 10);
     g_assert_cmpuint(es.stats.pinnedBytes, ==, 4194304);
     g_assert_cmpuint(es.stats.registrationNs, ==, 42000);
+    g_assert_true(es.stats.hasCpu);
+    g_assert_cmpuint(es.stats.cpuNs, ==, 1375000000);
     g_assert_cmpuint(es.stats.mbps, ==, 100);   /* current while running */
     vrmEngineSnapshotClear(&es);
 }
@@ -127,6 +129,23 @@ testStatsParseFinal(void)
     g_assert_cmpint(vrmHelperEngineStatsParse(failed, &es), ==, 0);
     g_assert_cmpint(es.state, ==, VRM_ENGINE_STATE_FAILED);
     g_assert_cmpstr(es.error, ==, "peer sent \"ERROR\"\n");
+    g_assert_false(es.stats.hasCpu);       /* not in this engine's stats */
+    vrmEngineSnapshotClear(&es);
+
+    /* an absurd or NaN CPU time is dropped, not converted */
+    {
+        g_autofree char *nan = g_strdup(engineJSON);
+        char *at = strstr(nan, "0.250");
+
+        g_assert_nonnull(at);
+        memcpy(at, "nan  ", 5);
+        g_assert_cmpint(vrmHelperEngineStatsParse(nan, &es), ==, 0);
+        g_assert_false(es.stats.hasCpu);
+        vrmEngineSnapshotClear(&es);
+        memcpy(at, "1e300", 5);
+        g_assert_cmpint(vrmHelperEngineStatsParse(nan, &es), ==, 0);
+        g_assert_false(es.stats.hasCpu);
+    }
     vrmEngineSnapshotClear(&es);
 }
 

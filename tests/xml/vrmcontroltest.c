@@ -54,6 +54,8 @@ testJobReply(void)
     job->stats.pinnedBytes = 4;
     job->stats.registrationNs = 5;
     job->stats.channels = 2;
+    job->stats.hasCpu = true;
+    job->stats.cpuNs = G_MAXUINT64;
     job->migration = vrmMigrationDefNew();
     job->migration->params.channels = 2;
     g_ptr_array_add(msg->jobs, job);
@@ -69,6 +71,8 @@ testJobReply(void)
     g_assert_cmpstr(b->socketPath, ==, "/run/virt-rdma/job-12.sock");
     g_assert_true(b->hasStats);
     g_assert_cmpuint(b->stats.bytesReceived, ==, G_MAXUINT64);
+    g_assert_true(b->stats.hasCpu);
+    g_assert_cmpuint(b->stats.cpuNs, ==, G_MAXUINT64);
     g_assert_cmpuint(b->migration->params.channels, ==, 2);
     g_assert_null(b->error);
     again = vrmControlMessageFormat(back);

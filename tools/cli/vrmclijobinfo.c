@@ -115,6 +115,8 @@ vrmPrintRDMA(virTypedParameterPtr params, int nparams)
         vrmPrintField(_("RDMA registration:"), VRM_FIELD_MS, v / 1000000);
     if (virTypedParamsGetUInt(params, nparams, VRM_JOB_STATS_CHANNELS, &u) == 1)
         vrmPrintField(_("RDMA channels:"), VRM_FIELD_COUNT, u);
+    if (virTypedParamsGetULLong(params, nparams, VRM_JOB_STATS_CPU_NS, &v) == 1)
+        vrmPrintField(_("RDMA engine CPU:"), VRM_FIELD_MS, v / 1000000);
     if (virTypedParamsGetString(params, nparams, VRM_JOB_STATS_ERROR, &error) == 1)
         printf("%-17s %s\n", _("RDMA error:"), error);
 }

@@ -50,6 +50,7 @@ extern "C" {
 #define VRM_JOB_STATS_PINNED_BYTES "rdma.pinned-bytes"    /* ullong */
 #define VRM_JOB_STATS_REGISTRATION_NS "rdma.registration-ns" /* ullong */
 #define VRM_JOB_STATS_CHANNELS "rdma.channels"            /* uint */
+#define VRM_JOB_STATS_CPU_NS "rdma.cpu-ns"                /* ullong, the engine's user+system time */
 #define VRM_JOB_STATS_ERROR "rdma.error"                  /* string */
 
 virDomainPtr vrmDomainMigrate3(virDomainPtr domain,

@@ -35,6 +35,10 @@ vrmJobStatsAddRecord(virTypedParameterPtr *params, int *nparams, int *maxparams,
             virTypedParamsAddUInt(params, nparams, maxparams,
                                   VRM_JOB_STATS_CHANNELS, s->channels) < 0)
             return -1;
+        if (s->hasCpu &&
+            virTypedParamsAddULLong(params, nparams, maxparams,
+                                    VRM_JOB_STATS_CPU_NS, s->cpuNs) < 0)
+            return -1;
     }
     if (rec->error &&
         virTypedParamsAddString(params, nparams, maxparams, VRM_JOB_STATS_ERROR,
