@@ -41,9 +41,13 @@ loads=${VRM_BENCH_LOADS:-idle dirty}
 dirty_cmdline=${VRM_BENCH_DIRTY:-dirty_kb=8192 pause=400}
 vrm_opts=${VRM_BENCH_VRM_OPTS:-}
 variant_opts=${VRM_BENCH_VARIANT:-}
-case " $methods " in
-    *" vrm1x "*) [ -n "$variant_opts" ] || fail "method vrm1x needs VRM_BENCH_VARIANT" ;;
-esac
+for m in $methods; do
+    case $m in
+        vrm1|vrm4|native|tcp) ;;
+        vrm1x) [ -n "$variant_opts" ] || fail "method vrm1x needs VRM_BENCH_VARIANT" ;;
+        *) fail "unknown method '$m' in VRM_BENCH_METHODS; known: vrm1 vrm1x vrm4 native tcp" ;;
+    esac
+done
 export VRM_BENCH_VARIANT=$variant_opts   # the table names it
 res=$SHARED/results
 mkdir -p "$res"
@@ -92,7 +96,6 @@ migrate_cmd() {  # METHOD NAME: every migration has a deadline
                     --listen-address "$VRM_PEER_ADDR" "$2" "$dest" ;;
         tcp) timeout 600 virsh migrate --live --p2p --persistent \
                  --migrateuri "tcp://$VRM_PEER_ADDR:49152" "$2" "$dest" ;;
-        *) echo "unknown method '$1'; known: vrm1 vrm1x vrm4 native tcp"; return 2 ;;
     esac
 }
 
