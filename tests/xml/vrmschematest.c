@@ -12,9 +12,14 @@
 #include "vrmmigrationdef.h"
 #include "vrmxmlutil.h"
 
+/* parses and validates a document, NULL on error (vrmerror.h) */
+typedef void *(*vrmParseFunc)(const char *xml);
+
 typedef struct {
     vrmXMLSchema schema;
     bool valid;
+    vrmParseFunc parse;         /* for the child-order test of valid fixtures */
+    GDestroyNotify free;        /* frees what parse returned */
     char *path;
 } vrmSchemaCase;
 
@@ -210,8 +215,6 @@ testAddresses(void)
  * position among its siblings, and require that the parser, which
  * validates against the schema first, still accepts the document.
  */
-typedef void *(*vrmParseFunc)(const char *xml);
-
 static void *
 parseMigration(const char *xml)
 {
@@ -222,21 +225,6 @@ static void *
 parseControl(const char *xml)
 {
     return vrmControlMessageParseString(xml);
-}
-
-typedef struct {
-    vrmParseFunc parse;
-    GDestroyNotify free;
-    char *path;
-} vrmOrderCase;
-
-static void
-vrmOrderCaseFree(gpointer opaque)
-{
-    vrmOrderCase *c = opaque;
-
-    g_free(c->path);
-    g_free(c);
 }
 
 static xmlNodePtr
@@ -279,7 +267,7 @@ collectParents(xmlNodePtr node, GPtrArray *out)
 static void
 testChildOrder(gconstpointer opaque)
 {
-    const vrmOrderCase *c = opaque;
+    const vrmSchemaCase *c = opaque;
     g_autoptr(xmlDoc) doc = vrmXMLParseFile(c->path, "fixture");
     g_autoptr(GPtrArray) parents = g_ptr_array_new();
     g_autofree char *input = vrmTestReadFile(c->path);
@@ -339,8 +327,27 @@ testChildOrder(gconstpointer opaque)
     g_test_message("%s: %u orders", c->path, variants);
 }
 
+static vrmSchemaCase *
+vrmSchemaCaseNew(vrmXMLSchema schema, vrmParseFunc parse,
+                 GDestroyNotify freeFunc, const char *dir, const char *name)
+{
+    vrmSchemaCase *c = g_new0(vrmSchemaCase, 1);
+
+    c->schema = schema;
+    c->valid = parse != NULL;
+    c->parse = parse;
+    c->free = freeFunc;
+    c->path = g_build_filename(dir, name, NULL);
+    return c;
+}
+
+/*
+ * Every fixture of @sub against @schema; with @parse (valid fixtures
+ * only), also the child-order test of each input (not of *.out.xml).
+ */
 static void
-addOrderDir(const char *sub, vrmParseFunc parse, GDestroyNotify freeFunc)
+addDir(const char *sub, vrmXMLSchema schema, vrmParseFunc parse,
+       GDestroyNotify freeFunc)
 {
     g_autofree char *dir = vrmTestDataDir(sub);
     g_autoptr(GPtrArray) files = vrmTestListFiles(dir, ".xml", NULL);
@@ -348,40 +355,20 @@ addOrderDir(const char *sub, vrmParseFunc parse, GDestroyNotify freeFunc)
 
     for (i = 0; i < files->len; i++) {
         const char *name = g_ptr_array_index(files, i);
-        vrmOrderCase *c;
-        g_autofree char *testPath = NULL;
+        g_autofree char *testPath = g_strdup_printf("/schema/%s/%s", sub, name);
+        g_autofree char *orderPath = NULL;
 
-        if (g_str_has_suffix(name, ".out.xml"))
+        g_test_add_data_func_full(testPath,
+                                  vrmSchemaCaseNew(schema, parse, freeFunc, dir, name),
+                                  testFixture, vrmSchemaCaseFree);
+        if (!parse || g_str_has_suffix(name, ".out.xml"))
             continue;
-        c = g_new0(vrmOrderCase, 1);
-        c->parse = parse;
-        c->free = freeFunc;
-        c->path = g_build_filename(dir, name, NULL);
-        testPath = g_strdup_printf("/schema/child-order/%s/%s", sub, name);
-        g_test_add_data_func_full(testPath, c, testChildOrder, vrmOrderCaseFree);
-    }
-}
-
-static size_t
-addDir(const char *sub, vrmXMLSchema schema, bool valid)
-{
-    g_autofree char *dir = vrmTestDataDir(sub);
-    g_autoptr(GPtrArray) files = vrmTestListFiles(dir, ".xml", NULL);
-    size_t i;
-
-    for (i = 0; i < files->len; i++) {
-        vrmSchemaCase *c = g_new0(vrmSchemaCase, 1);
-        g_autofree char *testPath = NULL;
-
-        c->schema = schema;
-        c->valid = valid;
-        c->path = g_build_filename(dir, g_ptr_array_index(files, i), NULL);
-        testPath = g_strdup_printf("/schema/%s/%s", sub,
-                                   (const char *)g_ptr_array_index(files, i));
-        g_test_add_data_func_full(testPath, c, testFixture, vrmSchemaCaseFree);
+        orderPath = g_strdup_printf("/schema/child-order/%s/%s", sub, name);
+        g_test_add_data_func_full(orderPath,
+                                  vrmSchemaCaseNew(schema, parse, freeFunc, dir, name),
+                                  testChildOrder, vrmSchemaCaseFree);
     }
     g_assert_cmpuint(files->len, >, 0);
-    return files->len;
 }
 
 int
@@ -391,13 +378,11 @@ main(int argc, char **argv)
     g_test_add_func("/schema/load", testSchemasLoad);
     g_test_add_func("/schema/missing-dir", testMissingSchemaDir);
     g_test_add_func("/schema/addresses", testAddresses);
-    addDir("migrationdata", VRM_XML_SCHEMA_MIGRATION, true);
-    addDir("migrationdata-invalid", VRM_XML_SCHEMA_MIGRATION, false);
-    addDir("controldata", VRM_XML_SCHEMA_CONTROL, true);
-    addDir("controldata-invalid", VRM_XML_SCHEMA_CONTROL, false);
-    addOrderDir("migrationdata", parseMigration,
-                (GDestroyNotify)vrmMigrationDefFree);
-    addOrderDir("controldata", parseControl,
-                (GDestroyNotify)vrmControlMessageFree);
+    addDir("migrationdata", VRM_XML_SCHEMA_MIGRATION, parseMigration,
+           (GDestroyNotify)vrmMigrationDefFree);
+    addDir("migrationdata-invalid", VRM_XML_SCHEMA_MIGRATION, NULL, NULL);
+    addDir("controldata", VRM_XML_SCHEMA_CONTROL, parseControl,
+           (GDestroyNotify)vrmControlMessageFree);
+    addDir("controldata-invalid", VRM_XML_SCHEMA_CONTROL, NULL, NULL);
     return g_test_run();
 }
