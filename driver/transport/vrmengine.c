@@ -799,6 +799,13 @@ vrmEngineOpenNext(vrmEngine *e)
 /* ------------------------------------------------------------------ */
 /* Stats                                                               */
 
+/* seconds from the first to the last stream byte; 0 before any */
+static double
+vrmDataSeconds(gint64 first_us, gint64 last_us)
+{
+    return first_us ? (last_us - first_us) / 1e6 : 0.0;
+}
+
 char *
 vrmEngineStatsJSON(vrmEngine *e)
 {
@@ -808,6 +815,7 @@ vrmEngineStatsJSON(vrmEngine *e)
     vrmStats total = { 0 };
     double cur_total = 0;
     gint64 data_first = 0, data_last = 0;
+    double data_s;
     struct rusage ru;
     double cpu_user = 0, cpu_sys = 0;
     guint32 caps = e->caps;
@@ -860,8 +868,8 @@ vrmEngineStatsJSON(vrmEngine *e)
         data_last = MAX(data_last, last);
     }
     /* averages are taken over the data phase: first to last stream byte */
-    g_string_append_printf(buf, ", \"data_s\": %.3f, \"per_channel\": [",
-                           data_first ? (data_last - data_first) / 1e6 : 0.0);
+    data_s = vrmDataSeconds(data_first, data_last);
+    g_string_append_printf(buf, ", \"data_s\": %.3f, \"per_channel\": [", data_s);
     for (i = 0; i < e->s.channels; i++) {
         vrmChannel *ch = e->channels[i];
         gint64 first = __atomic_load_n(&ch->first_byte_us, __ATOMIC_RELAXED);
@@ -875,14 +883,13 @@ vrmEngineStatsJSON(vrmEngine *e)
         cur_total += ch->mbps_current;
         g_string_append_printf(buf, "%s{\"index\": %u, ", i ? ", " : "", i);
         vrmStatsFormatJSON(buf, &snap, ch->mbps_current,
-                           vrmStatsMbps(bytes, first ? (last - first) / 1e6 : 0));
+                           vrmStatsMbps(bytes, vrmDataSeconds(first, last)));
         g_string_append(buf, "}");
     }
     g_string_append(buf, "], \"total\": {");
     vrmStatsFormatJSON(buf, &total, cur_total,
                        vrmStatsMbps(total.v[VRM_STAT_BYTES_SENT] +
-                                    total.v[VRM_STAT_BYTES_RECEIVED],
-                                    data_first ? (data_last - data_first) / 1e6 : 0));
+                                    total.v[VRM_STAT_BYTES_RECEIVED], data_s));
     g_string_append(buf, "}}");
     return g_string_free(buf, FALSE);
 }
