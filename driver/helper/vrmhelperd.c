@@ -35,6 +35,14 @@
 
 #define VRM_HELPER_POLL_MS 200          /* stats of live engines */
 #define VRM_HELPER_WAIT_POLL_MS 20      /* while a client waits on an engine */
+#define VRM_HELPER_REQUEST_TIMEOUT_S 10 /* a client must send its request */
+#define VRM_HELPER_REPLY_TIMEOUT_US (5 * G_USEC_PER_SEC)
+#define VRM_HELPER_STATS_TIMEOUT_US (300 * 1000)
+/* After a restart, how long an engine may take to answer before it is
+ * ended: a loaded host (or a TCG sandbox) can stall it for seconds. */
+#define VRM_HELPER_ADOPT_TIMEOUT_US (10 * G_USEC_PER_SEC)
+#define VRM_HELPER_LISTEN_TIMEOUT_US (15 * G_USEC_PER_SEC)
+#define VRM_HELPER_MEMLOCK_SLACK (64ull * 1024 * 1024)
 
 /* The helper passes the XML layer's negotiated values to the engine: the
  * defaults and bounds of the two layers must be the same numbers. */
@@ -44,14 +52,6 @@ G_STATIC_ASSERT(VRM_RING_DEPTH_MAX == VRM_PROTO_DEPTH_MAX);
 G_STATIC_ASSERT(VRM_CHUNK_SIZE_DEFAULT == VRM_PROTO_CHUNK_DEFAULT);
 G_STATIC_ASSERT(VRM_CHUNK_SIZE_MIN == VRM_PROTO_CHUNK_MIN);
 G_STATIC_ASSERT(VRM_CHUNK_SIZE_MAX == VRM_PROTO_CHUNK_MAX);
-#define VRM_HELPER_REQUEST_TIMEOUT_S 10 /* a client must send its request */
-#define VRM_HELPER_REPLY_TIMEOUT_US (5 * G_USEC_PER_SEC)
-#define VRM_HELPER_STATS_TIMEOUT_US (300 * 1000)
-/* After a restart, how long an engine may take to answer before it is
- * ended: a loaded host (or a TCG sandbox) can stall it for seconds. */
-#define VRM_HELPER_ADOPT_TIMEOUT_US (10 * G_USEC_PER_SEC)
-#define VRM_HELPER_LISTEN_TIMEOUT_US (15 * G_USEC_PER_SEC)
-#define VRM_HELPER_MEMLOCK_SLACK (64ull * 1024 * 1024)
 
 /* What a client waiting on a job waits for */
 typedef enum {
