@@ -45,7 +45,15 @@ except OSError:
     sys.exit(0)    # the job ended meanwhile
 data = b""
 while True:
-    b = s.recv(65536)
+    try:
+        b = s.recv(65536)
+    except ConnectionResetError:
+        # Reset before any byte: the engine closed its listener with our
+        # connection not yet accepted, which it does only when it ends. Its
+        # exit status and final stats are checked below.
+        if data:
+            raise
+        sys.exit(0)
     if not b:
         break
     data += b
