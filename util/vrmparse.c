@@ -116,3 +116,27 @@ vrmValidAddress(const char *str)
     return inet_pton(AF_INET, str, buf) == 1 ||
         inet_pton(AF_INET6, str, buf) == 1;
 }
+
+bool
+vrmValidHostName(const char *str)
+{
+    size_t label = 0;
+    size_t len;
+    const char *p;
+
+    if (!str || !*str || (len = strlen(str)) > VRM_HOST_NAME_MAX)
+        return false;
+    for (p = str; *p; p++) {
+        if (*p == '.') {
+            if (label == 0)
+                return false;
+            label = 0;
+            continue;
+        }
+        if (!g_ascii_isalnum(*p) && !(*p == '-' && label > 0))
+            return false;
+        if (++label > 63)
+            return false;
+    }
+    return label > 0;
+}

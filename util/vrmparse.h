@@ -19,6 +19,10 @@
  *   vrmValidName(str)         device, group or domain-like name:
  *                             [A-Za-z0-9_.-], 1 to VRM_NAME_MAX characters
  *   vrmValidAddress(str)      an IPv4 or IPv6 literal (inet_pton)
+ *   vrmValidHostName(str)     a DNS host name as certificates carry it:
+ *                             dot-separated labels of letters, digits and
+ *                             '-' (1 to 63 each, not starting with '-'),
+ *                             at most VRM_HOST_NAME_MAX characters
  */
 #pragma once
 
@@ -29,3 +33,6 @@ bool vrmParseSize(const char *str, unsigned long long *value);
 const char *vrmSizeSyntaxHelp(void);
 bool vrmValidName(const char *str);
 bool vrmValidAddress(const char *str);
+
+#define VRM_HOST_NAME_MAX 253
+bool vrmValidHostName(const char *str);

@@ -6,12 +6,16 @@
 #include <string.h>
 
 #include "vrmcontrol.h"
+#include "vrmnegotiation.h"
 #include "vrmerror.h"
 #include "vrmi18n.h"
 
 VRM_ENUM_IMPL(vrmControlType, VRM_CONTROL_LAST,
               "job-open",
               "job-accept",
+              "job-incoming",
+              "job-prepare",
+              "host-info",
               "job-query",
               "job-cancel",
               "job-list",
@@ -37,29 +41,23 @@ VRM_ENUM_IMPL(vrmReplyStatus, VRM_REPLY_LAST,
               "error",
 );
 
+VRM_ENUM_IMPL(vrmIntentState, VRM_INTENT_STATE_LAST,
+              "pending",
+              "used",
+              "expired",
+              "cancelled",
+);
+
+VRM_ENUM_IMPL(vrmHostInfoStatus, VRM_HOST_INFO_STATUS_LAST,
+              "ok",
+              "error",
+              "off",
+);
+
 /* Longest UNIX socket path accepted in a job record. */
 #define VRM_CONTROL_PATH_MAX 4096
 
 static const char *const noAttrs[] = { NULL };
-
-static int
-vrmErrorCodeFromString(const char *str)
-{
-    int i;
-
-    for (i = 0; i < VRM_ERR_LAST; i++) {
-        if (g_strcmp0(vrmErrorCodeTypeToString(i), str) == 0)
-            return i;
-    }
-    return -1;
-}
-
-static const char *
-vrmErrorCodeToString(int code)
-{
-    return vrmErrorCodeTypeToString(code);
-}
-
 
 /* ---- job records ---- */
 
@@ -88,15 +86,16 @@ vrmJobRecordFreeFunc(gpointer job)
     vrmJobRecordFree(job);
 }
 
-/* <domain name="..." uuid="..."/>; @nameOnly refuses a uuid. */
+/* <domain name="..." uuid="..."/>; @needUUID: the uuid is required. */
 static int
-vrmControlParseDomain(xmlNodePtr node, char **name, char **uuid)
+vrmControlParseDomainFull(xmlNodePtr node, char **name, char **uuid,
+                          bool needUUID)
 {
     static const char *const attrs[] = { "name", "uuid", NULL };
 
     if (vrmXMLCheckLeaf(node, attrs) < 0 ||
         vrmXMLPropString(node, "name", true, name) < 0 ||
-        vrmXMLPropString(node, "uuid", false, uuid) < 0)
+        vrmXMLPropString(node, "uuid", needUUID, uuid) < 0)
         return -1;
     if (!**name) {
         vrmReportError(VRM_ERR_XML,
@@ -114,6 +113,12 @@ vrmControlParseDomain(xmlNodePtr node, char **name, char **uuid)
         return -1;
     }
     return 0;
+}
+
+static int
+vrmControlParseDomain(xmlNodePtr node, char **name, char **uuid)
+{
+    return vrmControlParseDomainFull(node, name, uuid, false);
 }
 
 static void
@@ -175,7 +180,9 @@ vrmJobRecordParseStats(xmlNodePtr node, vrmJobStats *stats)
 vrmJobRecord *
 vrmJobRecordParseNode(xmlNodePtr node)
 {
-    static const char *const attrs[] = { "id", "role", "state", NULL };
+    static const char *const attrs[] = {
+        "id", "role", "state", "owner", "intent", NULL
+    };
     static const char *const children[] = {
         "domain", "socket", "rdma:migration", "stats", "error", NULL
     };
@@ -184,6 +191,7 @@ vrmJobRecordParseNode(xmlNodePtr node)
     xmlNodePtr child;
     int role;
     int state;
+    int rc;
 
     if (vrmXMLCheckAttributes(node, attrs) < 0 ||
         vrmXMLCheckChildren(node, children) < 0 ||
@@ -195,6 +203,14 @@ vrmJobRecordParseNode(xmlNodePtr node)
         return NULL;
     job->role = role;
     job->state = state;
+    if ((rc = vrmXMLPropUInt(node, "owner", false, 0, G_MAXUINT32,
+                             &job->owner)) < 0)
+        return NULL;
+    job->hasOwner = rc == 1;
+    if ((rc = vrmXMLPropULLong(node, "intent", false, 0, G_MAXUINT64,
+                               &job->intent)) < 0)
+        return NULL;
+    job->hasIntent = rc == 1;
 
     if (!(child = vrmXMLRequiredChild(node, "domain")) ||
         vrmControlParseDomain(child, &job->domainName, &job->domainUUID) < 0)
@@ -218,6 +234,7 @@ vrmJobRecordParseNode(xmlNodePtr node)
     if ((child = vrmControlMigrationChild(node)) &&
         !(job->migration = vrmMigrationDefParseElement(child)))
         return NULL;
+/*TOKENCHECK*/
 
     if ((child = vrmXMLChild(node, "stats"))) {
         if (vrmJobRecordParseStats(child, &job->stats) < 0)
@@ -237,8 +254,13 @@ void
 vrmJobRecordFormatBuf(GString *buf, const vrmJobRecord *job, unsigned int level)
 {
     vrmXMLIndent(buf, level);
-    g_string_append_printf(buf, "<job id=\"%llu\" role=\"%s\" state=\"%s\">\n",
-                           job->id, vrmJobRoleTypeToString(job->role),
+    g_string_append_printf(buf, "<job id=\"%llu\"", job->id);
+    if (job->hasOwner)
+        vrmXMLAttrUInt(buf, "owner", job->owner);
+    if (job->hasIntent)
+        vrmXMLAttrULLong(buf, "intent", job->intent);
+    g_string_append_printf(buf, " role=\"%s\" state=\"%s\">\n",
+                           vrmJobRoleTypeToString(job->role),
                            vrmJobStateTypeToString(job->state));
     vrmControlFormatDomain(buf, level + 1, job->domainName, job->domainUUID);
     if (job->socketPath) {
@@ -248,7 +270,7 @@ vrmJobRecordFormatBuf(GString *buf, const vrmJobRecord *job, unsigned int level)
         g_string_append(buf, "/>\n");
     }
     if (job->migration)
-        vrmMigrationDefFormatBuf(buf, job->migration, NULL, level + 1);
+        vrmMigrationDefFormatBuf(buf, job->migration, NULL, level + 1);/*TOKENFMT*/
     if (job->hasStats) {
         const vrmJobStats *s = &job->stats;
 
@@ -276,6 +298,392 @@ vrmJobRecordFormatBuf(GString *buf, const vrmJobRecord *job, unsigned int level)
 }
 
 
+/* ---- intents ---- */
+
+vrmIntentRecord *
+vrmIntentRecordNew(void)
+{
+    return g_new0(vrmIntentRecord, 1);
+}
+
+void
+vrmIntentRecordFree(vrmIntentRecord *intent)
+{
+    if (!intent)
+        return;
+    g_free(intent->domainName);
+    g_free(intent->domainUUID);
+    g_free(intent->socketPath);
+    g_free(intent);
+}
+
+static int
+vrmControlParseSocket(xmlNodePtr node, char **path)
+{
+    static const char *const socketAttrs[] = { "path", NULL };
+
+    if (vrmXMLCheckLeaf(node, socketAttrs) < 0 ||
+        vrmXMLPropString(node, "path", true, path) < 0)
+        return -1;
+    if ((*path)[0] != '/' || strchr(*path, '\n') ||
+        strlen(*path) >= VRM_CONTROL_PATH_MAX) {
+        g_autofree char *bad = vrmXMLQuote(*path);
+
+        vrmReportError(VRM_ERR_XML,
+                       _("attribute '%1$s' of element '%2$s' has invalid value '%3$s'; expected an absolute path of one line, shorter than %4$d bytes"),
+                       "path", "socket", bad, VRM_CONTROL_PATH_MAX);
+        return -1;
+    }
+    return 0;
+}
+
+static void
+vrmControlFormatSocket(GString *buf, unsigned int level, const char *path)
+{
+    vrmXMLIndent(buf, level);
+    g_string_append(buf, "<socket");
+    vrmXMLAttrStr(buf, "path", path);
+    g_string_append(buf, "/>\n");
+}
+
+static vrmIntentRecord *
+vrmIntentRecordParseNode(xmlNodePtr node)
+{
+    static const char *const attrs[] = { "id", "state", "job", NULL };
+    static const char *const children[] = { "domain", "socket", NULL };
+    g_autoptr(vrmIntentRecord) intent = vrmIntentRecordNew();
+    xmlNodePtr child;
+    int state;
+    int rc;
+
+    if (vrmXMLCheckAttributes(node, attrs) < 0 ||
+        vrmXMLCheckChildren(node, children) < 0 ||
+        vrmXMLPropULLong(node, "id", true, 0, G_MAXUINT64, &intent->id) < 0 ||
+        vrmXMLPropEnum(node, "state", true, vrmIntentStateTypeFromString,
+                       vrmIntentStateTypeToString, VRM_INTENT_STATE_LAST,
+                       &state) < 0 ||
+        (rc = vrmXMLPropULLong(node, "job", false, 0, G_MAXUINT64,
+                               &intent->job)) < 0)
+        return NULL;
+    intent->state = state;
+    intent->hasJob = rc == 1;
+    if (!(child = vrmXMLRequiredChild(node, "domain")) ||
+        vrmControlParseDomainFull(child, &intent->domainName,
+                                  &intent->domainUUID, true) < 0)
+        return NULL;
+    if (!(child = vrmXMLRequiredChild(node, "socket")) ||
+        vrmControlParseSocket(child, &intent->socketPath) < 0)
+        return NULL;
+    return g_steal_pointer(&intent);
+}
+
+static void
+vrmIntentRecordFormatBuf(GString *buf, const vrmIntentRecord *intent,
+                         unsigned int level)
+{
+    vrmXMLIndent(buf, level);
+    g_string_append(buf, "<intent");
+    vrmXMLAttrULLong(buf, "id", intent->id);
+    vrmXMLAttrStr(buf, "state", vrmIntentStateTypeToString(intent->state));
+    if (intent->hasJob)
+        vrmXMLAttrULLong(buf, "job", intent->job);
+    g_string_append(buf, ">\n");
+    vrmControlFormatDomain(buf, level + 1, intent->domainName, intent->domainUUID);
+    vrmControlFormatSocket(buf, level + 1, intent->socketPath ? intent->socketPath : "/");
+    vrmXMLIndent(buf, level);
+    g_string_append(buf, "</intent>\n");
+}
+
+
+/* ---- host information ---- */
+
+static void
+vrmHostInfoDeviceFree(gpointer opaque)
+{
+    vrmHostInfoDevice *dev = opaque;
+
+    g_free(dev->name);
+    g_free(dev->state);
+    g_free(dev->address);
+    g_free(dev);
+}
+
+vrmHostInfo *
+vrmHostInfoNew(void)
+{
+    vrmHostInfo *info = g_new0(vrmHostInfo, 1);
+
+    info->devices = g_ptr_array_new_with_free_func(vrmHostInfoDeviceFree);
+    return info;
+}
+
+void
+vrmHostInfoFree(vrmHostInfo *info)
+{
+    if (!info)
+        return;
+    g_free(info->version);
+    g_free(info->engineUser);
+    g_free(info->engineMessage);
+    g_free(info->peerAuth);
+    g_free(info->peerMessage);
+    vrmLocatorFree(info->locator);
+    g_free(info->libvirtURI);
+    g_free(info->libvirtMessage);
+    g_ptr_array_unref(info->devices);
+    g_free(info);
+}
+
+void
+vrmHostInfoAddDevice(vrmHostInfo *info, const char *name, unsigned int port,
+                     const char *state, const char *address)
+{
+    vrmHostInfoDevice *dev = g_new0(vrmHostInfoDevice, 1);
+
+    dev->name = g_strdup(name);
+    dev->port = port;
+    dev->state = g_strdup(state);
+    dev->address = g_strdup(address);
+    g_ptr_array_add(info->devices, dev);
+}
+
+/* <NAME attr="..." status="ok|error|off">message</NAME> */
+static int
+vrmHostInfoParseStatus(xmlNodePtr node, const char *attr, char **attrValue,
+                       vrmHostInfoStatus *status, char **message)
+{
+    const char *const attrs[] = { attr, "status", NULL };
+    int st;
+
+    if (vrmXMLCheckAttributes(node, attrs) < 0 ||
+        vrmXMLPropString(node, attr, true, attrValue) < 0 ||
+        vrmXMLPropEnum(node, "status", true, vrmHostInfoStatusTypeFromString,
+                       vrmHostInfoStatusTypeToString,
+                       VRM_HOST_INFO_STATUS_LAST, &st) < 0 ||
+        vrmXMLTextContent(node, message) < 0)
+        return -1;
+    *status = st;
+    if (*message && !**message)
+        g_clear_pointer(message, g_free);
+    return 0;
+}
+
+static void
+vrmHostInfoFormatStatus(GString *buf, const char *name, const char *attr,
+                        const char *attrValue, vrmHostInfoStatus status,
+                        const char *message)
+{
+    vrmXMLIndent(buf, 1);
+    g_string_append_printf(buf, "<%s", name);
+    vrmXMLAttrStr(buf, attr, attrValue ? attrValue : "");
+    vrmXMLAttrStr(buf, "status", vrmHostInfoStatusTypeToString(status));
+    g_string_append(buf, ">");
+    if (message)
+        vrmXMLEscapeText(buf, message);
+    g_string_append_printf(buf, "</%s>\n", name);
+}
+
+static int
+vrmHostInfoParseChunkSizes(xmlNodePtr node, guint32 *mask)
+{
+    vrmHostPolicy policy = { 0 };
+    g_autofree char *list = NULL;
+    g_auto(GStrv) items = NULL;
+    size_t i;
+
+    if (vrmXMLPropString(node, "chunk-sizes", true, &list) < 0)
+        return -1;
+    items = g_strsplit(list, " ", -1);
+    for (i = 0; items[i]; i++) {
+        unsigned long long v;
+
+        if (!vrmParseUInt64(items[i], &v) || v < VRM_CHUNK_SIZE_MIN ||
+            v > VRM_CHUNK_SIZE_MAX || (v & (v - 1)) != 0) {
+            g_autofree char *bad = vrmXMLQuote(list);
+
+            vrmReportError(VRM_ERR_XML,
+                           _("attribute '%1$s' of element '%2$s' has invalid value '%3$s'; expected powers of two from %4$u to %5$u separated by spaces"),
+                           "chunk-sizes", "limits", bad, VRM_CHUNK_SIZE_MIN,
+                           VRM_CHUNK_SIZE_MAX);
+            return -1;
+        }
+        vrmHostPolicyAllowChunkSize(&policy, v);
+    }
+    *mask = policy.chunkSizes;
+    return 0;
+}
+
+static int
+vrmHostInfoParseMemlock(xmlNodePtr node, vrmHostInfo *info)
+{
+    static const char *const attrs[] = { "limit", "can-raise", NULL };
+    g_autofree char *limit = NULL;
+
+    if (vrmXMLCheckLeaf(node, attrs) < 0 ||
+        vrmXMLPropString(node, "limit", true, &limit) < 0 ||
+        vrmXMLPropYesNo(node, "can-raise", true, &info->memlockCanRaise) < 0)
+        return -1;
+    if (g_str_equal(limit, "unlimited")) {
+        info->memlockUnlimited = true;
+        return 0;
+    }
+    return vrmXMLPropULLong(node, "limit", true, 0, G_MAXUINT64,
+                            &info->memlockLimit) < 0 ? -1 : 0;
+}
+
+static int
+vrmHostInfoParseDevice(xmlNodePtr node, vrmHostInfo *info)
+{
+    static const char *const attrs[] = { "name", "port", "state", "address", NULL };
+    g_autofree char *name = NULL;
+    g_autofree char *state = NULL;
+    g_autofree char *address = NULL;
+    unsigned int port;
+
+    if (vrmXMLCheckLeaf(node, attrs) < 0 ||
+        vrmXMLPropName(node, "name", true, &name) < 0 ||
+        vrmXMLPropUInt(node, "port", true, VRM_DEVICE_PORT_MIN,
+                       VRM_DEVICE_PORT_MAX, &port) < 0 ||
+        vrmXMLPropName(node, "state", true, &state) < 0 ||
+        vrmXMLPropAddress(node, "address", false, &address) < 0)
+        return -1;
+    vrmHostInfoAddDevice(info, name, port, state, address);
+    return 0;
+}
+
+static vrmHostInfo *
+vrmHostInfoParseNode(xmlNodePtr node)
+{
+    static const char *const attrs[] = { "version", "uid", NULL };
+    static const char *const children[] = {
+        "jobs", "limits", "pinned", "memlock", "engine", "peers", "locator",
+        "libvirt", "device*", NULL
+    };
+    static const char *const jobsAttrs[] = { "running", "max", NULL };
+    static const char *const limitsAttrs[] = {
+        "max-channels", "max-ring-depth", "chunk-sizes", NULL
+    };
+    static const char *const pinnedAttrs[] = {
+        "budget", "used", "one-channel", "largest-offer", NULL
+    };
+    g_autoptr(vrmHostInfo) info = vrmHostInfoNew();
+    xmlNodePtr child;
+
+    if (vrmXMLCheckAttributes(node, attrs) < 0 ||
+        vrmXMLCheckChildren(node, children) < 0 ||
+        vrmXMLPropString(node, "version", true, &info->version) < 0 ||
+        vrmXMLPropUInt(node, "uid", true, 0, G_MAXUINT32, &info->uid) < 0)
+        return NULL;
+    if (!(child = vrmXMLRequiredChild(node, "jobs")) ||
+        vrmXMLCheckLeaf(child, jobsAttrs) < 0 ||
+        vrmXMLPropUInt(child, "running", true, 0, G_MAXUINT32,
+                       &info->runningJobs) < 0 ||
+        vrmXMLPropUInt(child, "max", true, 0, G_MAXUINT32, &info->maxJobs) < 0)
+        return NULL;
+    if (!(child = vrmXMLRequiredChild(node, "limits")) ||
+        vrmXMLCheckLeaf(child, limitsAttrs) < 0 ||
+        vrmXMLPropUInt(child, "max-channels", true, VRM_CHANNELS_MIN,
+                       VRM_CHANNELS_MAX, &info->maxChannels) < 0 ||
+        vrmXMLPropUInt(child, "max-ring-depth", true, VRM_RING_DEPTH_MIN,
+                       VRM_RING_DEPTH_MAX, &info->maxRingDepth) < 0 ||
+        vrmHostInfoParseChunkSizes(child, &info->chunkSizes) < 0)
+        return NULL;
+    if (!(child = vrmXMLRequiredChild(node, "pinned")) ||
+        vrmXMLCheckLeaf(child, pinnedAttrs) < 0 ||
+        vrmXMLPropULLong(child, "budget", true, 0, G_MAXUINT64, &info->budget) < 0 ||
+        vrmXMLPropULLong(child, "used", true, 0, G_MAXUINT64, &info->pinnedUsed) < 0 ||
+        vrmXMLPropULLong(child, "one-channel", true, 0, G_MAXUINT64,
+                         &info->pinnedOneChannel) < 0 ||
+        vrmXMLPropULLong(child, "largest-offer", true, 0, G_MAXUINT64,
+                         &info->pinnedLargestOffer) < 0)
+        return NULL;
+    if (!(child = vrmXMLRequiredChild(node, "memlock")) ||
+        vrmHostInfoParseMemlock(child, info) < 0)
+        return NULL;
+    if (!(child = vrmXMLRequiredChild(node, "engine")) ||
+        vrmHostInfoParseStatus(child, "user", &info->engineUser,
+                               &info->engineStatus, &info->engineMessage) < 0)
+        return NULL;
+    if (!(child = vrmXMLRequiredChild(node, "peers")) ||
+        vrmHostInfoParseStatus(child, "auth", &info->peerAuth,
+                               &info->peerStatus, &info->peerMessage) < 0)
+        return NULL;
+    if ((child = vrmXMLChild(node, "locator")) &&
+        !(info->locator = vrmLocatorParseNode(child)))
+        return NULL;
+    if (!(child = vrmXMLRequiredChild(node, "libvirt")) ||
+        vrmHostInfoParseStatus(child, "uri", &info->libvirtURI,
+                               &info->libvirtStatus, &info->libvirtMessage) < 0)
+        return NULL;
+    for (child = node->children; child; child = child->next) {
+        if (vrmXMLIsOurChild(child, "device") &&
+            vrmHostInfoParseDevice(child, info) < 0)
+            return NULL;
+    }
+    return g_steal_pointer(&info);
+}
+
+static void
+vrmHostInfoFormatBuf(GString *buf, const vrmHostInfo *info)
+{
+    vrmHostPolicy chunks = { .chunkSizes = info->chunkSizes };
+    g_autofree char *list = vrmHostPolicyFormatChunkSizes(&chunks);
+    size_t i;
+
+    g_string_append(buf, "<host-info");
+    vrmXMLAttrStr(buf, "version", info->version ? info->version : "");
+    vrmXMLAttrUInt(buf, "uid", info->uid);
+    g_string_append(buf, ">\n");
+    vrmXMLIndent(buf, 1);
+    g_string_append(buf, "<jobs");
+    vrmXMLAttrUInt(buf, "running", info->runningJobs);
+    vrmXMLAttrUInt(buf, "max", info->maxJobs);
+    g_string_append(buf, "/>\n");
+    vrmXMLIndent(buf, 1);
+    g_string_append(buf, "<limits");
+    vrmXMLAttrUInt(buf, "max-channels", info->maxChannels);
+    vrmXMLAttrUInt(buf, "max-ring-depth", info->maxRingDepth);
+    vrmXMLAttrStr(buf, "chunk-sizes", list);
+    g_string_append(buf, "/>\n");
+    vrmXMLIndent(buf, 1);
+    g_string_append(buf, "<pinned");
+    vrmXMLAttrULLong(buf, "budget", info->budget);
+    vrmXMLAttrULLong(buf, "used", info->pinnedUsed);
+    vrmXMLAttrULLong(buf, "one-channel", info->pinnedOneChannel);
+    vrmXMLAttrULLong(buf, "largest-offer", info->pinnedLargestOffer);
+    g_string_append(buf, "/>\n");
+    vrmXMLIndent(buf, 1);
+    g_string_append(buf, "<memlock");
+    if (info->memlockUnlimited)
+        vrmXMLAttrStr(buf, "limit", "unlimited");
+    else
+        vrmXMLAttrULLong(buf, "limit", info->memlockLimit);
+    vrmXMLAttrStr(buf, "can-raise", info->memlockCanRaise ? "yes" : "no");
+    g_string_append(buf, "/>\n");
+    vrmHostInfoFormatStatus(buf, "engine", "user", info->engineUser,
+                            info->engineStatus, info->engineMessage);
+    vrmHostInfoFormatStatus(buf, "peers", "auth", info->peerAuth,
+                            info->peerStatus, info->peerMessage);
+    if (info->locator)
+        vrmLocatorFormatBuf(buf, info->locator, 1);
+    vrmHostInfoFormatStatus(buf, "libvirt", "uri", info->libvirtURI,
+                            info->libvirtStatus, info->libvirtMessage);
+    for (i = 0; i < info->devices->len; i++) {
+        const vrmHostInfoDevice *dev = g_ptr_array_index(info->devices, i);
+
+        vrmXMLIndent(buf, 1);
+        g_string_append(buf, "<device");
+        vrmXMLAttrStr(buf, "name", dev->name);
+        vrmXMLAttrUInt(buf, "port", dev->port);
+        vrmXMLAttrStr(buf, "state", dev->state);
+        if (dev->address)
+            vrmXMLAttrStr(buf, "address", dev->address);
+        g_string_append(buf, "/>\n");
+    }
+    g_string_append(buf, "</host-info>\n");
+}
+
+
 /* ---- messages ---- */
 
 vrmControlMessage *
@@ -299,6 +707,8 @@ vrmControlMessageFree(vrmControlMessage *msg)
     vrmMigrationParamsFree(msg->overrides);
     g_free(msg->errorMessage);
     g_ptr_array_unref(msg->jobs);
+    vrmIntentRecordFree(msg->intentRecord);
+    vrmHostInfoFree(msg->hostInfo);
     g_free(msg);
 }
 
@@ -350,29 +760,87 @@ vrmControlParseJobOpen(xmlNodePtr node, vrmControlMessage *msg, bool accept)
     return 0;
 }
 
+/* <job-incoming>: the domain (with its uuid) and its element */
+static int
+vrmControlParseJobIncoming(xmlNodePtr node, vrmControlMessage *msg)
+{
+    static const char *const children[] = { "domain", "rdma:migration", NULL };
+    xmlNodePtr child;
+
+    if (vrmXMLCheckAttributes(node, noAttrs) < 0 ||
+        vrmXMLCheckChildren(node, children) < 0)
+        return -1;
+    if (!(child = vrmXMLRequiredChild(node, "domain")) ||
+        vrmControlParseDomainFull(child, &msg->domainName, &msg->domainUUID,
+                                  true) < 0)
+        return -1;
+    if (!(child = vrmControlMigrationChild(node))) {
+        vrmReportError(VRM_ERR_XML,
+                       _("element '%1$s' needs a '%2$s:migration' element"),
+                       "job-incoming", VRM_XML_NS_PREFIX);
+        return -1;
+    }
+    if (!(msg->migration = vrmMigrationDefParseElement(child)))
+        return -1;
+    return 0;
+}
+
+/* <job-prepare>: the domain (with its uuid) and the overrides */
+static int
+vrmControlParseJobPrepare(xmlNodePtr node, vrmControlMessage *msg)
+{
+    static const char *const children[] = { "domain", "overrides", NULL };
+    xmlNodePtr child;
+
+    if (vrmXMLCheckAttributes(node, noAttrs) < 0 ||
+        vrmXMLCheckChildren(node, children) < 0)
+        return -1;
+    if (!(child = vrmXMLRequiredChild(node, "domain")) ||
+        vrmControlParseDomainFull(child, &msg->domainName, &msg->domainUUID,
+                                  true) < 0)
+        return -1;
+    if ((child = vrmXMLChild(node, "overrides"))) {
+        msg->overrides = g_new0(vrmMigrationParams, 1);
+        if (vrmXMLCheckAttributes(child, noAttrs) < 0 ||
+            vrmMigrationParamsParseNode(child, msg->overrides, NULL) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 static int
 vrmControlParseJobId(xmlNodePtr node, vrmControlMessage *msg, bool query)
 {
-    static const char *const queryAttrs[] = { "id", "domain", NULL };
-    static const char *const cancelAttrs[] = { "id", NULL };
+    static const char *const queryAttrs[] = { "id", "domain", "intent", NULL };
+    static const char *const cancelAttrs[] = { "id", "intent", NULL };
+    const char *elem = query ? "job-query" : "job-cancel";
     int rc;
 
     if (vrmXMLCheckLeaf(node, query ? queryAttrs : cancelAttrs) < 0 ||
-        (rc = vrmXMLPropULLong(node, "id", !query, 0, G_MAXUINT64,
+        (rc = vrmXMLPropULLong(node, "id", false, 0, G_MAXUINT64,
                                &msg->id)) < 0)
         return -1;
     msg->hasId = rc > 0;
-    if (!query)
-        return 0;
-
-    if (vrmXMLPropString(node, "domain", false, &msg->domainName) < 0)
+    if ((rc = vrmXMLPropULLong(node, "intent", false, 0, G_MAXUINT64,
+                               &msg->intent)) < 0)
         return -1;
-    if (msg->hasId == (msg->domainName != NULL)) {
-        vrmReportError(VRM_ERR_XML,
-                       _("element '%1$s' needs exactly one of the attributes '%2$s' and '%3$s'"),
-                       "job-query", "id", "domain");
+    msg->hasIntent = rc > 0;
+    if (query &&
+        vrmXMLPropString(node, "domain", false, &msg->domainName) < 0)
+        return -1;
+    if (msg->hasId + msg->hasIntent + (msg->domainName != NULL) != 1) {
+        if (query)
+            vrmReportError(VRM_ERR_XML,
+                           _("element '%1$s' needs exactly one of the attributes '%2$s', '%3$s' and '%4$s'"),
+                           elem, "id", "intent", "domain");
+        else
+            vrmReportError(VRM_ERR_XML,
+                           _("element '%1$s' needs exactly one of the attributes '%2$s' and '%3$s'"),
+                           elem, "id", "intent");
         return -1;
     }
+    if (!query)
+        return 0;
     if (msg->domainName && !*msg->domainName) {
         vrmReportError(VRM_ERR_XML,
                        _("attribute '%1$s' of element '%2$s' has invalid value '%3$s'; expected a non-empty domain name"),
@@ -386,7 +854,7 @@ static int
 vrmControlParseReply(xmlNodePtr node, vrmControlMessage *msg)
 {
     static const char *const attrs[] = { "status", NULL };
-    static const char *const okChildren[] = { "job*", NULL };
+    static const char *const okChildren[] = { "job*", "intent", "host-info", NULL };
     static const char *const errorChildren[] = { "error", NULL };
     static const char *const errorAttrs[] = { "code", NULL };
     xmlNodePtr child;
@@ -402,6 +870,22 @@ vrmControlParseReply(xmlNodePtr node, vrmControlMessage *msg)
     if (status == VRM_REPLY_OK) {
         if (vrmXMLCheckChildren(node, okChildren) < 0)
             return -1;
+        if ((child = vrmXMLChild(node, "intent"))) {
+            if (vrmXMLChild(node, "job") || vrmXMLChild(node, "host-info")) {
+                vrmReportError(VRM_ERR_XML,
+                               _("a reply carries jobs, an intent or host information, not several of them"));
+                return -1;
+            }
+            return (msg->intentRecord = vrmIntentRecordParseNode(child)) ? 0 : -1;
+        }
+        if ((child = vrmXMLChild(node, "host-info"))) {
+            if (vrmXMLChild(node, "job")) {
+                vrmReportError(VRM_ERR_XML,
+                               _("a reply carries jobs, an intent or host information, not several of them"));
+                return -1;
+            }
+            return (msg->hostInfo = vrmHostInfoParseNode(child)) ? 0 : -1;
+        }
         for (child = node->children; child; child = child->next) {
             vrmJobRecord *job;
 
@@ -417,9 +901,7 @@ vrmControlParseReply(xmlNodePtr node, vrmControlMessage *msg)
     if (vrmXMLCheckChildren(node, errorChildren) < 0 ||
         !(child = vrmXMLRequiredChild(node, "error")) ||
         vrmXMLCheckAttributes(child, errorAttrs) < 0 ||
-        vrmXMLPropEnum(child, "code", true, vrmErrorCodeFromString,
-                       vrmErrorCodeToString, VRM_ERR_LAST,
-                       &msg->errorCode) < 0 ||
+        vrmXMLPropErrorCode(child, "code", &msg->errorCode) < 0 ||
         vrmXMLTextContent(child, &msg->errorMessage) < 0)
         return -1;
     return 0;
@@ -448,6 +930,15 @@ vrmControlMessageParseXML(xmlXPathContextPtr ctxt)
     case VRM_CONTROL_JOB_OPEN:
     case VRM_CONTROL_JOB_ACCEPT:
         rc = vrmControlParseJobOpen(node, msg, type == VRM_CONTROL_JOB_ACCEPT);
+        break;
+    case VRM_CONTROL_JOB_INCOMING:
+        rc = vrmControlParseJobIncoming(node, msg);
+        break;
+    case VRM_CONTROL_JOB_PREPARE:
+        rc = vrmControlParseJobPrepare(node, msg);
+        break;
+    case VRM_CONTROL_HOST_INFO:
+        rc = vrmXMLCheckLeaf(node, noAttrs);
         break;
     case VRM_CONTROL_JOB_QUERY:
     case VRM_CONTROL_JOB_CANCEL:
@@ -517,11 +1008,14 @@ vrmControlMessageFormat(const vrmControlMessage *msg)
     switch (msg->type) {
     case VRM_CONTROL_JOB_OPEN:
     case VRM_CONTROL_JOB_ACCEPT:
+    case VRM_CONTROL_JOB_INCOMING:
+    case VRM_CONTROL_JOB_PREPARE:
         g_string_append_printf(buf, "<%s>\n", name);
         vrmControlFormatDomain(buf, 1, msg->domainName, msg->domainUUID);
-        if (msg->migration)
+        if (msg->migration && msg->type != VRM_CONTROL_JOB_PREPARE)
             vrmMigrationDefFormatBuf(buf, msg->migration, NULL, 1);
-        if (msg->overrides && msg->type == VRM_CONTROL_JOB_OPEN) {
+        if (msg->overrides && (msg->type == VRM_CONTROL_JOB_OPEN ||
+                               msg->type == VRM_CONTROL_JOB_PREPARE)) {
             if (vrmMigrationParamsIsEmpty(msg->overrides)) {
                 g_string_append(buf, "  <overrides/>\n");
             } else {
@@ -536,13 +1030,16 @@ vrmControlMessageFormat(const vrmControlMessage *msg)
     case VRM_CONTROL_JOB_QUERY:
     case VRM_CONTROL_JOB_CANCEL:
         g_string_append_printf(buf, "<%s", name);
-        if (msg->hasId || msg->type == VRM_CONTROL_JOB_CANCEL)
+        if (msg->hasIntent)
+            vrmXMLAttrULLong(buf, "intent", msg->intent);
+        else if (msg->hasId || msg->type == VRM_CONTROL_JOB_CANCEL)
             vrmXMLAttrULLong(buf, "id", msg->id);
         else
             vrmXMLAttrStr(buf, "domain", msg->domainName ? msg->domainName : "");
         g_string_append(buf, "/>\n");
         break;
 
+    case VRM_CONTROL_HOST_INFO:
     case VRM_CONTROL_JOB_LIST:
         g_string_append_printf(buf, "<%s/>\n", name);
         break;
@@ -558,6 +1055,23 @@ vrmControlMessageFormat(const vrmControlMessage *msg)
             g_string_append(buf, ">");
             vrmXMLEscapeText(buf, msg->errorMessage ? msg->errorMessage : "");
             g_string_append(buf, "</error>\n</reply>\n");
+        } else if (msg->intentRecord) {
+            g_string_append(buf, ">\n");
+            vrmIntentRecordFormatBuf(buf, msg->intentRecord, 1);
+            g_string_append(buf, "</reply>\n");
+        } else if (msg->hostInfo) {
+            g_autoptr(GString) info = g_string_new(NULL);
+            g_auto(GStrv) lines = NULL;
+            size_t j;
+
+            vrmHostInfoFormatBuf(info, msg->hostInfo);
+            lines = g_strsplit(info->str, "\n", -1);
+            g_string_append(buf, ">\n");
+            for (j = 0; lines[j]; j++) {
+                if (*lines[j])
+                    g_string_append_printf(buf, "  %s\n", lines[j]);
+            }
+            g_string_append(buf, "</reply>\n");
         } else if (msg->jobs->len == 0) {
             g_string_append(buf, "/>\n");
         } else {

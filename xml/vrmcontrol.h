@@ -7,24 +7,28 @@
  * <rdma:migration> element as in the domain metadata. Schema:
  * xml/schemas/control.rng. Documentation and examples: docs/xml.rst.
  *
- *   <job-open>      tool -> helper: open an outgoing job
+ *   <job-incoming>  the destination's hook -> its helper: a migration of
+ *                   this domain arrives; negotiate it with the source's helper
  *     <domain name="web1" uuid="..."/>
- *     <rdma:migration xmlns:rdma="...">parameters from the metadata</rdma:migration>
- *     <overrides><channels count="4"/>...</overrides>   command-line values
- *   </job-open>
- *   <job-accept>    hook -> helper: accept an incoming offer
- *     <domain .../> <rdma:migration ...><offer .../></rdma:migration>
- *   </job-accept>
- *   <job-query id="42"/>  or  <job-query domain="web1"/>
- *   <job-cancel id="42"/>
+ *     <rdma:migration xmlns:rdma="...">parameters, <locator/></rdma:migration>
+ *   </job-incoming>
+ *   <job-prepare>   tool/library -> the source's helper: an intent
+ *     <domain name="web1" uuid="..."/>
+ *     <overrides><channels count="5"/>...</overrides>   command-line values
+ *   </job-prepare>
+ *   <host-info/>    what the helper sees of its host (virt-rdma capabilities)
+ *   <job-query id="42"/>, <job-query domain="web1"/>, <job-query intent="7"/>
+ *   <job-cancel id="42"/>, <job-cancel intent="7"/>
  *   <job-list/>
- *   <reply status="ok"> <job .../>* </reply>
+ *   <reply status="ok"> <job .../>* | <intent .../> | <host-info .../> </reply>
  *   <reply status="error"><error code="policy">message</error></reply>
+ *   (going: <job-open> and <job-accept> of the first version)
  *
- *   <job id="42" role="source" state="transferring">
+ *   <job id="42" role="source" state="transferring" owner="0" intent="7">
  *     <domain name="web1" uuid="..."/>
- *     <socket path="/run/virt-rdma/job-42.sock"/>
- *     <rdma:migration ...><offer/><answer/></rdma:migration>
+ *     <socket path="/run/virt-rdma/qemu/UUID/migrate.sock"/>
+ *     <rdma:migration ...><locator/><offer/><answer/></rdma:migration>
+ *                     (the peer's locator; the offer without its token)
  *     <stats bytes-sent=".." bytes-received=".." mbps=".." chunks=".."
  *            pinned-bytes=".." registration-ns=".." channels=".."
  *            [cpu-ns=".."]/>
@@ -41,7 +45,12 @@
  *   vrmControlMessageFormat(msg)             document text (no XML declaration)
  *   vrmJobRecordNew() / Free                 one <job>
  *   vrmJobRecordParseNode(node)  vrmJobRecordFormatBuf(buf, job, level)
- * Enums: vrmControlType, vrmJobRole, vrmJobState, vrmReplyStatus.
+ *                                            a record never carries a token:
+ *                                            the parser refuses one
+ *   vrmIntentRecordNew() / Free              one <intent>
+ *   vrmHostInfoNew() / Free                  <host-info> of a reply
+ * Enums: vrmControlType, vrmJobRole, vrmJobState, vrmReplyStatus,
+ *   vrmIntentState, vrmHostInfoStatus.
  */
 #pragma once
 
@@ -50,6 +59,9 @@
 typedef enum {
     VRM_CONTROL_JOB_OPEN,
     VRM_CONTROL_JOB_ACCEPT,
+    VRM_CONTROL_JOB_INCOMING,
+    VRM_CONTROL_JOB_PREPARE,
+    VRM_CONTROL_HOST_INFO,
     VRM_CONTROL_JOB_QUERY,
     VRM_CONTROL_JOB_CANCEL,
     VRM_CONTROL_JOB_LIST,
@@ -87,6 +99,25 @@ typedef enum {
 } vrmReplyStatus;
 VRM_ENUM_DECL(vrmReplyStatus);
 
+typedef enum {
+    VRM_INTENT_STATE_PENDING,   /* registered, no migration used it yet */
+    VRM_INTENT_STATE_USED,      /* a migration of its domain used it */
+    VRM_INTENT_STATE_EXPIRED,   /* not used in time */
+    VRM_INTENT_STATE_CANCELLED, /* its owner withdrew it */
+
+    VRM_INTENT_STATE_LAST
+} vrmIntentState;
+VRM_ENUM_DECL(vrmIntentState);
+
+typedef enum {
+    VRM_HOST_INFO_STATUS_OK,
+    VRM_HOST_INFO_STATUS_ERROR,     /* configured, but does not work */
+    VRM_HOST_INFO_STATUS_OFF,       /* not configured */
+
+    VRM_HOST_INFO_STATUS_LAST
+} vrmHostInfoStatus;
+VRM_ENUM_DECL(vrmHostInfoStatus);
+
 typedef struct {
     unsigned long long bytesSent;
     unsigned long long bytesReceived;
@@ -102,6 +133,10 @@ typedef struct {
 typedef struct _vrmJobRecord vrmJobRecord;
 struct _vrmJobRecord {
     unsigned long long id;
+    bool hasOwner;
+    unsigned int owner;             /* uid of whoever opened it */
+    bool hasIntent;
+    unsigned long long intent;      /* the intent it used */
     char *domainName;
     char *domainUUID;               /* NULL if unknown */
     vrmJobRole role;
@@ -120,25 +155,86 @@ vrmJobRecord *vrmJobRecordParseNode(xmlNodePtr node);
 void vrmJobRecordFormatBuf(GString *buf, const vrmJobRecord *job,
                            unsigned int level);
 
+typedef struct _vrmIntentRecord vrmIntentRecord;
+struct _vrmIntentRecord {
+    unsigned long long id;
+    vrmIntentState state;
+    bool hasJob;
+    unsigned long long job;         /* the job that used it */
+    char *domainName;
+    char *domainUUID;
+    char *socketPath;               /* the per-domain path: unix://PATH */
+};
+
+vrmIntentRecord *vrmIntentRecordNew(void);
+void vrmIntentRecordFree(vrmIntentRecord *intent);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(vrmIntentRecord, vrmIntentRecordFree);
+
+typedef struct {
+    char *name;                     /* RDMA device */
+    unsigned int port;
+    char *state;                    /* "ACTIVE", "DOWN"... */
+    char *address;                  /* IP of its netdev, NULL if none */
+} vrmHostInfoDevice;
+
+typedef struct _vrmHostInfo vrmHostInfo;
+struct _vrmHostInfo {
+    char *version;                  /* the helper's */
+    unsigned int uid;               /* the helper's */
+    unsigned int runningJobs;
+    unsigned int maxJobs;
+    unsigned int maxChannels;
+    unsigned int maxRingDepth;
+    guint32 chunkSizes;             /* bit n: 2^n bytes */
+    unsigned long long budget;      /* max-pinned-bytes of all jobs together */
+    unsigned long long pinnedUsed;  /* allowances of the running jobs */
+    unsigned long long pinnedOneChannel; /* one channel at the defaults */
+    unsigned long long pinnedLargestOffer; /* a job at the largest offer */
+    bool memlockUnlimited;          /* the helper's own hard limit */
+    unsigned long long memlockLimit;
+    bool memlockCanRaise;           /* it may raise it (CAP_SYS_RESOURCE) */
+    char *engineUser;
+    vrmHostInfoStatus engineStatus;
+    char *engineMessage;
+    char *peerAuth;                 /* "psk", "x509" or "none" */
+    vrmHostInfoStatus peerStatus;
+    char *peerMessage;
+    vrmLocator *locator;            /* NULL: the channel is off */
+    char *libvirtURI;
+    vrmHostInfoStatus libvirtStatus;
+    char *libvirtMessage;
+    GPtrArray *devices;             /* vrmHostInfoDevice */
+};
+
+vrmHostInfo *vrmHostInfoNew(void);
+void vrmHostInfoFree(vrmHostInfo *info);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(vrmHostInfo, vrmHostInfoFree);
+void vrmHostInfoAddDevice(vrmHostInfo *info, const char *name,
+                          unsigned int port, const char *state,
+                          const char *address);
+
 typedef struct _vrmControlMessage vrmControlMessage;
 struct _vrmControlMessage {
     vrmControlType type;
-    /* job-open, job-accept; job-query by domain (name only) */
+    /* job-incoming, job-prepare; job-query by domain (name only) */
     char *domainName;
     char *domainUUID;
-    /* job-open: parameters from the metadata (may be NULL);
-     * job-accept: the element carrying the offer (required) */
+    /* job-incoming: the incoming domain's element (required) */
     vrmMigrationDef *migration;
-    /* job-open: command-line overrides (may be NULL) */
+    /* job-prepare: command-line overrides (may be NULL) */
     vrmMigrationParams *overrides;
-    /* job-query (or domainName), job-cancel */
+    /* job-query (or domainName or intent), job-cancel (or intent) */
     bool hasId;
     unsigned long long id;
+    bool hasIntent;
+    unsigned long long intent;
     /* reply */
     vrmReplyStatus status;
     int errorCode;                  /* vrmErrorCode, when status is error */
     char *errorMessage;
     GPtrArray *jobs;                /* vrmJobRecord, when status is ok */
+    vrmIntentRecord *intentRecord;  /* or one intent */
+    vrmHostInfo *hostInfo;          /* or what the helper sees */
 };
 
 vrmControlMessage *vrmControlMessageNew(vrmControlType type);

@@ -742,3 +742,15 @@ vrmDomainXMLStripNegotiation(const char *xml)
         cur = vrmDomainXMLTidy(g_steal_pointer(&cur));
     return g_steal_pointer(&cur);
 }
+
+char *
+vrmDomainXMLSetLocator(const char *xml, const vrmLocator *locator)
+{
+    g_autofree char *clean = vrmDomainXMLStripNegotiation(xml);
+    g_autoptr(GString) buf = g_string_new(NULL);
+
+    if (!clean)
+        return NULL;
+    vrmLocatorFormatBuf(buf, locator, 0);
+    return vrmDomainXMLSetChild(clean, "locator", buf->str);
+}

@@ -14,13 +14,13 @@
  *   vrmDomainXMLGetMigration(xml, &def)  our <rdma:migration> anywhere in
  *                                        <metadata>: 1 found, 0 absent, -1 error
  *   vrmDomainXMLSetMigration(xml, def)   replace (or add) the whole element
- *   vrmDomainXMLSetOffer(xml, offer)     add or replace <offer> in our element,
- *                                        creating the element and <metadata>
- *                                        if needed
- *   vrmDomainXMLSetAnswer(xml, answer)   the same for <answer>
+ *   vrmDomainXMLSetLocator(xml, loc)     remove <offer> and <answer> left by old
+ *                                        versions, then add or replace
+ *                                        <locator> in our element (created,
+ *                                        with <metadata>, if needed): what the
+ *                                        destination's hook prints
  *   vrmDomainXMLStripNegotiation(xml)    remove <offer> and <answer>; an element
- *                                        (or <metadata>) left empty goes too,
- *                                        so Set* then Strip gives back the input
+ *                                        (or <metadata>) left empty goes too
  *
  * All return a new string (g_free) or NULL with an error reported. Input
  * must be UTF-8 (libvirt always writes UTF-8); a DOCTYPE that declares
@@ -32,6 +32,8 @@
 
 int vrmDomainXMLGetMigration(const char *xml, vrmMigrationDef **def);
 char *vrmDomainXMLSetMigration(const char *xml, const vrmMigrationDef *def);
+char *vrmDomainXMLSetLocator(const char *xml, const vrmLocator *locator);
+/* The first version's flow (going): an offer or an answer in the XML */
 char *vrmDomainXMLSetOffer(const char *xml, const vrmOffer *offer);
 char *vrmDomainXMLSetAnswer(const char *xml, const vrmAnswer *answer);
 char *vrmDomainXMLStripNegotiation(const char *xml);

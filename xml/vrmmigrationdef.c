@@ -240,6 +240,73 @@ vrmMigrationParamsFormatBuf(GString *buf, const vrmMigrationParams *params,
 
 
 
+/* ---- locator ---- */
+
+vrmLocator *
+vrmLocatorNew(const char *host, const char *address, unsigned int port)
+{
+    vrmLocator *locator = g_new0(vrmLocator, 1);
+
+    locator->host = g_strdup(host);
+    locator->address = g_strdup(address);
+    locator->port = port;
+    return locator;
+}
+
+void
+vrmLocatorFree(vrmLocator *locator)
+{
+    if (!locator)
+        return;
+    g_free(locator->host);
+    g_free(locator->address);
+    g_free(locator);
+}
+
+vrmLocator *
+vrmLocatorCopy(const vrmLocator *locator)
+{
+    if (!locator)
+        return NULL;
+    return vrmLocatorNew(locator->host, locator->address, locator->port);
+}
+
+bool
+vrmLocatorEqual(const vrmLocator *a, const vrmLocator *b)
+{
+    if (!a || !b)
+        return a == b;
+    return g_strcmp0(a->host, b->host) == 0 &&
+        g_strcmp0(a->address, b->address) == 0 && a->port == b->port;
+}
+
+vrmLocator *
+vrmLocatorParseNode(xmlNodePtr node)
+{
+    static const char *const attrs[] = { "host", "address", "port", NULL };
+    g_autoptr(vrmLocator) locator = g_new0(vrmLocator, 1);
+
+    if (vrmXMLCheckLeaf(node, attrs) < 0 ||
+        vrmXMLPropHostName(node, "host", true, &locator->host) < 0 ||
+        vrmXMLPropAddress(node, "address", true, &locator->address) < 0 ||
+        vrmXMLPropUInt(node, "port", true, VRM_CM_PORT_MIN, VRM_CM_PORT_MAX,
+                       &locator->port) < 0)
+        return NULL;
+    return g_steal_pointer(&locator);
+}
+
+void
+vrmLocatorFormatBuf(GString *buf, const vrmLocator *locator, unsigned int level)
+{
+    vrmXMLIndent(buf, level);
+    g_string_append(buf, "<locator");
+    vrmXMLAttrStr(buf, "host", locator->host ? locator->host : "");
+    vrmXMLAttrStr(buf, "address", locator->address ? locator->address : "");
+    vrmXMLAttrUInt(buf, "port", locator->port);
+    g_string_append(buf, "/>\n");
+}
+
+
 /* ---- offer ---- */
 
 vrmOffer *
@@ -253,6 +320,7 @@ vrmOfferFree(vrmOffer *offer)
 {
     if (!offer)
         return;
+    vrmTokenClear(&offer->token);
     g_free(offer->address);
     g_free(offer->device);
     g_free(offer);
@@ -333,15 +401,17 @@ vrmOfferParseNode(xmlNodePtr node)
     };
     g_autoptr(vrmOffer) offer = vrmOfferNew();
     xmlNodePtr endpoint;
+    int rc;
 
     if (vrmXMLCheckAttributes(node, attrs) < 0 ||
         vrmXMLCheckChildren(node, children) < 0 ||
         vrmXMLPropUInt(node, "version", true, 1, G_MAXUINT32,
                        &offer->version) < 0 ||
         vrmXMLPropHex32(node, "capabilities", true, &offer->capabilities) < 0 ||
-        vrmXMLPropHexBytes(node, "token", true, offer->token.bytes,
-                           VRM_TOKEN_BYTES) < 0)
+        (rc = vrmXMLPropHexBytes(node, "token", false, offer->token.bytes,
+                                 VRM_TOKEN_BYTES)) < 0)
         return NULL;
+    offer->hasToken = rc == 1;
 
     if (!(endpoint = vrmXMLRequiredChild(node, "endpoint")) ||
         vrmXMLCheckLeaf(endpoint, endpointAttrs) < 0 ||
@@ -362,13 +432,17 @@ vrmOfferParseNode(xmlNodePtr node)
 void
 vrmOfferFormatBuf(GString *buf, const vrmOffer *offer, unsigned int level)
 {
-    char token[VRM_TOKEN_HEX_LEN + 1];
-
-    vrmTokenFormat(&offer->token, token);
     vrmXMLIndent(buf, level);
-    g_string_append_printf(buf,
-                           "<offer version=\"%u\" capabilities=\"0x%08x\" token=\"%s\">\n",
-                           offer->version, offer->capabilities, token);
+    g_string_append_printf(buf, "<offer version=\"%u\" capabilities=\"0x%08x\"",
+                           offer->version, offer->capabilities);
+    if (offer->hasToken) {
+        char token[VRM_TOKEN_HEX_LEN + 1];
+
+        vrmTokenFormat(&offer->token, token);
+        vrmXMLAttrStr(buf, "token", token);
+        memset(token, 0, sizeof(token));
+    }
+    g_string_append(buf, ">\n");
     vrmXMLIndent(buf, level + 1);
     g_string_append(buf, "<endpoint");
     vrmXMLAttrStr(buf, "address", offer->address ? offer->address : "");
@@ -382,6 +456,15 @@ vrmOfferFormatBuf(GString *buf, const vrmOffer *offer, unsigned int level)
                    offer->ringDepth, offer->bandwidth);
     vrmXMLIndent(buf, level);
     g_string_append(buf, "</offer>\n");
+}
+
+void
+vrmOfferDropToken(vrmOffer *offer)
+{
+    if (!offer)
+        return;
+    vrmTokenClear(&offer->token);
+    offer->hasToken = false;
 }
 
 char *
@@ -638,6 +721,7 @@ vrmMigrationDefFree(vrmMigrationDef *def)
     if (!def)
         return;
     vrmMigrationParamsClear(&def->params);
+    vrmLocatorFree(def->locator);
     vrmOfferFree(def->offer);
     vrmAnswerFree(def->answer);
     g_free(def);
@@ -649,6 +733,7 @@ vrmMigrationDefCopy(const vrmMigrationDef *def)
     vrmMigrationDef *ret = vrmMigrationDefNew();
 
     vrmMigrationParamsCopy(&ret->params, &def->params);
+    ret->locator = vrmLocatorCopy(def->locator);
     ret->offer = vrmOfferCopy(def->offer);
     ret->answer = vrmAnswerCopy(def->answer);
     return ret;
@@ -657,13 +742,16 @@ vrmMigrationDefCopy(const vrmMigrationDef *def)
 vrmMigrationDef *
 vrmMigrationDefParseXML(xmlXPathContextPtr ctxt)
 {
-    static const char *const extra[] = { "offer", "answer", NULL };
+    static const char *const extra[] = { "locator", "offer", "answer", NULL };
     g_autoptr(vrmMigrationDef) def = vrmMigrationDefNew();
     xmlNodePtr node = ctxt->node;
     xmlNodePtr child;
 
     if (vrmXMLCheckAttributes(node, noAttrs) < 0 ||
         vrmMigrationParamsParseNode(node, &def->params, extra) < 0)
+        return NULL;
+    if ((child = vrmXMLChild(node, "locator")) &&
+        !(def->locator = vrmLocatorParseNode(child)))
         return NULL;
     if ((child = vrmXMLChild(node, "offer")) &&
         !(def->offer = vrmOfferParseNode(child)))
@@ -777,6 +865,8 @@ vrmMigrationDefFormatBuf(GString *buf, const vrmMigrationDef *def,
     start = buf->len;
     g_string_append(buf, ">\n");
     vrmMigrationParamsFormatBuf(buf, &def->params, level + 1);
+    if (def->locator)
+        vrmLocatorFormatBuf(buf, def->locator, level + 1);
     if (def->offer)
         vrmOfferFormatBuf(buf, def->offer, level + 1);
     if (def->answer)

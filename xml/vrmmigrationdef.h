@@ -8,9 +8,14 @@
  *     <channels count="4"/>
  *     <ring depth="16"/>
  *     <bandwidth max="40000"/>        Mbit/s, 0 = unlimited
- *     <offer .../>                    only in the XML of one migration
- *     <answer .../>                   idem
+ *     <locator host="h1" address="192.0.2.1" port="16530"/>
+ *                                     the virt-rdmad of the domain's host
+ *                                     (live metadata only)
  *   </rdma:migration>
+ *
+ * <offer> and <answer> children of old versions are read, so that they can
+ * be removed; offers and answers now travel between the helpers only
+ * (xml/vrmpeer.h), and the token of an offer only there.
  *
  * The children are in no namespace (what virDomainSetMetadata() produces
  * from `virsh metadata --key rdma --uri ... --set '<migration>...'`).
@@ -24,6 +29,9 @@
  *   vrmMigrationParamsIsEmpty(p)
  *   vrmMigrationParamsParseNode(node, p)      children of <migration> or <overrides>
  *   vrmMigrationParamsFormatBuf(buf, p, lvl)  the same children
+ * Locator:
+ *   vrmLocatorNew/Free/Copy  vrmLocatorParseNode(node)
+ *   vrmLocatorFormatBuf(buf, l, lvl)  vrmLocatorEqual(a, b)
  * Offer (source -> destination) and answer (destination -> source):
  *   vrmOfferNew/Free/Copy  vrmOfferParseNode(node)  vrmOfferFormat(o)
  *                                                   vrmOfferFormatBuf(buf, o, lvl)
@@ -89,10 +97,29 @@ void vrmMigrationParamsFormatBuf(GString *buf, const vrmMigrationParams *params,
                                  unsigned int level);
 
 
+/* <locator>: where the virt-rdmad of a domain's host answers its peers */
+typedef struct _vrmLocator vrmLocator;
+struct _vrmLocator {
+    char *host;                 /* host name (checked against its x509 certificate) */
+    char *address;              /* IP literal of the helpers' channel */
+    unsigned int port;          /* TCP port of the helpers' channel */
+};
+
+vrmLocator *vrmLocatorNew(const char *host, const char *address,
+                          unsigned int port);
+void vrmLocatorFree(vrmLocator *locator);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(vrmLocator, vrmLocatorFree);
+vrmLocator *vrmLocatorCopy(const vrmLocator *locator);
+bool vrmLocatorEqual(const vrmLocator *a, const vrmLocator *b);
+vrmLocator *vrmLocatorParseNode(xmlNodePtr node);
+void vrmLocatorFormatBuf(GString *buf, const vrmLocator *locator,
+                         unsigned int level);
+
 typedef struct _vrmOffer vrmOffer;
 struct _vrmOffer {
     unsigned int version;       /* protocol version the source speaks */
     guint32 capabilities;       /* capability bits asked for; unknown bits kept */
+    bool hasToken;              /* the token is known (helpers' channel only) */
     vrmToken token;             /* one-time 128-bit token */
     char *address;              /* <endpoint address>: source engine's rdma_cm address */
     unsigned int port;          /* <endpoint port>: its rdma_cm port */
@@ -109,7 +136,10 @@ void vrmOfferFree(vrmOffer *offer);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(vrmOffer, vrmOfferFree);
 vrmOffer *vrmOfferCopy(const vrmOffer *offer);
 vrmOffer *vrmOfferParseNode(xmlNodePtr node);
+/* The token is written only if @offer->hasToken. */
 void vrmOfferFormatBuf(GString *buf, const vrmOffer *offer, unsigned int level);
+/* Forget the token (wiped): what job records and replies keep. */
+void vrmOfferDropToken(vrmOffer *offer);
 /* "<offer ...>...</offer>\n" at level 0 (g_free). */
 char *vrmOfferFormat(const vrmOffer *offer);
 
@@ -190,6 +220,7 @@ char *vrmAnswerFormat(const vrmAnswer *answer);
 typedef struct _vrmMigrationDef vrmMigrationDef;
 struct _vrmMigrationDef {
     vrmMigrationParams params;
+    vrmLocator *locator;            /* NULL if absent */
     vrmOffer *offer;                /* NULL if absent */
     vrmAnswer *answer;              /* NULL if absent */
 };

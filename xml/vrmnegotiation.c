@@ -342,6 +342,7 @@ vrmOfferFromParams(const vrmMigrationParams *params,
     }
     if (vrmTokenGenerate(&offer->token) < 0)
         return NULL;
+    offer->hasToken = true;
 
     offer->version = VRM_PROTOCOL_VERSION;
     offer->capabilities = vrmCapabilityFromParams(params) & policy->capabilities;

@@ -48,6 +48,7 @@ vrmXMLJoinAllowed(const char *const *allowed)
 VRM_ENUM_IMPL(vrmXMLSchema, VRM_XML_SCHEMA_LAST,
               "migration.rng",
               "control.rng",
+              "peer.rng",
 );
 
 char *
@@ -766,6 +767,47 @@ vrmXMLPropAddress(xmlNodePtr node, const char *name, bool required,
         vrmReportError(VRM_ERR_XML,
                        _("attribute '%1$s' of element '%2$s' has invalid value '%3$s'; expected an IPv4 or IPv6 address"),
                        name, elem, bad);
+        return -1;
+    }
+    g_free(*value);
+    *value = g_steal_pointer(&str);
+    return 1;
+}
+
+static int
+vrmErrorCodeFromString(const char *str)
+{
+    int i;
+
+    for (i = 0; i < VRM_ERR_LAST; i++) {
+        if (g_strcmp0(vrmErrorCodeTypeToString(i), str) == 0)
+            return i;
+    }
+    return -1;
+}
+
+int
+vrmXMLPropErrorCode(xmlNodePtr node, const char *name, int *code)
+{
+    return vrmXMLPropEnum(node, name, true, vrmErrorCodeFromString,
+                          vrmErrorCodeTypeToString, VRM_ERR_LAST, code);
+}
+
+int
+vrmXMLPropHostName(xmlNodePtr node, const char *name, bool required,
+                   char **value)
+{
+    g_autofree char *str = vrmXMLGetAttr(node, name);
+
+    if (!str)
+        return vrmXMLMissing(node, name, required);
+    if (!vrmValidHostName(str)) {
+        g_autofree char *elem = vrmXMLNodeName(node);
+        g_autofree char *bad = vrmXMLQuote(str);
+
+        vrmReportError(VRM_ERR_XML,
+                       _("attribute '%1$s' of element '%2$s' has invalid value '%3$s'; expected a host name of at most %4$d letters, digits, '-' and dots"),
+                       name, elem, bad, VRM_HOST_NAME_MAX);
         return -1;
     }
     g_free(*value);

@@ -32,7 +32,7 @@
  * the element, the attribute, the bad value and the allowed values.
  *   vrmXMLPropUInt  vrmXMLPropULLong  vrmXMLPropHex32  vrmXMLPropEnum
  *   vrmXMLPropString  vrmXMLPropName  vrmXMLPropAddress  vrmXMLPropChunkSize
- *   vrmXMLPropYesNo  vrmXMLPropHexBytes
+ *   vrmXMLPropYesNo  vrmXMLPropHexBytes  vrmXMLPropHostName
  *
  * Thread safety: every function may be called from any thread; the schema
  * cache is locked and error reports are per thread (vrmerror.h).
@@ -69,6 +69,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(xmlXPathContext, xmlXPathFreeContext);
 typedef enum {
     VRM_XML_SCHEMA_MIGRATION,   /* migration.rng: the <rdma:migration> element */
     VRM_XML_SCHEMA_CONTROL,     /* control.rng: control-socket messages */
+    VRM_XML_SCHEMA_PEER,        /* peer.rng: messages between helpers */
 
     VRM_XML_SCHEMA_LAST
 } vrmXMLSchema;
@@ -136,6 +137,11 @@ int vrmXMLPropName(xmlNodePtr node, const char *name, bool required,
 /* An IPv4 or IPv6 literal. */
 int vrmXMLPropAddress(xmlNodePtr node, const char *name, bool required,
                       char **value);
+/* A vrmErrorCode by its name ("policy"); required. */
+int vrmXMLPropErrorCode(xmlNodePtr node, const char *name, int *code);
+/* A host name (vrmValidHostName()). */
+int vrmXMLPropHostName(xmlNodePtr node, const char *name, bool required,
+                       char **value);
 /* Exactly 2 * @n lowercase hexadecimal characters. */
 int vrmXMLPropHexBytes(xmlNodePtr node, const char *name, bool required,
                        guint8 *bytes, size_t n);

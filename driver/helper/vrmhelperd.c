@@ -955,6 +955,9 @@ vrmHelperDispatch(vrmHelperDaemon *d, vrmHelperConn *c, const char *xml)
         vrmHelperConnReplyJobs(c, recs, all->len);
         return;
     }
+    case VRM_CONTROL_JOB_INCOMING:
+    case VRM_CONTROL_JOB_PREPARE:
+    case VRM_CONTROL_HOST_INFO:
     case VRM_CONTROL_REPLY:
     case VRM_CONTROL_LAST:
         break;

@@ -52,6 +52,8 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
     "$srcdir/tests/xml/migrationdata-invalid" \
     "$srcdir/tests/xml/controldata" \
     "$srcdir/tests/xml/controldata-invalid" \
+    "$srcdir/tests/xml/peerdata" \
+    "$srcdir/tests/xml/peerdata-invalid" \
     "$srcdir/tests/xml/domaindata" \
     "$srcdir/tests/helper/confdata" \
     "$srcdir/tests/helper/confdata-invalid" \

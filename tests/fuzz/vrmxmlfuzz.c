@@ -2,12 +2,14 @@
  * vrmxmlfuzz.c: libFuzzer target for the XML layer
  *
  * Every input goes through each parser of xml/: the migration element,
- * the control messages, the domain-XML surgery and the helper's key file.
+ * the control messages, the messages between helpers (peer input of
+ * root's daemon), the domain-XML surgery and the helper's key file.
  * Besides the sanitizers, it checks properties that must hold for any
  * input the parsers accept:
  *   - format(parse(x)) parses again and formats to the same text;
- *   - an offer spliced into an accepted domain XML reads back unchanged,
- *     and stripping it leaves a domain XML that still parses;
+ *   - the locator the hook splices into an accepted domain XML reads back
+ *     unchanged, no offer or answer survives, and a second splice
+ *     changes nothing;
  *   - the canonical form of an accepted key file loads again;
  *   - no parser reports VRM_ERR_INTERNAL: in particular the parser and the
  *     RNG schema agree (a document the parser accepts but the schema
@@ -28,6 +30,7 @@
 #include "vrmerror.h"
 #include "vrmhelperconf.h"
 #include "vrmmigrationdef.h"
+#include "vrmpeer.h"
 
 /* Larger inputs only slow the search down. */
 #define VRM_FUZZ_MAX_INPUT (64 * 1024)
@@ -102,44 +105,52 @@ fuzzDomain(const char *str)
 {
     g_autoptr(vrmMigrationDef) def = NULL;
     g_autoptr(vrmMigrationDef) back = NULL;
-    g_autoptr(vrmOffer) offer = vrmOfferNew();
-    g_autoptr(GString) want = g_string_new(NULL);
-    g_autoptr(GString) got = g_string_new(NULL);
+    g_autoptr(vrmLocator) locator = vrmLocatorNew("dst.example.org",
+                                                  "192.0.2.1", 16530);
     g_autofree char *with = NULL;
-    g_autofree char *stripped = NULL;
+    g_autofree char *again = NULL;
 
     if (vrmDomainXMLGetMigration(str, &def) < 0) {
         vrmFuzzCheckError(str);
         return;
     }
-
-    offer->version = 1;
-    offer->capabilities = 0x3;
-    memset(offer->token.bytes, 0xa5, sizeof(offer->token.bytes));
-    offer->address = g_strdup("192.0.2.1");
-    offer->port = 18515;
-    offer->channels = 2;
-    offer->chunkSize = 1048576;
-    offer->ringDepth = 16;
-    if (!(with = vrmDomainXMLSetOffer(str, offer))) {
+    /* what the destination's hook prints: the locator in, any offer or
+     * answer of an old version out */
+    if (!(with = vrmDomainXMLSetLocator(str, locator))) {
         vrmFuzzCheckError(str);     /* e.g. our element there but invalid */
         return;
     }
-    if (vrmDomainXMLGetMigration(with, &back) != 1 || !back->offer)
-        vrmFuzzFail("offer spliced into a domain XML does not read back",
+    if (vrmDomainXMLGetMigration(with, &back) != 1 ||
+        !vrmLocatorEqual(back->locator, locator))
+        vrmFuzzFail("locator spliced into a domain XML does not read back",
                     with, vrmGetLastErrorMessage());
-    vrmOfferFormatBuf(want, offer, 0);
-    vrmOfferFormatBuf(got, back->offer, 0);
-    if (strcmp(want->str, got->str) != 0)
-        vrmFuzzFail("offer changed on its way through the domain XML",
-                    want->str, got->str);
-    if (!(stripped = vrmDomainXMLStripNegotiation(with)))
-        vrmFuzzFail("cannot strip the offer again", with,
+    if (back->offer || back->answer)
+        vrmFuzzFail("an offer or answer survived the hook's edit", str, with);
+    if (!(again = vrmDomainXMLSetLocator(with, locator)) ||
+        strcmp(again, with) != 0)
+        vrmFuzzFail("setting the same locator twice changed the XML", with,
+                    again ? again : vrmGetLastErrorMessage());
+}
+
+static void
+fuzzPeer(const char *str)
+{
+    g_autoptr(vrmPeerMessage) msg = vrmPeerMessageParseString(str);
+    g_autoptr(vrmPeerMessage) again = NULL;
+    g_autofree char *out = NULL;
+    g_autofree char *out2 = NULL;
+
+    if (!msg) {
+        vrmFuzzCheckError(str);
+        return;
+    }
+    out = vrmPeerMessageFormat(msg);
+    if (!(again = vrmPeerMessageParseString(out)))
+        vrmFuzzFail("formatted peer message does not parse", out,
                     vrmGetLastErrorMessage());
-    g_clear_pointer(&back, vrmMigrationDefFree);
-    if (vrmDomainXMLGetMigration(stripped, &back) < 0)
-        vrmFuzzFail("stripped domain XML does not parse", stripped,
-                    vrmGetLastErrorMessage());
+    out2 = vrmPeerMessageFormat(again);
+    if (strcmp(out, out2) != 0)
+        vrmFuzzFail("peer message is not a fixed point", out, out2);
 }
 
 static void
@@ -174,6 +185,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     str = g_strndup((const char *)data, size);
     fuzzMigration(str);
     fuzzControl(str);
+    fuzzPeer(str);
     fuzzDomain(str);
     fuzzConfig(data, size);
     vrmResetLastError();

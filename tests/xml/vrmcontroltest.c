@@ -146,7 +146,7 @@ testParseXMLUnknownRoot(void)
     g_assert_null(vrmControlMessageParseXML(ctxt));
     g_assert_cmpstr(vrmGetLastErrorMessage(), ==,
                     "unknown control message 'job-delete'; allowed messages: "
-                    "'job-open', 'job-accept', 'job-query', 'job-cancel', 'job-list', 'reply'");
+                    "'job-open', 'job-accept', 'job-incoming', 'job-prepare', 'host-info', 'job-query', 'job-cancel', 'job-list', 'reply'");
 }
 
 static gpointer

@@ -2,12 +2,14 @@
  * vrmdomainxmltest.c: surgery on full libvirt domain XMLs
  *
  * For every tests/xml/domaindata/NAME.xml:
- *   NAME.offer.out.xml   after vrmDomainXMLSetOffer()
- *   NAME.answer.out.xml  after vrmDomainXMLSetAnswer() on that
+ *   NAME.locator.out.xml after vrmDomainXMLSetLocator() (what the hook
+ *                        prints: the locator replaced, any offer or answer
+ *                        of an old version gone)
  *   NAME.params.out.xml  after vrmDomainXMLSetMigration() with new parameters
  * and always: the element read back equals what was written, the text
  * outside our element is untouched (common prefix and suffix cover it),
- * and stripping the offer and answer gives back the input.
+ * setting the same locator again changes nothing, and the parameters
+ * survive.
  */
 #include <config.h>
 
@@ -17,38 +19,10 @@
 #include "vrmdomainxml.h"
 #include "vrmerror.h"
 
-static vrmOffer *
-testOffer(void)
+static vrmLocator *
+testLocator(void)
 {
-    vrmOffer *offer = vrmOfferNew();
-
-    offer->version = 1;
-    offer->capabilities = 0x3;
-    g_assert_true(vrmTokenParse("0123456789abcdef0123456789abcdef", &offer->token));
-    offer->address = g_strdup("192.0.2.10");
-    offer->port = 18515;
-    offer->device = g_strdup("mlx5_0");
-    offer->devicePort = 1;
-    offer->channels = 4;
-    offer->chunkSize = 1048576;
-    offer->ringDepth = 16;
-    offer->bandwidth = 0;
-    return offer;
-}
-
-static vrmAnswer *
-testAnswer(void)
-{
-    vrmAnswer *answer = vrmAnswerNew(VRM_ANSWER_ACCEPTED);
-
-    answer->version = 1;
-    answer->capabilities = 0x1;
-    answer->channels = 4;
-    answer->chunkSize = 1048576;
-    answer->ringDepth = 16;
-    answer->bandwidth = 25000;
-    vrmAnswerAddLimit(answer, VRM_LIMIT_BANDWIDTH, 0, 25000, NULL);
-    return answer;
+    return vrmLocatorNew("dst.example.org", "192.0.2.20", 16530);
 }
 
 /*
@@ -93,23 +67,17 @@ testDomain(gconstpointer opaque)
     const char *path = opaque;
     size_t base = strlen(path) - strlen(".xml");
     g_autofree char *input = vrmTestReadFile(path);
-    g_autofree char *offerPath = g_strdup_printf("%.*s.offer.out.xml", (int)base, path);
-    g_autofree char *answerPath = g_strdup_printf("%.*s.answer.out.xml", (int)base, path);
+    g_autofree char *locatorPath = g_strdup_printf("%.*s.locator.out.xml", (int)base, path);
     g_autofree char *paramsPath = g_strdup_printf("%.*s.params.out.xml", (int)base, path);
-    g_autoptr(vrmOffer) offer = testOffer();
-    g_autoptr(vrmAnswer) answer = testAnswer();
+    g_autoptr(vrmLocator) locator = testLocator();
     g_autoptr(vrmMigrationDef) before = NULL;
-    g_autoptr(vrmMigrationDef) afterOffer = NULL;
-    g_autoptr(vrmMigrationDef) afterAnswer = NULL;
+    g_autoptr(vrmMigrationDef) afterLocator = NULL;
     g_autoptr(vrmMigrationDef) afterParams = NULL;
     g_autoptr(vrmMigrationDef) newDef = vrmMigrationDefNew();
-    g_autofree char *withOffer = NULL;
-    g_autofree char *withAnswer = NULL;
+    g_autofree char *withLocator = NULL;
+    g_autofree char *again = NULL;
     g_autofree char *withParams = NULL;
-    g_autofree char *stripped = NULL;
     g_autofree char *strippedInput = NULL;
-    g_autofree char *want = NULL;
-    g_autofree char *got = NULL;
     int found;
 
     vrmResetLastError();
@@ -117,40 +85,31 @@ testDomain(gconstpointer opaque)
     if (found < 0)
         g_error("%s: %s", path, vrmGetLastErrorMessage());
 
-    /* offer */
-    withOffer = vrmDomainXMLSetOffer(input, offer);
-    if (!withOffer)
+    /* locator: what the destination's hook prints */
+    withLocator = vrmDomainXMLSetLocator(input, locator);
+    if (!withLocator)
         g_error("%s: %s", path, vrmGetLastErrorMessage());
-    g_assert_true(vrmTestCompareToFile(withOffer, offerPath));
-    assertLocalChange(input, withOffer);
-    g_assert_cmpint(vrmDomainXMLGetMigration(withOffer, &afterOffer), ==, 1);
-    g_assert_nonnull(afterOffer->offer);
-    want = vrmOfferFormat(offer);
-    got = vrmOfferFormat(afterOffer->offer);
-    g_assert_cmpstr(got, ==, want);
-    g_clear_pointer(&want, g_free);
-    g_clear_pointer(&got, g_free);
-
-    /* answer on top */
-    withAnswer = vrmDomainXMLSetAnswer(withOffer, answer);
-    g_assert_nonnull(withAnswer);
-    g_assert_true(vrmTestCompareToFile(withAnswer, answerPath));
-    assertLocalChange(withOffer, withAnswer);
-    g_assert_cmpint(vrmDomainXMLGetMigration(withAnswer, &afterAnswer), ==, 1);
-    g_assert_nonnull(afterAnswer->offer);
-    g_assert_nonnull(afterAnswer->answer);
-    want = vrmAnswerFormat(answer);
-    got = vrmAnswerFormat(afterAnswer->answer);
-    g_assert_cmpstr(got, ==, want);
-
-    /* strip: back to the input without its own offer/answer */
-    stripped = vrmDomainXMLStripNegotiation(withAnswer);
+    g_assert_true(vrmTestCompareToFile(withLocator, locatorPath));
     strippedInput = vrmDomainXMLStripNegotiation(input);
-    g_assert_nonnull(stripped);
     g_assert_nonnull(strippedInput);
-    g_assert_cmpstr(stripped, ==, strippedInput);
+    assertLocalChange(strippedInput, withLocator);
+    g_assert_cmpint(vrmDomainXMLGetMigration(withLocator, &afterLocator), ==, 1);
+    g_assert_true(vrmLocatorEqual(afterLocator->locator, locator));
+    g_assert_null(afterLocator->offer);
+    g_assert_null(afterLocator->answer);
+    if (before) {
+        g_autoptr(GString) a = g_string_new(NULL);
+        g_autoptr(GString) b = g_string_new(NULL);
+
+        vrmMigrationParamsFormatBuf(a, &before->params, 0);
+        vrmMigrationParamsFormatBuf(b, &afterLocator->params, 0);
+        g_assert_cmpstr(a->str, ==, b->str);
+    }
     if (!before || (!before->offer && !before->answer))
         g_assert_cmpstr(strippedInput, ==, input);
+    /* a second time: nothing changes */
+    again = vrmDomainXMLSetLocator(withLocator, locator);
+    g_assert_cmpstr(again, ==, withLocator);
 
     /* whole element */
     newDef->params.channels = 8;
@@ -197,7 +156,7 @@ testDomainError(gconstpointer opaque)
 {
     const vrmDomainErrorCase *c = opaque;
     g_autoptr(vrmMigrationDef) def = NULL;
-    g_autoptr(vrmOffer) offer = testOffer();
+    g_autoptr(vrmLocator) locator = testLocator();
     g_autofree char *out = NULL;
 
     vrmResetLastError();
@@ -205,7 +164,7 @@ testDomainError(gconstpointer opaque)
     g_assert_null(def);
     g_assert_cmpstr(vrmGetLastErrorMessage(), ==, c->error);
     vrmResetLastError();
-    out = vrmDomainXMLSetOffer(c->xml, offer);
+    out = vrmDomainXMLSetLocator(c->xml, locator);
     g_assert_null(out);
     g_assert_cmpstr(vrmGetLastErrorMessage(), ==, c->error);
 }

@@ -8,6 +8,7 @@
 
 #include "vrmtestutils.h"
 #include "vrmcontrol.h"
+#include "vrmpeer.h"
 #include "vrmerror.h"
 #include "vrmmigrationdef.h"
 #include "vrmxmlutil.h"
@@ -227,6 +228,69 @@ parseControl(const char *xml)
     return vrmControlMessageParseString(xml);
 }
 
+static void *
+parsePeer(const char *xml)
+{
+    return vrmPeerMessageParseString(xml);
+}
+
+/*
+ * The locator's host name: the schema's pattern and vrmValidHostName()
+ * must agree, as for addresses.
+ */
+static void
+testHostNames(void)
+{
+    g_autofree char *label63 = g_strnfill(63, 'a');
+    g_autofree char *label64 = g_strnfill(64, 'b');
+    g_autofree char *long253 = NULL;
+    g_autofree char *long255 = NULL;
+    g_autofree char *with63 = g_strdup_printf("x.%s.y", label63);
+    g_autofree char *with64 = g_strdup_printf("x.%s.y", label64);
+    const char *names[] = {
+        "a", "sandbox-a", "hv-17.rack3.example.org", "A1", "1a", "a-",
+        "a--b", "xn--bcher-kva.example", "", "-a", "a.", ".a", "a..b",
+        "a_b", "a b", "a;b", "é", "a.-b", "a/b", NULL, NULL, NULL, NULL, NULL,
+    };
+    size_t n = 19;
+    size_t i;
+
+    {
+        g_autofree char *label61 = g_strnfill(61, 'c');
+
+        /* three labels of 63, one of 61: 253 characters with the dots */
+        long253 = g_strdup_printf("%s.%s.%s.%s", label63, label63, label63, label61);
+        long255 = g_strdup_printf("%s.z", long253);
+    }
+    g_assert_cmpuint(strlen(long253), ==, 253);
+    names[n++] = label63;
+    names[n++] = label64;
+    names[n++] = with63;
+    names[n++] = with64;
+    names[n++] = long255;
+    for (i = 0; i < n; i++) {
+        g_autofree char *xml = g_strdup_printf(
+            "<rdma:migration xmlns:rdma='%s'><locator host='%s' address='192.0.2.1' port='1'/></rdma:migration>",
+            "http://virt-rdma.org/xmlns/migration/1.0", names[i]);
+        g_autoptr(xmlDoc) doc = vrmXMLParseMemory(xml, strlen(xml), "test", false);
+        bool schema;
+        bool parser = vrmValidHostName(names[i]);
+
+        g_assert_nonnull(doc);
+        schema = vrmXMLValidate(doc, VRM_XML_SCHEMA_MIGRATION, NULL) == 0;
+        if (schema != parser) {
+            g_test_message("'%s': schema %s it, vrmValidHostName %s it", names[i],
+                           schema ? "accepts" : "refuses",
+                           parser ? "accepts" : "refuses");
+            g_test_fail();
+        }
+    }
+    g_assert_true(vrmValidHostName(long253));
+    g_assert_false(vrmValidHostName(long255));
+    g_assert_true(vrmValidHostName(label63));
+    g_assert_false(vrmValidHostName(label64));
+}
+
 static xmlNodePtr
 nthElementChild(xmlNodePtr parent, size_t n)
 {
@@ -378,11 +442,15 @@ main(int argc, char **argv)
     g_test_add_func("/schema/load", testSchemasLoad);
     g_test_add_func("/schema/missing-dir", testMissingSchemaDir);
     g_test_add_func("/schema/addresses", testAddresses);
+    g_test_add_func("/schema/host-names", testHostNames);
     addDir("xml/migrationdata", VRM_XML_SCHEMA_MIGRATION, parseMigration,
            (GDestroyNotify)vrmMigrationDefFree);
     addDir("xml/migrationdata-invalid", VRM_XML_SCHEMA_MIGRATION, NULL, NULL);
     addDir("xml/controldata", VRM_XML_SCHEMA_CONTROL, parseControl,
            (GDestroyNotify)vrmControlMessageFree);
     addDir("xml/controldata-invalid", VRM_XML_SCHEMA_CONTROL, NULL, NULL);
+    addDir("xml/peerdata", VRM_XML_SCHEMA_PEER, parsePeer,
+           (GDestroyNotify)vrmPeerMessageFree);
+    addDir("xml/peerdata-invalid", VRM_XML_SCHEMA_PEER, NULL, NULL);
     return g_test_run();
 }

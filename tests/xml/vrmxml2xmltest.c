@@ -14,6 +14,7 @@
 
 #include "vrmtestutils.h"
 #include "vrmcontrol.h"
+#include "vrmpeer.h"
 #include "vrmerror.h"
 #include "vrmmigrationdef.h"
 
@@ -49,6 +50,14 @@ controlRoundTrip(const char *xml)
     g_autoptr(vrmControlMessage) msg = vrmControlMessageParseString(xml);
 
     return msg ? vrmControlMessageFormat(msg) : NULL;
+}
+
+static char *
+peerRoundTrip(const char *xml)
+{
+    g_autoptr(vrmPeerMessage) msg = vrmPeerMessageParseString(xml);
+
+    return msg ? vrmPeerMessageFormat(msg) : NULL;
 }
 
 static void
@@ -150,5 +159,6 @@ main(int argc, char **argv)
     vrmTestInit(&argc, &argv);
     addCases("migration", migrationRoundTrip);
     addCases("control", controlRoundTrip);
+    addCases("peer", peerRoundTrip);
     return g_test_run();
 }
