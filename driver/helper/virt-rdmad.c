@@ -92,8 +92,13 @@ main(int argc, char **argv)
         return 1;
     }
     if (checkConfig) {
-        g_autofree char *text = vrmHelperConfigFormat(conf);
+        g_autofree char *text = NULL;
 
+        if (vrmHelperConfigCheckSystem(conf) < 0) {
+            fprintf(stderr, "virt-rdmad: %s\n", vrmGetLastErrorMessage());
+            return 1;
+        }
+        text = vrmHelperConfigFormat(conf);
         fputs(text, stdout);
         return 0;
     }

@@ -22,9 +22,9 @@
 #include <glib.h>
 
 #include "vrmcontrol.h"
+#include "vrmhelperconf.h"
 
 #define VRM_HELPER_FRAME_MAX (1024u * 1024)
-#define VRM_HELPER_SOCKET_NAME "virt-rdmad.sock"
 #define VRM_HELPER_SOCKET_ENV "VRM_HELPER_SOCKET"
 
 /* Where clients find the helper: $VRM_HELPER_SOCKET, else the default. */

@@ -6,12 +6,21 @@
  */
 #include <config.h>
 
+#include <grp.h>
+#include <pwd.h>
 #include <stddef.h>
 #include <string.h>
 
 #include "vrmhelperconf.h"
 #include "vrmerror.h"
 #include "vrmi18n.h"
+
+VRM_ENUM_IMPL(vrmPeerAuth, VRM_PEER_AUTH_LAST,
+              "auto",
+              "psk",
+              "x509",
+              "none",
+);
 
 #define VRM_HELPER_DEFAULT_CM_PORT_MIN 18515
 #define VRM_HELPER_DEFAULT_CM_PORT_MAX 18600
@@ -20,13 +29,35 @@
 #define VRM_HELPER_DEFAULT_HISTORY 64
 #define VRM_HELPER_MAX_HISTORY 100000
 #define VRM_HELPER_PATH_MAX 4096
+/* The host's pinned-memory budget: every running job's allowance together */
+#define VRM_HELPER_DEFAULT_BUDGET (1024ull * 1024 * 1024)
+/* The offer's most channels: the main one and eight multifd ones */
+#define VRM_HELPER_DEFAULT_MAX_CHANNELS 9
+#define VRM_HELPER_DEFAULT_MAX_CLIENTS 64
+#define VRM_HELPER_MAX_CLIENTS 4096
+#define VRM_HELPER_DEFAULT_MAX_PEERS 16
+#define VRM_HELPER_MAX_PEERS 1024
+#define VRM_HELPER_DEFAULT_PEER_TIMEOUT 10
+#define VRM_HELPER_DEFAULT_HOOK_TIMEOUT 90
+#define VRM_HELPER_MAX_TIMEOUT 3600
+#define VRM_HELPER_URI_MAX 1024
+/* libvirt's PKI (docs/negotiation.rst) */
+#define VRM_PKI_CA_CERT "/etc/pki/CA/cacert.pem"
+#define VRM_PKI_SERVER_CERT "/etc/pki/libvirt/servercert.pem"
+#define VRM_PKI_SERVER_KEY "/etc/pki/libvirt/private/serverkey.pem"
+#define VRM_PKI_CLIENT_CERT "/etc/pki/libvirt/clientcert.pem"
+#define VRM_PKI_CLIENT_KEY "/etc/pki/libvirt/private/clientkey.pem"
 
 typedef enum {
-    VRM_CONF_NAME,          /* device or group name */
+    VRM_CONF_NAME,          /* device, group or user name */
+    VRM_CONF_HOST_NAME,     /* DNS host name */
     VRM_CONF_ADDRESS,       /* IPv4 or IPv6 literal */
     VRM_CONF_UINT,          /* unsigned int in [min, max] */
     VRM_CONF_ULLONG,        /* unsigned long long in [min, max] */
+    VRM_CONF_SIZE,          /* bytes in [min, max], with the size grammar */
     VRM_CONF_PATH,          /* absolute path */
+    VRM_CONF_STRING,        /* one line of text (a libvirt URI) */
+    VRM_CONF_PEER_AUTH,     /* vrmPeerAuth */
     VRM_CONF_CHUNK_SIZES,   /* list of powers of two */
 } vrmConfType;
 
@@ -52,8 +83,8 @@ static const vrmConfKey vrmConfKeys[] = {
       VRM_CM_PORT_MIN, VRM_CM_PORT_MAX },
     { "limits", "max-jobs", VRM_CONF_UINT, OFF(maxJobs),
       1, VRM_HELPER_MAX_JOBS },
-    { "limits", "max-pinned-bytes", VRM_CONF_ULLONG, OFF(maxPinnedBytes),
-      0, G_MAXUINT64 },
+    { "limits", "max-pinned-bytes", VRM_CONF_SIZE, OFF(maxPinnedBytes),
+      1024 * 1024, G_MAXUINT64 },
     { "limits", "max-channels", VRM_CONF_UINT, OFF(maxChannels),
       VRM_CHANNELS_MIN, VRM_CHANNELS_MAX },
     { "limits", "chunk-sizes", VRM_CONF_CHUNK_SIZES, OFF(chunkSizes),
@@ -62,15 +93,38 @@ static const vrmConfKey vrmConfKeys[] = {
       VRM_RING_DEPTH_MIN, VRM_RING_DEPTH_MAX },
     { "limits", "max-bandwidth", VRM_CONF_UINT, OFF(maxBandwidth),
       0, G_MAXUINT32 },
+    { "limits", "max-clients", VRM_CONF_UINT, OFF(maxClients),
+      1, VRM_HELPER_MAX_CLIENTS },
     { "paths", "run-dir", VRM_CONF_PATH, OFF(runDir), 0, 0 },
     { "paths", "state-dir", VRM_CONF_PATH, OFF(stateDir), 0, 0 },
     { "access", "group", VRM_CONF_NAME, OFF(group), 0, 0 },
     { "history", "size", VRM_CONF_UINT, OFF(historySize),
       0, VRM_HELPER_MAX_HISTORY },
+    { "peers", "auth", VRM_CONF_PEER_AUTH, OFF(peerAuth), 0, 0 },
+    { "peers", "key-file", VRM_CONF_PATH, OFF(peerKeyFile), 0, 0 },
+    { "peers", "ca-cert", VRM_CONF_PATH, OFF(peerCACert), 0, 0 },
+    { "peers", "server-cert", VRM_CONF_PATH, OFF(peerServerCert), 0, 0 },
+    { "peers", "server-key", VRM_CONF_PATH, OFF(peerServerKey), 0, 0 },
+    { "peers", "client-cert", VRM_CONF_PATH, OFF(peerClientCert), 0, 0 },
+    { "peers", "client-key", VRM_CONF_PATH, OFF(peerClientKey), 0, 0 },
+    { "peers", "host", VRM_CONF_HOST_NAME, OFF(peerHost), 0, 0 },
+    { "peers", "address", VRM_CONF_ADDRESS, OFF(peerAddress), 0, 0 },
+    { "peers", "listen", VRM_CONF_ADDRESS, OFF(peerListen), 0, 0 },
+    { "peers", "port", VRM_CONF_UINT, OFF(peerPort), 1, 65535 },
+    { "peers", "max-peers", VRM_CONF_UINT, OFF(maxPeers),
+      1, VRM_HELPER_MAX_PEERS },
+    { "peers", "timeout", VRM_CONF_UINT, OFF(peerTimeout),
+      1, VRM_HELPER_MAX_TIMEOUT },
+    { "engine", "user", VRM_CONF_NAME, OFF(engineUser), 0, 0 },
+    { "qemu", "user", VRM_CONF_NAME, OFF(qemuUser), 0, 0 },
+    { "libvirt", "uri", VRM_CONF_STRING, OFF(libvirtURI), 0, 0 },
+    { "hook", "timeout", VRM_CONF_UINT, OFF(hookTimeout),
+      1, VRM_HELPER_MAX_TIMEOUT },
 };
 
 static const char *const vrmConfGroups[] = {
-    "rdma", "limits", "paths", "access", "history",
+    "rdma", "limits", "paths", "access", "history", "peers", "engine",
+    "qemu", "libvirt", "hook",
 };
 
 #define FIELD(conf, type, row) ((type *)((char *)(conf) + (row)->offset))
@@ -86,8 +140,8 @@ vrmHelperConfigNew(void)
     conf->cmPortMin = VRM_HELPER_DEFAULT_CM_PORT_MIN;
     conf->cmPortMax = VRM_HELPER_DEFAULT_CM_PORT_MAX;
     conf->maxJobs = VRM_HELPER_DEFAULT_MAX_JOBS;
-    conf->maxPinnedBytes = policy.maxPinnedBytes;
-    conf->maxChannels = policy.maxChannels;
+    conf->maxPinnedBytes = VRM_HELPER_DEFAULT_BUDGET;
+    conf->maxChannels = VRM_HELPER_DEFAULT_MAX_CHANNELS;
     conf->chunkSizes = policy.chunkSizes;
     conf->maxRingDepth = policy.maxRingDepth;
     conf->maxBandwidth = policy.maxBandwidth;
@@ -97,6 +151,21 @@ vrmHelperConfigNew(void)
     else
         conf->stateDir = g_strdup("/" VRM_LOCALSTATEDIR);
     conf->historySize = VRM_HELPER_DEFAULT_HISTORY;
+    conf->maxClients = VRM_HELPER_DEFAULT_MAX_CLIENTS;
+    conf->group = g_strdup(VRM_HELPER_DEFAULT_GROUP);
+    conf->peerAuth = VRM_PEER_AUTH_AUTO;
+    conf->peerKeyFile = g_strdup(VRM_SYSCONFDIR "/cluster.key");
+    conf->peerCACert = g_strdup(VRM_PKI_CA_CERT);
+    conf->peerServerCert = g_strdup(VRM_PKI_SERVER_CERT);
+    conf->peerServerKey = g_strdup(VRM_PKI_SERVER_KEY);
+    conf->peerClientCert = g_strdup(VRM_PKI_CLIENT_CERT);
+    conf->peerClientKey = g_strdup(VRM_PKI_CLIENT_KEY);
+    conf->peerPort = VRM_HELPER_DEFAULT_PEER_PORT;
+    conf->maxPeers = VRM_HELPER_DEFAULT_MAX_PEERS;
+    conf->peerTimeout = VRM_HELPER_DEFAULT_PEER_TIMEOUT;
+    conf->engineUser = g_strdup(VRM_HELPER_DEFAULT_ENGINE_USER);
+    conf->libvirtURI = g_strdup("qemu:///system");
+    conf->hookTimeout = VRM_HELPER_DEFAULT_HOOK_TIMEOUT;
     return conf;
 }
 
@@ -110,6 +179,18 @@ vrmHelperConfigFree(vrmHelperConfig *conf)
     g_free(conf->runDir);
     g_free(conf->stateDir);
     g_free(conf->group);
+    g_free(conf->peerKeyFile);
+    g_free(conf->peerCACert);
+    g_free(conf->peerServerCert);
+    g_free(conf->peerServerKey);
+    g_free(conf->peerClientCert);
+    g_free(conf->peerClientKey);
+    g_free(conf->peerHost);
+    g_free(conf->peerAddress);
+    g_free(conf->peerListen);
+    g_free(conf->engineUser);
+    g_free(conf->qemuUser);
+    g_free(conf->libvirtURI);
     g_free(conf);
 }
 
@@ -213,6 +294,50 @@ vrmConfParseValue(vrmHelperConfig *conf, const char *name,
         }
         g_free(*FIELD(conf, char *, row));
         *FIELD(conf, char *, row) = g_strdup(value);
+        return 0;
+
+    case VRM_CONF_HOST_NAME:
+        if (!vrmValidHostName(value)) {
+            g_autofree char *expected =
+                g_strdup_printf(_("a host name of at most %1$d letters, digits, '-' and dots"),
+                                VRM_HOST_NAME_MAX);
+
+            return vrmConfInvalid(name, row, value, expected);
+        }
+        g_free(*FIELD(conf, char *, row));
+        *FIELD(conf, char *, row) = g_strdup(value);
+        return 0;
+
+    case VRM_CONF_STRING:
+        if (!*value || strchr(value, '\n') || strlen(value) >= VRM_HELPER_URI_MAX ||
+            !g_utf8_validate(value, -1, NULL))
+            return vrmConfInvalid(name, row, value, _("one line of text"));
+        g_free(*FIELD(conf, char *, row));
+        *FIELD(conf, char *, row) = g_strdup(value);
+        return 0;
+
+    case VRM_CONF_PEER_AUTH: {
+        int auth = vrmPeerAuthTypeFromString(value);
+
+        if (auth < 0) {
+            g_autofree char *expected =
+                vrmEnumAllowedValues(vrmPeerAuthTypeToString, VRM_PEER_AUTH_LAST);
+
+            return vrmConfInvalid(name, row, value, expected);
+        }
+        *FIELD(conf, int, row) = auth;
+        return 0;
+    }
+
+    case VRM_CONF_SIZE:
+        if (!vrmParseSize(value, &v) || v < row->min || v > row->max) {
+            g_autofree char *expected =
+                g_strdup_printf(_("a size from %1$llu to %2$llu bytes (%3$s)"),
+                                row->min, row->max, vrmSizeSyntaxHelp());
+
+            return vrmConfInvalid(name, row, value, expected);
+        }
+        *FIELD(conf, unsigned long long, row) = v;
         return 0;
 
     case VRM_CONF_ADDRESS:
@@ -384,16 +509,23 @@ vrmHelperConfigFormat(const vrmHelperConfig *conf)
         }
         switch (row->type) {
         case VRM_CONF_NAME:
+        case VRM_CONF_HOST_NAME:
         case VRM_CONF_ADDRESS:
         case VRM_CONF_PATH:
+        case VRM_CONF_STRING:
             if ((str = *FIELD(conf, char *const, row)))
                 g_string_append_printf(buf, "%s=%s\n", row->key, str);
+            break;
+        case VRM_CONF_PEER_AUTH:
+            g_string_append_printf(buf, "%s=%s\n", row->key,
+                                   vrmPeerAuthTypeToString(*FIELD(conf, const int, row)));
             break;
         case VRM_CONF_UINT:
             g_string_append_printf(buf, "%s=%u\n", row->key,
                                    *FIELD(conf, const unsigned int, row));
             break;
         case VRM_CONF_ULLONG:
+        case VRM_CONF_SIZE:
             g_string_append_printf(buf, "%s=%llu\n", row->key,
                                    *FIELD(conf, const unsigned long long, row));
             break;
@@ -419,4 +551,80 @@ vrmHelperConfigToPolicy(const vrmHelperConfig *conf, vrmHostPolicy *policy)
     policy->chunkSizes = conf->chunkSizes;
     policy->maxRingDepth = conf->maxRingDepth;
     policy->maxBandwidth = conf->maxBandwidth;
+}
+
+const char *
+vrmHelperConfigDefaultPath(void)
+{
+    const char *env = g_getenv(VRM_HELPER_CONFIG_ENV);
+
+    if (env && *env)
+        return env;
+    return VRM_SYSCONFDIR "/" VRM_HELPER_CONFIG_FILE;
+}
+
+vrmHelperConfig *
+vrmHelperConfigLoadDefault(void)
+{
+    const char *path = vrmHelperConfigDefaultPath();
+
+    if (!g_file_test(path, G_FILE_TEST_EXISTS))
+        return vrmHelperConfigNew();
+    return vrmHelperConfigLoadFile(path);
+}
+
+int
+vrmHelperConfigCheckSystem(const vrmHelperConfig *conf)
+{
+    struct passwd *pw;
+
+    if (conf->group && !getgrnam(conf->group)) {
+        vrmReportError(VRM_ERR_CONFIG,
+                       _("the access group '%1$s' ([access] group) does not exist: create it (addgroup --system %2$s) or name an existing group"),
+                       conf->group, conf->group);
+        return -1;
+    }
+    if (conf->engineUser) {
+        if (!(pw = getpwnam(conf->engineUser))) {
+            vrmReportError(VRM_ERR_CONFIG,
+                           _("the engine user '%1$s' ([engine] user) does not exist: create it (adduser --system --group --no-create-home %2$s) or name an existing user"),
+                           conf->engineUser, conf->engineUser);
+            return -1;
+        }
+        if (pw->pw_uid == 0) {
+            vrmReportError(VRM_ERR_CONFIG,
+                           _("the engine user '%1$s' ([engine] user) is root: engines must run as an unprivileged user"),
+                           conf->engineUser);
+            return -1;
+        }
+    }
+    if (conf->qemuUser && !getpwnam(conf->qemuUser)) {
+        vrmReportError(VRM_ERR_CONFIG,
+                       _("the QEMU user '%1$s' ([qemu] user) does not exist"),
+                       conf->qemuUser);
+        return -1;
+    }
+    return 0;
+}
+
+char *
+vrmHelperConfigSocketPath(const vrmHelperConfig *conf)
+{
+    return g_build_filename(conf->runDir, VRM_HELPER_SOCKET_NAME, NULL);
+}
+
+char *
+vrmHelperConfigDomainDir(const vrmHelperConfig *conf, const char *uuid)
+{
+    g_autofree char *lower = g_ascii_strdown(uuid, -1);
+
+    return g_build_filename(conf->runDir, VRM_HELPER_DOMAIN_DIR, lower, NULL);
+}
+
+char *
+vrmHelperConfigDomainSocket(const vrmHelperConfig *conf, const char *uuid)
+{
+    g_autofree char *dir = vrmHelperConfigDomainDir(conf, uuid);
+
+    return g_build_filename(dir, VRM_HELPER_DOMAIN_SOCKET, NULL);
 }

@@ -7,11 +7,23 @@
  * the key, the bad value and what is allowed. docs/xml.rst lists the keys.
  *
  *   [rdma]      device, port, address, cm-port-min, cm-port-max
- *   [limits]    max-jobs, max-pinned-bytes, max-channels, chunk-sizes,
- *               max-ring-depth, max-bandwidth
+ *   [limits]    max-jobs, max-pinned-bytes (the host's budget), max-channels,
+ *               chunk-sizes, max-ring-depth, max-bandwidth, max-clients
  *   [paths]     run-dir, state-dir
  *   [access]    group
  *   [history]   size
+ *   [peers]     auth, key-file, ca-cert, server-cert, server-key,
+ *               client-cert, client-key, host, address, listen, port,
+ *               max-peers, timeout
+ *   [engine]    user
+ *   [qemu]      user
+ *   [libvirt]   uri
+ *   [hook]      timeout
+ *
+ * The same file tells the clients (the hook, the CLI, the library) where
+ * the control socket is and how long the hook waits: libvirt runs hooks
+ * with an empty environment, and the socket's path is a setting of the
+ * helper, not of each client.
  *
  * Public API summary
  * ------------------
@@ -21,6 +33,17 @@
  *   vrmHelperConfigLoadData(data, len, name)   same from memory
  *   vrmHelperConfigFormat(conf)                canonical key file text
  *   vrmHelperConfigToPolicy(conf, &policy)     the negotiation limits
+ *   vrmHelperConfigLoadDefault()               the installed file, or
+ *                                              $VRM_HELPER_CONFIG (tests), or
+ *                                              the defaults if neither exists
+ *   vrmHelperConfigDefaultPath()
+ *   vrmHelperConfigCheckSystem(conf)           the names it refers to exist:
+ *                                              access group, engine user, QEMU
+ *                                              user; -1 + VRM_ERR_CONFIG
+ *   vrmHelperConfigSocketPath(conf)            the control socket
+ *   vrmHelperConfigDomainDir(conf, uuid)       <run-dir>/qemu/<uuid>
+ *   vrmHelperConfigDomainSocket(conf, uuid)    .../migrate.sock: the URI
+ *                                              unix://PATH of a domain
  */
 #pragma once
 
@@ -31,6 +54,26 @@
 #include "vrmnegotiation.h"
 
 #define VRM_HELPER_CONFIG_FILE "virt-rdmad.conf"
+/* Tests only: another configuration file for the hook and the tools. */
+#define VRM_HELPER_CONFIG_ENV "VRM_HELPER_CONFIG"
+#define VRM_HELPER_SOCKET_NAME "virt-rdmad.sock"
+#define VRM_HELPER_DOMAIN_DIR "qemu"
+#define VRM_HELPER_DOMAIN_SOCKET "migrate.sock"
+#define VRM_HELPER_ENGINE_DIR "engine"
+#define VRM_HELPER_DEFAULT_PEER_PORT 16530
+#define VRM_HELPER_DEFAULT_GROUP "virt-rdma"
+#define VRM_HELPER_DEFAULT_ENGINE_USER "virt-rdma-engine"
+
+/* How the helpers' channel authenticates (docs/negotiation.rst). */
+typedef enum {
+    VRM_PEER_AUTH_AUTO,     /* x509 if libvirt's PKI is there, else psk if the key is */
+    VRM_PEER_AUTH_PSK,      /* the cluster key file */
+    VRM_PEER_AUTH_X509,     /* libvirt's PKI: both sides present certificates */
+    VRM_PEER_AUTH_NONE,     /* the channel is off: every RDMA migration is refused */
+
+    VRM_PEER_AUTH_LAST
+} vrmPeerAuth;
+VRM_ENUM_DECL(vrmPeerAuth);
 
 typedef struct _vrmHelperConfig vrmHelperConfig;
 struct _vrmHelperConfig {
@@ -42,11 +85,13 @@ struct _vrmHelperConfig {
     unsigned int cmPortMax;
     /* [limits] */
     unsigned int maxJobs;           /* concurrent migrations */
-    unsigned long long maxPinnedBytes; /* per migration, 0: no limit */
+    unsigned long long maxPinnedBytes; /* the host's budget: every running job's
+                                        * allowance together */
     unsigned int maxChannels;
     guint32 chunkSizes;             /* bit n: 2^n bytes allowed */
     unsigned int maxRingDepth;
     unsigned int maxBandwidth;      /* Mbit/s, 0: no cap */
+    unsigned int maxClients;        /* control-socket clients at once */
     /* [paths] */
     char *runDir;
     char *stateDir;
@@ -54,6 +99,28 @@ struct _vrmHelperConfig {
     char *group;                    /* may use the control socket; NULL: root only */
     /* [history] */
     unsigned int historySize;       /* finished jobs kept */
+    /* [peers] */
+    int peerAuth;                   /* vrmPeerAuth */
+    char *peerKeyFile;              /* cluster key (psk) */
+    char *peerCACert;               /* x509: libvirt's CA */
+    char *peerServerCert;
+    char *peerServerKey;
+    char *peerClientCert;
+    char *peerClientKey;
+    char *peerHost;                 /* locator: host name; NULL: this host's */
+    char *peerAddress;              /* locator: address; NULL: [rdma] address or the device's */
+    char *peerListen;               /* listen address; NULL: the locator's */
+    unsigned int peerPort;          /* TCP port of the channel */
+    unsigned int maxPeers;          /* peer connections at once */
+    unsigned int peerTimeout;       /* s: a handshake, a message */
+    /* [engine] */
+    char *engineUser;               /* engines run as this user */
+    /* [qemu] */
+    char *qemuUser;                 /* the destination QEMU's user; NULL: libvirt's */
+    /* [libvirt] */
+    char *libvirtURI;
+    /* [hook] */
+    unsigned int hookTimeout;       /* s: the hook waits this long for the helper */
 };
 
 vrmHelperConfig *vrmHelperConfigNew(void);
@@ -66,3 +133,11 @@ vrmHelperConfig *vrmHelperConfigLoadData(const char *data, size_t len,
 char *vrmHelperConfigFormat(const vrmHelperConfig *conf);
 void vrmHelperConfigToPolicy(const vrmHelperConfig *conf,
                              vrmHostPolicy *policy);
+
+const char *vrmHelperConfigDefaultPath(void);
+vrmHelperConfig *vrmHelperConfigLoadDefault(void);
+int vrmHelperConfigCheckSystem(const vrmHelperConfig *conf);
+char *vrmHelperConfigSocketPath(const vrmHelperConfig *conf);
+char *vrmHelperConfigDomainDir(const vrmHelperConfig *conf, const char *uuid);
+char *vrmHelperConfigDomainSocket(const vrmHelperConfig *conf,
+                                  const char *uuid);

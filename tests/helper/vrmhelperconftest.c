@@ -35,6 +35,10 @@ testValid(gconstpointer opaque)
             g_free(conf->stateDir);
             conf->stateDir = g_strdup("/BUILD-DEFAULT");
         }
+        if (g_strcmp0(conf->peerKeyFile, defaults->peerKeyFile) == 0) {
+            g_free(conf->peerKeyFile);
+            conf->peerKeyFile = g_strdup("/BUILD-DEFAULT/cluster.key");
+        }
     }
     text = vrmHelperConfigFormat(conf);
     g_assert_true(vrmTestCompareToFile(text, outPath));
@@ -84,6 +88,54 @@ testPolicy(void)
     g_assert_cmpstr(sizes, ==, "65536 1048576");
 }
 
+/* --check-config refuses names that do not exist (issue 12 item 3) */
+static void
+testCheckSystem(void)
+{
+    g_autoptr(vrmHelperConfig) conf = vrmHelperConfigNew();
+
+    g_free(conf->group);
+    conf->group = g_strdup("vrm-no-such-group");
+    vrmResetLastError();
+    g_assert_cmpint(vrmHelperConfigCheckSystem(conf), ==, -1);
+    g_assert_cmpint(vrmGetLastErrorCode(), ==, VRM_ERR_CONFIG);
+    g_assert_cmpstr(vrmGetLastErrorMessage(), ==,
+                    "the access group 'vrm-no-such-group' ([access] group) does not exist: create it (addgroup --system vrm-no-such-group) or name an existing group");
+
+    g_free(conf->group);
+    conf->group = g_strdup("root");
+    g_free(conf->engineUser);
+    conf->engineUser = g_strdup("vrm-no-such-user");
+    g_assert_cmpint(vrmHelperConfigCheckSystem(conf), ==, -1);
+    g_assert_nonnull(strstr(vrmGetLastErrorMessage(), "'vrm-no-such-user' ([engine] user) does not exist"));
+
+    g_free(conf->engineUser);
+    conf->engineUser = g_strdup("root");
+    g_assert_cmpint(vrmHelperConfigCheckSystem(conf), ==, -1);
+    g_assert_nonnull(strstr(vrmGetLastErrorMessage(), "engines must run as an unprivileged user"));
+
+    g_free(conf->engineUser);
+    conf->engineUser = g_strdup("nobody");
+    conf->qemuUser = g_strdup("vrm-no-such-qemu");
+    g_assert_cmpint(vrmHelperConfigCheckSystem(conf), ==, -1);
+    g_clear_pointer(&conf->qemuUser, g_free);
+    g_assert_cmpint(vrmHelperConfigCheckSystem(conf), ==, 0);
+}
+
+/* The per-domain path: the same string on both hosts, from the UUID */
+static void
+testDomainPath(void)
+{
+    g_autoptr(vrmHelperConfig) conf = vrmHelperConfigNew();
+    g_autofree char *dir = vrmHelperConfigDomainDir(conf, "7B9C1A2E-3F4D-4E5F-8A6B-0C1D2E3F4A5B");
+    g_autofree char *sock = vrmHelperConfigDomainSocket(conf, "7b9c1a2e-3f4d-4e5f-8a6b-0c1d2e3f4a5b");
+    g_autofree char *control = vrmHelperConfigSocketPath(conf);
+
+    g_assert_cmpstr(dir, ==, "/run/virt-rdma/qemu/7b9c1a2e-3f4d-4e5f-8a6b-0c1d2e3f4a5b");
+    g_assert_cmpstr(sock, ==, "/run/virt-rdma/qemu/7b9c1a2e-3f4d-4e5f-8a6b-0c1d2e3f4a5b/migrate.sock");
+    g_assert_cmpstr(control, ==, "/run/virt-rdma/virt-rdmad.sock");
+}
+
 static void
 addDir(const char *sub, GTestDataFunc func)
 {
@@ -110,5 +162,7 @@ main(int argc, char **argv)
     addDir("helper/confdata", testValid);
     addDir("helper/confdata-invalid", testInvalid);
     g_test_add_func("/helperconf/policy", testPolicy);
+    g_test_add_func("/helperconf/check-system", testCheckSystem);
+    g_test_add_func("/helperconf/domain-path", testDomainPath);
     return g_test_run();
 }
