@@ -3,6 +3,10 @@
  */
 #include <config.h>
 
+#ifndef _GNU_SOURCE
+# define _GNU_SOURCE /* SO_PEERCRED, struct ucred */
+#endif
+
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -13,17 +17,51 @@
 
 #include "vrmhelperclient.h"
 #include "vrmerror.h"
+#include "vrmlog.h"
 #include "vrmsocket.h"
 #include "vrmi18n.h"
 
-const char *
+char *
 vrmHelperSocketPath(void)
 {
     const char *env = g_getenv(VRM_HELPER_SOCKET_ENV);
+    g_autoptr(vrmHelperConfig) conf = NULL;
 
     if (env && *env)
-        return env;
-    return VRM_RUNSTATEDIR "/" VRM_HELPER_SOCKET_NAME;
+        return g_strdup(env);
+    /* a configuration the daemon would refuse: say so when connecting */
+    if (!(conf = vrmHelperConfigLoadDefault())) {
+        VRM_WARN("%s", vrmGetLastErrorMessage());
+        conf = vrmHelperConfigNew();
+    }
+    return vrmHelperConfigSocketPath(conf);
+}
+
+bool
+vrmHelperServerAllowed(uid_t server, uid_t self)
+{
+    return server == 0 || server == self;
+}
+
+/* Who serves @fd: root or ourselves, else an impostor */
+static int
+vrmHelperCheckServer(int fd, const char *path)
+{
+    struct ucred cred;
+    socklen_t len = sizeof(cred);
+
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+        vrmReportSystemError(errno, _("Cannot read the credentials of the server of %1$s"),
+                             path);
+        return -1;
+    }
+    if (!vrmHelperServerAllowed(cred.uid, geteuid())) {
+        vrmReportError(VRM_ERR_AUTH,
+                       _("%1$s is served by user %2$u (pid %3$d), not by root: refusing to talk to it (another program took the place of virt-rdmad's socket)"),
+                       path, (unsigned int)cred.uid, (int)cred.pid);
+        return -1;
+    }
+    return 0;
 }
 
 /* Wait for @events on @fd until @deadline: 1 ready, 0 timed out, -1 error */
@@ -208,8 +246,11 @@ vrmHelperConnect(const char *path, gint64 deadline)
         }
         if (err != 0 && err != EINPROGRESS && err != EAGAIN) {
             if (err == ENOENT || err == ECONNREFUSED)
-                vrmReportError(VRM_ERR_PEER, _("The virt-rdma helper (virt-rdmad) is not running on this host: cannot connect to %1$s: %2$s."),
-                                   path, g_strerror(err));
+                vrmReportError(VRM_ERR_PEER, _("the virt-rdma helper (virt-rdmad) is not running on this host: cannot connect to %1$s: %2$s"),
+                               path, g_strerror(err));
+            else if (err == EACCES || err == EPERM)
+                vrmReportError(VRM_ERR_AUTH, _("you may not use the virt-rdma helper: %1$s: %2$s (only root and members of its access group may)"),
+                               path, g_strerror(err));
             else
                 vrmReportSystemError(err,
                                      _("Cannot connect to the virt-rdma helper at %1$s"),
@@ -217,6 +258,8 @@ vrmHelperConnect(const char *path, gint64 deadline)
             goto error;
         }
     }
+    if (vrmHelperCheckServer(fd, path) < 0)
+        goto error;
     return fd;
 
  error:
@@ -232,13 +275,14 @@ vrmHelperClientCall(const char *path,
     gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
     g_autofree char *xml = vrmControlMessageFormat(request);
     g_autofree char *answer = NULL;
+    g_autofree char *defPath = NULL;
     vrmControlMessage *reply;
     int fd;
 
     if (!xml)
         return NULL;
     if (!path)
-        path = vrmHelperSocketPath();
+        path = defPath = vrmHelperSocketPath();
     if ((fd = vrmHelperConnect(path, deadline)) < 0)
         return NULL;
     if (vrmHelperFrameWrite(fd, xml, strlen(xml), deadline) < 0 ||

@@ -6,9 +6,17 @@
  * VRM_HELPER_FRAME_MAX bytes. A client connects, sends one request, reads
  * one reply, and closes. Every read and write has a deadline.
  *
+ * Before it sends anything, a client checks who serves the socket
+ * (SO_PEERCRED): root, or the client's own user (a helper run without
+ * privileges for tests). Anybody else is an impostor that took the
+ * socket's place, and gets nothing.
+ *
  * Public API summary
  * ------------------
- *   vrmHelperSocketPath()                  $VRM_HELPER_SOCKET or the default
+ *   vrmHelperSocketPath()                  $VRM_HELPER_SOCKET (the CLI and
+ *                                          the library only), else the one
+ *                                          of the helper's configuration
+ *   vrmHelperServerAllowed(server, self)   the SO_PEERCRED decision
  *   vrmHelperFrameWrite(fd, data, len, deadline)
  *   vrmHelperFrameRead(fd, deadline)       one document, NUL-terminated
  *   vrmHelperClientCall(path, req, timeout_ms)
@@ -19,6 +27,9 @@
  */
 #pragma once
 
+#include <stdbool.h>
+#include <sys/types.h>
+
 #include <glib.h>
 
 #include "vrmcontrol.h"
@@ -27,13 +38,16 @@
 #define VRM_HELPER_FRAME_MAX (1024u * 1024)
 #define VRM_HELPER_SOCKET_ENV "VRM_HELPER_SOCKET"
 
-/* Where clients find the helper: $VRM_HELPER_SOCKET, else the default. */
-const char *vrmHelperSocketPath(void);
+/* Where the CLI and the library find the helper (g_free). */
+char *vrmHelperSocketPath(void);
+
+bool vrmHelperServerAllowed(uid_t server, uid_t self);
 
 int vrmHelperFrameWrite(int fd, const char *data, size_t len, gint64 deadline);
 char *vrmHelperFrameRead(int fd, gint64 deadline, size_t *len);
 
-/* Connect to @path with a deadline; -1 with the error reported. */
+/* Connect to @path with a deadline and check the server's credentials;
+ * -1 with the error reported. */
 int vrmHelperConnect(const char *path, gint64 deadline);
 
 vrmControlMessage *vrmHelperClientCall(const char *path,

@@ -118,8 +118,8 @@ testNotRunning(void)
     g_assert_null(reply);
     g_assert_cmpint(vrmGetLastErrorCode(), ==, VRM_ERR_PEER);
     g_assert_cmpstr(vrmGetLastErrorMessage(), ==,
-                    "The virt-rdma helper (virt-rdmad) is not running on this host: "
-                    "cannot connect to /nonexistent/virt-rdmad.sock: No such file or directory.");
+                    "the virt-rdma helper (virt-rdmad) is not running on this host: "
+                    "cannot connect to /nonexistent/virt-rdmad.sock: No such file or directory");
 }
 
 static void

@@ -690,7 +690,7 @@ testHook(void)
     g_clear_pointer(&err, g_free);
 
     g_assert_cmpint(runHook(h, missing, "migrate", "begin", withOffer, &out, &err), ==, 1);
-    g_assert_true(g_str_has_prefix(err, "virt-rdma: The virt-rdma helper (virt-rdmad) is not running on this host"));
+    g_assert_true(g_str_has_prefix(err, "virt-rdma: the virt-rdma helper (virt-rdmad) is not running on this host"));
     g_assert_cmpuint(strlen(err), ==, strchr(err, '\n') - err + 1);
     g_clear_pointer(&out, g_free);
     g_clear_pointer(&err, g_free);

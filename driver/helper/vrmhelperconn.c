@@ -1,0 +1,412 @@
+/*
+ * vrmhelperconn.c: the control socket's clients, served without blocking
+ */
+#include <config.h>
+
+#ifndef _GNU_SOURCE
+# define _GNU_SOURCE /* SO_PEERCRED, struct ucred, accept4 */
+#endif
+
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <glib-unix.h>
+
+#include "vrmhelperconn.h"
+#include "vrmhelperclient.h"
+#include "vrmhelperratelimit.h"
+#include "vrmerror.h"
+#include "vrmi18n.h"
+#include "vrmlog.h"
+
+/* After EMFILE/ENFILE, look at the listener again this much later */
+#define VRM_HELPER_ACCEPT_RETRY_MS 250
+
+typedef enum {
+    VRM_CONN_READING,       /* taking the request: length, then document */
+    VRM_CONN_WAITING,       /* handed to the daemon, no watch */
+    VRM_CONN_WRITING,       /* sending the reply */
+} vrmConnState;
+
+struct _vrmHelperConn {
+    vrmHelperServer *srv;
+    int fd;
+    vrmConnState state;
+    vrmHelperCred cred;
+    guint watch;
+    guint timer;            /* the deadline of the current state */
+    GByteArray *in;         /* READING: what arrived */
+    GByteArray *out;        /* WRITING: frame to send */
+    gsize written;
+};
+
+struct _vrmHelperServer {
+    int fd;
+    unsigned int maxClients;
+    vrmHelperRequestFunc handler;
+    gpointer opaque;
+    guint watch;            /* 0 while not watching the listener */
+    guint retry;            /* EMFILE: the timer that looks again */
+    GHashTable *conns;      /* vrmHelperConn * set */
+    vrmRateLimit acceptLog;
+};
+
+static void vrmHelperServerWatch(vrmHelperServer *srv);
+
+static void
+vrmHelperConnFree(vrmHelperConn *c)
+{
+    if (!c)
+        return;
+    if (c->watch)
+        g_source_remove(c->watch);
+    if (c->timer)
+        g_source_remove(c->timer);
+    if (c->fd >= 0)
+        close(c->fd);
+    if (c->in)
+        g_byte_array_unref(c->in);
+    if (c->out)
+        g_byte_array_unref(c->out);
+    g_free(c);
+}
+
+/* The end of a client: free it, and watch the listener again if it was full */
+static void
+vrmHelperConnClose(vrmHelperConn *c)
+{
+    vrmHelperServer *srv = c->srv;
+
+    g_hash_table_remove(srv->conns, c);
+    vrmHelperConnFree(c);
+    vrmHelperServerWatch(srv);
+}
+
+static void
+vrmHelperConnClearSources(vrmHelperConn *c)
+{
+    if (c->watch) {
+        g_source_remove(c->watch);
+        c->watch = 0;
+    }
+    if (c->timer) {
+        g_source_remove(c->timer);
+        c->timer = 0;
+    }
+}
+
+static gboolean
+vrmHelperConnWriteTimeout(gpointer opaque)
+{
+    vrmHelperConn *c = opaque;
+
+    c->timer = 0;
+    VRM_DEBUG("client pid %d did not take its reply in time", (int)c->cred.pid);
+    vrmHelperConnClose(c);
+    return G_SOURCE_REMOVE;
+}
+
+static gboolean
+vrmHelperConnWritable(gint fd, GIOCondition cond, gpointer opaque)
+{
+    vrmHelperConn *c = opaque;
+
+    while (c->written < c->out->len) {
+        ssize_t r = send(fd, c->out->data + c->written, c->out->len - c->written,
+                         MSG_NOSIGNAL | MSG_DONTWAIT);
+
+        if (r > 0) {
+            c->written += r;
+            continue;
+        }
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return G_SOURCE_CONTINUE;
+        VRM_DEBUG("cannot send a reply to pid %d: %s", (int)c->cred.pid,
+                  g_strerror(errno));
+        break;
+    }
+    c->watch = 0;
+    vrmHelperConnClose(c);
+    return G_SOURCE_REMOVE;
+}
+
+void
+vrmHelperConnReply(vrmHelperConn *c, const char *xml)
+{
+    size_t len = xml ? strlen(xml) : 0;
+    guint32 be;
+
+    vrmHelperConnClearSources(c);
+    if (!xml || len == 0 || len > VRM_HELPER_FRAME_MAX) {
+        VRM_WARN(_("a reply of %1$zu bytes cannot be sent; closing the connection"), len);
+        vrmHelperConnClose(c);
+        return;
+    }
+    be = GUINT32_TO_BE((guint32)len);
+    c->state = VRM_CONN_WRITING;
+    c->out = g_byte_array_sized_new(len + sizeof(be));
+    g_byte_array_append(c->out, (const guint8 *)&be, sizeof(be));
+    g_byte_array_append(c->out, (const guint8 *)xml, len);
+    c->written = 0;
+    c->watch = g_unix_fd_add(c->fd, G_IO_OUT, vrmHelperConnWritable, c);
+    c->timer = g_timeout_add(VRM_HELPER_REPLY_TIMEOUT_MS, vrmHelperConnWriteTimeout, c);
+}
+
+void
+vrmHelperConnReplyMessage(vrmHelperConn *c, const vrmControlMessage *msg)
+{
+    g_autofree char *xml = vrmControlMessageFormat(msg);
+
+    vrmHelperConnReply(c, xml);
+}
+
+void
+vrmHelperConnReplyError(vrmHelperConn *c, int code, const char *message)
+{
+    g_autoptr(vrmControlMessage) msg =
+        vrmControlReplyNewError(code > VRM_ERR_OK && code < VRM_ERR_LAST ?
+                                code : VRM_ERR_INTERNAL,
+                                message ? message : _("unknown error"));
+
+    vrmHelperConnReplyMessage(c, msg);
+}
+
+void
+vrmHelperConnReplyLastError(vrmHelperConn *c)
+{
+    vrmHelperConnReplyError(c, vrmGetLastErrorCode(), vrmGetLastErrorMessage());
+}
+
+const vrmHelperCred *
+vrmHelperConnCred(const vrmHelperConn *c)
+{
+    return &c->cred;
+}
+
+static gboolean
+vrmHelperConnReadTimeout(gpointer opaque)
+{
+    vrmHelperConn *c = opaque;
+
+    c->timer = 0;
+    VRM_DEBUG("client pid %d sent no complete request in time", (int)c->cred.pid);
+    vrmHelperConnReplyError(c, VRM_ERR_TIMEOUT,
+                            _("no complete request arrived in time on the control socket"));
+    return G_SOURCE_REMOVE;
+}
+
+/* 1: a whole request is in, 0: more to come, -1: refused (error reported) */
+static int
+vrmHelperConnTakeRequest(vrmHelperConn *c, guint32 *lenp)
+{
+    guint32 len;
+
+    if (c->in->len < 4)
+        return 0;
+    memcpy(&len, c->in->data, 4);
+    len = GUINT32_FROM_BE(len);
+    if (len == 0 || len > VRM_HELPER_REQUEST_MAX) {
+        vrmReportError(VRM_ERR_PROTOCOL,
+                       _("a request announces %1$u bytes; the allowed size is 1 to %2$u bytes"),
+                       len, VRM_HELPER_REQUEST_MAX);
+        return -1;
+    }
+    if (c->in->len < 4 + (gsize)len)
+        return 0;
+    if (c->in->len > 4 + (gsize)len) {
+        vrmReportError(VRM_ERR_PROTOCOL,
+                       _("a client sent more than one request on one connection"));
+        return -1;
+    }
+    if (memchr(c->in->data + 4, '\0', len)) {
+        vrmReportError(VRM_ERR_PROTOCOL, _("a request contains a NUL byte"));
+        return -1;
+    }
+    *lenp = len;
+    return 1;
+}
+
+static gboolean
+vrmHelperConnReadable(gint fd, GIOCondition cond, gpointer opaque)
+{
+    vrmHelperConn *c = opaque;
+    vrmHelperServer *srv = c->srv;
+    guint8 chunk[4096];
+    guint32 len = 0;
+    int rc = 0;
+
+    while (rc == 0) {
+        ssize_t r = recv(fd, chunk, sizeof(chunk), MSG_DONTWAIT);
+
+        if (r > 0) {
+            /* never more than one byte past the largest request */
+            if (c->in->len + r > 4 + VRM_HELPER_REQUEST_MAX + 1)
+                r = 4 + VRM_HELPER_REQUEST_MAX + 1 - c->in->len;
+            g_byte_array_append(c->in, chunk, r);
+            rc = vrmHelperConnTakeRequest(c, &len);
+            continue;
+        }
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return G_SOURCE_CONTINUE;
+        /* EOF or an error before a whole request: nobody to answer */
+        c->watch = 0;
+        vrmHelperConnClose(c);
+        return G_SOURCE_REMOVE;
+    }
+
+    /* this watch ends here; the reply (now or later) makes its own */
+    c->watch = 0;
+    if (rc < 0) {
+        vrmHelperConnReplyLastError(c);
+        return G_SOURCE_REMOVE;
+    }
+    if (c->timer) {
+        g_source_remove(c->timer);
+        c->timer = 0;
+    }
+    c->state = VRM_CONN_WAITING;
+    g_byte_array_append(c->in, (const guint8 *)"", 1);
+    vrmResetLastError();
+    srv->handler(c, (const char *)c->in->data + 4, srv->opaque);
+    return G_SOURCE_REMOVE;
+}
+
+static vrmHelperConn *
+vrmHelperConnNew(vrmHelperServer *srv, int fd)
+{
+    vrmHelperConn *c = g_new0(vrmHelperConn, 1);
+    struct ucred cred;
+    socklen_t clen = sizeof(cred);
+
+    c->srv = srv;
+    c->fd = fd;
+    c->in = g_byte_array_new();
+    c->state = VRM_CONN_READING;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0) {
+        c->cred.uid = cred.uid;
+        c->cred.gid = cred.gid;
+        c->cred.pid = cred.pid;
+    } else {
+        /* nobody: refused by every check */
+        c->cred.uid = (uid_t)-1;
+        c->cred.gid = (gid_t)-1;
+    }
+    c->watch = g_unix_fd_add(fd, G_IO_IN | G_IO_HUP | G_IO_ERR,
+                             vrmHelperConnReadable, c);
+    c->timer = g_timeout_add(VRM_HELPER_REQUEST_TIMEOUT_MS, vrmHelperConnReadTimeout, c);
+    g_hash_table_add(srv->conns, c);
+    return c;
+}
+
+static gboolean
+vrmHelperServerRetry(gpointer opaque)
+{
+    vrmHelperServer *srv = opaque;
+
+    srv->retry = 0;
+    vrmHelperServerWatch(srv);
+    return G_SOURCE_REMOVE;
+}
+
+static void
+vrmHelperServerUnwatch(vrmHelperServer *srv)
+{
+    if (srv->watch) {
+        g_source_remove(srv->watch);
+        srv->watch = 0;
+    }
+}
+
+static gboolean
+vrmHelperServerAccept(gint fd, GIOCondition cond, gpointer opaque)
+{
+    vrmHelperServer *srv = opaque;
+
+    while (g_hash_table_size(srv->conns) < srv->maxClients) {
+        int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+        if (cfd >= 0) {
+            vrmHelperConnNew(srv, cfd);
+            continue;
+        }
+        if (errno == EINTR || errno == ECONNABORTED)
+            continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
+            return G_SOURCE_CONTINUE;
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+            errno == ENOMEM) {
+            /* the connection stays in the backlog; no busy loop meanwhile */
+            VRM_WARN_LIMITED(&srv->acceptLog,
+                             _("cannot accept a client on the control socket: %1$s; trying again in %2$d ms"),
+                             g_strerror(errno), VRM_HELPER_ACCEPT_RETRY_MS);
+            srv->watch = 0;
+            if (!srv->retry)
+                srv->retry = g_timeout_add(VRM_HELPER_ACCEPT_RETRY_MS,
+                                           vrmHelperServerRetry, srv);
+            return G_SOURCE_REMOVE;
+        }
+        VRM_WARN_LIMITED(&srv->acceptLog,
+                         _("cannot accept a client on the control socket: %1$s"),
+                         g_strerror(errno));
+        return G_SOURCE_CONTINUE;
+    }
+    /* full: the next ones wait in the backlog until a client is done */
+    srv->watch = 0;
+    return G_SOURCE_REMOVE;
+}
+
+static void
+vrmHelperServerWatch(vrmHelperServer *srv)
+{
+    if (srv->watch || srv->retry || srv->fd < 0 ||
+        g_hash_table_size(srv->conns) >= srv->maxClients)
+        return;
+    srv->watch = g_unix_fd_add(srv->fd, G_IO_IN, vrmHelperServerAccept, srv);
+}
+
+vrmHelperServer *
+vrmHelperServerNew(int listenFd, unsigned int maxClients,
+                   vrmHelperRequestFunc handler, gpointer opaque)
+{
+    vrmHelperServer *srv = g_new0(vrmHelperServer, 1);
+    vrmRateLimit rl = VRM_RATE_LIMIT_INIT(5, 60);
+
+    srv->fd = listenFd;
+    srv->maxClients = maxClients ? maxClients : 1;
+    srv->handler = handler;
+    srv->opaque = opaque;
+    srv->conns = g_hash_table_new(NULL, NULL);
+    srv->acceptLog = rl;
+    vrmHelperServerWatch(srv);
+    return srv;
+}
+
+void
+vrmHelperServerFree(vrmHelperServer *srv)
+{
+    GHashTableIter it;
+    gpointer c;
+
+    if (!srv)
+        return;
+    vrmHelperServerUnwatch(srv);
+    if (srv->retry)
+        g_source_remove(srv->retry);
+    g_hash_table_iter_init(&it, srv->conns);
+    while (g_hash_table_iter_next(&it, &c, NULL))
+        vrmHelperConnFree(c);
+    g_hash_table_destroy(srv->conns);
+    g_free(srv);
+}
+
+unsigned int
+vrmHelperServerClients(const vrmHelperServer *srv)
+{
+    return g_hash_table_size(srv->conns);
+}

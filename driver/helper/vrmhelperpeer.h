@@ -1,0 +1,91 @@
+/*
+ * vrmhelperpeer.h: the channel between the virt-rdmad of two hosts
+ *
+ * TCP (port 16530 by default), TLS 1.3 with GnuTLS, both sides
+ * authenticated by one of two trust anchors (docs/negotiation.rst):
+ *   psk   a cluster key file (256 bits, hexadecimal, root 0600), copied to
+ *         every host like corosync's authkey; external PSK with (EC)DHE,
+ *         so a key that leaks later does not open recorded sessions;
+ *   x509  libvirt's PKI: both sides present their certificates, both
+ *         verify them against the CA, the client checks the server's
+ *         against the host name of the locator it connects to.
+ * On the wire: frames of a 4-byte big-endian length and one XML document
+ * of at most VRM_PEER_FRAME_MAX bytes (xml/vrmpeer.h). Every read has a
+ * deadline (the owner's "expect"), the handshake has one, and a server
+ * takes at most max-peers connections at once. Everything runs from the
+ * main loop through fd watches; nothing blocks.
+ *
+ * Public API summary
+ * ------------------
+ *   vrmPeerCredsLoad(conf, &creds)       NULL creds: the channel is off
+ *                                        (auth none, or auto without files)
+ *   vrmPeerCredsFree(creds)  vrmPeerCredsAuth(creds)  vrmPeerCredsDescribe(creds)
+ *   vrmPeerKeyGenerate(path)             a new cluster key file (0600, never
+ *                                        over an existing file)
+ *   vrmPeerConnConnect(creds, locator, timeout, &callbacks, opaque)
+ *   vrmPeerConnSend(pc, msg)             queued; written as the socket allows
+ *   vrmPeerConnExpect(pc, seconds)       the next message must come by then
+ *   vrmPeerConnFree(pc)
+ *   vrmPeerConnPeerName(pc)              "ADDR:PORT" (and the identity), logs
+ *   vrmPeerServerNew(creds, address, port, maxPeers, timeout, cb, opaque)
+ *   vrmPeerServerFree(srv)
+ */
+#pragma once
+
+#include <stdbool.h>
+
+#include <glib.h>
+
+#include "vrmhelperconf.h"
+#include "vrmpeer.h"
+
+/* The cluster key: 256 bits */
+#define VRM_PEER_KEY_BYTES 32
+
+typedef struct _vrmPeerCreds vrmPeerCreds;
+typedef struct _vrmPeerConn vrmPeerConn;
+typedef struct _vrmPeerServer vrmPeerServer;
+
+typedef struct {
+    /* client only: handshake done, the channel is ready for the request */
+    void (*ready)(vrmPeerConn *pc, gpointer opaque);
+    /* one message (the callee owns it) */
+    void (*message)(vrmPeerConn *pc, vrmPeerMessage *msg, gpointer opaque);
+    /* the channel failed or the peer closed it (error reported): the owner
+     * frees @pc, now or later, and sends nothing more */
+    void (*failed)(vrmPeerConn *pc, gpointer opaque);
+} vrmPeerConnCallbacks;
+
+/* A server got an authenticated connection: the callee takes it and sets
+ * its callbacks with vrmPeerConnSetCallbacks() */
+typedef void (*vrmPeerAcceptFunc)(vrmPeerConn *pc, gpointer opaque);
+
+int vrmPeerCredsLoad(const vrmHelperConfig *conf, vrmPeerCreds **creds);
+void vrmPeerCredsFree(vrmPeerCreds *creds);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(vrmPeerCreds, vrmPeerCredsFree);
+vrmPeerAuth vrmPeerCredsAuth(const vrmPeerCreds *creds);
+/* "psk (key id 3f2a...)" or "x509 (CA /etc/pki/CA/cacert.pem)" */
+char *vrmPeerCredsDescribe(const vrmPeerCreds *creds);
+
+int vrmPeerKeyGenerate(const char *path);
+
+vrmPeerConn *vrmPeerConnConnect(vrmPeerCreds *creds, const vrmLocator *to,
+                                unsigned int timeout,
+                                const vrmPeerConnCallbacks *cb,
+                                gpointer opaque);
+void vrmPeerConnSetCallbacks(vrmPeerConn *pc, const vrmPeerConnCallbacks *cb,
+                             gpointer opaque);
+int vrmPeerConnSend(vrmPeerConn *pc, const vrmPeerMessage *msg);
+void vrmPeerConnExpect(vrmPeerConn *pc, unsigned int seconds);
+const char *vrmPeerConnPeerName(const vrmPeerConn *pc);
+void vrmPeerConnFree(vrmPeerConn *pc);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(vrmPeerConn, vrmPeerConnFree);
+
+vrmPeerServer *vrmPeerServerNew(vrmPeerCreds *creds, const char *address,
+                                unsigned int port, unsigned int maxPeers,
+                                unsigned int timeout, vrmPeerAcceptFunc func,
+                                gpointer opaque);
+void vrmPeerServerFree(vrmPeerServer *srv);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(vrmPeerServer, vrmPeerServerFree);
+/* the port it listens on (the configured one, or the kernel's for 0) */
+unsigned int vrmPeerServerPort(const vrmPeerServer *srv);

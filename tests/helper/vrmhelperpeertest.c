@@ -1,0 +1,420 @@
+/*
+ * vrmhelperpeertest.c: the helpers' TLS channel over loopback TCP
+ *
+ * Both ends run in this process, on one GMainLoop, through the real
+ * GnuTLS code: PSK with the same and with another cluster key, key files
+ * others may read, x509 with certificates made by certtool (gnutls-bin)
+ * for the right and the wrong host name, a peer that talks plain text, a
+ * peer that never says anything (the deadline, and another peer served
+ * meanwhile), and the cap on peers.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <glib/gstdio.h>
+
+#include "vrmtestutils.h"
+#include "vrmerror.h"
+#include "vrmhelperpeer.h"
+
+typedef struct {
+    char *dir;
+    vrmHelperConfig *conf;
+    vrmPeerCreds *creds;
+    vrmPeerServer *srv;
+    GPtrArray *serverConns;         /* accepted, owned here */
+    unsigned int requests;          /* requests the server answered */
+    unsigned int serverFailures;
+    /* client side */
+    vrmPeerConn *client;
+    bool clientReady;
+    int clientResult;               /* 0 none yet, 1 ok, -1 failed */
+    char *clientError;
+} vrmPeerFixture;
+
+static void
+runUntil(bool *flag, int *result, unsigned int ms)
+{
+    gint64 deadline = g_get_monotonic_time() + (gint64)ms * 1000;
+
+    while (!(flag && *flag) && !(result && *result) &&
+           g_get_monotonic_time() < deadline) {
+        if (!g_main_context_iteration(NULL, FALSE))
+            g_usleep(1000);
+    }
+}
+
+static bool
+writeFileIn(const char *dir, const char *name, const char *text)
+{
+    g_autofree char *path = g_build_filename(dir, name, NULL);
+
+    return g_file_set_contents(path, text, -1, NULL);
+}
+
+static void
+removeTree(const char *dir)
+{
+    g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", dir);
+
+    g_assert_true(g_spawn_command_line_sync(cmd, NULL, NULL, NULL, NULL));
+}
+
+static char *
+writeKey(const char *dir, const char *name)
+{
+    char *path = g_build_filename(dir, name, NULL);
+
+    g_assert_cmpint(vrmPeerKeyGenerate(path), ==, 0);
+    return path;
+}
+
+/* ---- the server side: answer a request with ok ---- */
+
+static void
+serverMessage(vrmPeerConn *pc, vrmPeerMessage *msg, gpointer opaque)
+{
+    vrmPeerFixture *f = opaque;
+    g_autoptr(vrmPeerMessage) m = msg;
+    g_autoptr(vrmPeerMessage) ok = vrmPeerMessageNew(VRM_PEER_MIGRATION_RESULT);
+
+    g_assert_cmpint(m->type, ==, VRM_PEER_MIGRATION_REQUEST);
+    g_assert_cmpstr(m->domainName, ==, "web1");
+    f->requests++;
+    g_assert_cmpint(vrmPeerConnSend(pc, ok), ==, 0);
+}
+
+static void
+serverFailed(vrmPeerConn *pc, gpointer opaque)
+{
+    vrmPeerFixture *f = opaque;
+
+    f->serverFailures++;
+    g_ptr_array_remove(f->serverConns, pc);
+}
+
+static const vrmPeerConnCallbacks serverCallbacks = {
+    .message = serverMessage,
+    .failed = serverFailed,
+};
+
+static void
+serverAccept(vrmPeerConn *pc, gpointer opaque)
+{
+    vrmPeerFixture *f = opaque;
+
+    vrmPeerConnSetCallbacks(pc, &serverCallbacks, f);
+    vrmPeerConnExpect(pc, 5);
+    g_ptr_array_add(f->serverConns, pc);
+}
+
+/* ---- the client side: send a request, wait for the result ---- */
+
+static void
+clientReady(vrmPeerConn *pc, gpointer opaque)
+{
+    vrmPeerFixture *f = opaque;
+    g_autoptr(vrmPeerMessage) req = vrmPeerMessageNew(VRM_PEER_MIGRATION_REQUEST);
+
+    f->clientReady = true;
+    req->domainName = g_strdup("web1");
+    req->domainUUID = g_strdup("7b9c1a2e-3f4d-4e5f-8a6b-0c1d2e3f4a5b");
+    req->requester = vrmLocatorNew("dst", "127.0.0.1", 16530);
+    req->maxChannels = 9;
+    g_assert_cmpint(vrmPeerConnSend(pc, req), ==, 0);
+    vrmPeerConnExpect(pc, 5);
+}
+
+static void
+clientMessage(vrmPeerConn *pc, vrmPeerMessage *msg, gpointer opaque)
+{
+    vrmPeerFixture *f = opaque;
+    g_autoptr(vrmPeerMessage) m = msg;
+
+    f->clientResult = m->type == VRM_PEER_MIGRATION_RESULT &&
+        m->errorCode == VRM_ERR_OK ? 1 : -1;
+}
+
+static void
+clientFailed(vrmPeerConn *pc, gpointer opaque)
+{
+    vrmPeerFixture *f = opaque;
+
+    f->clientResult = -1;
+    g_free(f->clientError);
+    f->clientError = g_strdup(vrmGetLastErrorMessage());
+}
+
+static const vrmPeerConnCallbacks clientCallbacks = {
+    .ready = clientReady,
+    .message = clientMessage,
+    .failed = clientFailed,
+};
+
+static void
+fixtureSetUp(vrmPeerFixture *f, gconstpointer data)
+{
+    f->dir = g_dir_make_tmp("vrmpeertest-XXXXXX", NULL);
+    g_assert_nonnull(f->dir);
+    f->conf = vrmHelperConfigNew();
+    f->serverConns = g_ptr_array_new_with_free_func((GDestroyNotify)vrmPeerConnFree);
+}
+
+static void
+fixtureTearDown(vrmPeerFixture *f, gconstpointer data)
+{
+    vrmPeerConnFree(f->client);
+    g_ptr_array_unref(f->serverConns);
+    vrmPeerServerFree(f->srv);
+    vrmPeerCredsFree(f->creds);
+    vrmHelperConfigFree(f->conf);
+    g_free(f->clientError);
+    removeTree(f->dir);
+    g_free(f->dir);
+}
+
+static void
+startServer(vrmPeerFixture *f, unsigned int maxPeers, unsigned int timeout)
+{
+    g_assert_cmpint(vrmPeerCredsLoad(f->conf, &f->creds), ==, 0);
+    g_assert_nonnull(f->creds);
+    f->srv = vrmPeerServerNew(f->creds, "127.0.0.1", 0, maxPeers, timeout,
+                              serverAccept, f);
+    g_assert_nonnull(f->srv);
+}
+
+static vrmPeerConn *
+connectClient(vrmPeerFixture *f, vrmPeerCreds *creds, const char *host)
+{
+    g_autoptr(vrmLocator) to = vrmLocatorNew(host, "127.0.0.1",
+                                             vrmPeerServerPort(f->srv));
+
+    return vrmPeerConnConnect(creds, to, 5, &clientCallbacks, f);
+}
+
+static void
+testPskSameKey(vrmPeerFixture *f, gconstpointer data)
+{
+    g_free(f->conf->peerKeyFile);
+    f->conf->peerKeyFile = writeKey(f->dir, "cluster.key");
+    startServer(f, 4, 5);
+    g_assert_cmpint(vrmPeerCredsAuth(f->creds), ==, VRM_PEER_AUTH_PSK);
+    f->client = connectClient(f, f->creds, "localhost");
+    g_assert_nonnull(f->client);
+    runUntil(NULL, &f->clientResult, 10000);
+    g_assert_cmpint(f->clientResult, ==, 1);
+    g_assert_true(f->clientReady);
+    g_assert_cmpuint(f->requests, ==, 1);
+}
+
+static void
+testPskOtherKey(vrmPeerFixture *f, gconstpointer data)
+{
+    g_autoptr(vrmHelperConfig) other = vrmHelperConfigNew();
+    g_autoptr(vrmPeerCreds) otherCreds = NULL;
+
+    g_free(f->conf->peerKeyFile);
+    f->conf->peerKeyFile = writeKey(f->dir, "cluster.key");
+    g_free(other->peerKeyFile);
+    other->peerKeyFile = writeKey(f->dir, "other.key");
+    startServer(f, 4, 5);
+    g_assert_cmpint(vrmPeerCredsLoad(other, &otherCreds), ==, 0);
+    f->client = connectClient(f, otherCreds, "localhost");
+    g_assert_nonnull(f->client);
+    runUntil(NULL, &f->clientResult, 10000);
+    g_assert_cmpint(f->clientResult, ==, -1);
+    g_assert_false(f->clientReady);
+    g_assert_cmpuint(f->requests, ==, 0);
+    g_test_message("client: %s", f->clientError);
+    g_assert_nonnull(strstr(f->clientError, "TLS handshake"));
+}
+
+static void
+testKeyFileOpen(vrmPeerFixture *f, gconstpointer data)
+{
+    g_autoptr(vrmPeerCreds) creds = NULL;
+    g_autofree char *path = writeKey(f->dir, "cluster.key");
+    struct stat st;
+
+    g_assert_cmpint(stat(path, &st), ==, 0);
+    g_assert_cmpint(st.st_mode & 07777, ==, 0600);
+    /* never over an existing key */
+    g_assert_cmpint(vrmPeerKeyGenerate(path), ==, -1);
+    g_chmod(path, 0640);
+    g_free(f->conf->peerKeyFile);
+    f->conf->peerKeyFile = g_strdup(path);
+    vrmResetLastError();
+    g_assert_cmpint(vrmPeerCredsLoad(f->conf, &creds), ==, -1);
+    g_assert_null(creds);
+    g_assert_nonnull(strstr(vrmGetLastErrorMessage(), "that nobody else may read or write"));
+    g_assert_nonnull(strstr(vrmGetLastErrorMessage(), "chmod 0600"));
+}
+
+static void
+testChannelOff(vrmPeerFixture *f, gconstpointer data)
+{
+    g_autoptr(vrmPeerCreds) creds = NULL;
+    g_autoptr(vrmLocator) to = vrmLocatorNew("x", "127.0.0.1", 1);
+
+    g_free(f->conf->peerKeyFile);
+    f->conf->peerKeyFile = g_build_filename(f->dir, "missing.key", NULL);
+    g_free(f->conf->peerCACert);
+    f->conf->peerCACert = g_build_filename(f->dir, "missing.pem", NULL);
+    g_assert_cmpint(vrmPeerCredsLoad(f->conf, &creds), ==, 0);
+    g_assert_null(creds);
+    vrmResetLastError();
+    g_assert_null(vrmPeerConnConnect(creds, to, 1, &clientCallbacks, f));
+    g_assert_nonnull(strstr(vrmGetLastErrorMessage(), "the helpers' channel is off"));
+}
+
+/* certtool: a CA, a server certificate for localhost, a client certificate */
+static void
+makePki(const char *dir)
+{
+    const char *steps[] = {
+        "certtool --generate-privkey --outfile ca.key",
+        "certtool --generate-self-signed --load-privkey ca.key --template ca.tmpl --outfile cacert.pem",
+        "certtool --generate-privkey --outfile serverkey.pem",
+        "certtool --generate-certificate --load-privkey serverkey.pem --load-ca-certificate cacert.pem --load-ca-privkey ca.key --template server.tmpl --outfile servercert.pem",
+        "certtool --generate-privkey --outfile clientkey.pem",
+        "certtool --generate-certificate --load-privkey clientkey.pem --load-ca-certificate cacert.pem --load-ca-privkey ca.key --template client.tmpl --outfile clientcert.pem",
+    };
+    size_t i;
+
+    g_assert_true(writeFileIn(dir, "ca.tmpl", "cn = vrm test CA\nca\ncert_signing_key\nexpiration_days = 2\n"));
+    g_assert_true(writeFileIn(dir, "server.tmpl", "cn = localhost\ndns_name = localhost\ntls_www_server\nencryption_key\nsigning_key\nexpiration_days = 2\n"));
+    g_assert_true(writeFileIn(dir, "client.tmpl", "cn = client.example\ntls_www_client\nencryption_key\nsigning_key\nexpiration_days = 2\n"));
+    for (i = 0; i < G_N_ELEMENTS(steps); i++) {
+        g_autofree char *cmd = g_strdup_printf("sh -c 'cd %s && %s >/dev/null 2>&1'", dir, steps[i]);
+        int status = -1;
+
+        if (!g_spawn_command_line_sync(cmd, NULL, NULL, &status, NULL) || status != 0)
+            g_error("'%s' failed: is gnutls-bin installed (tools/install-deps.sh)?", steps[i]);
+    }
+}
+
+static void
+useX509(vrmHelperConfig *conf, const char *dir)
+{
+    conf->peerAuth = VRM_PEER_AUTH_X509;
+#define SET(field, name) g_free(conf->field); conf->field = g_build_filename(dir, name, NULL)
+    SET(peerCACert, "cacert.pem");
+    SET(peerServerCert, "servercert.pem");
+    SET(peerServerKey, "serverkey.pem");
+    SET(peerClientCert, "clientcert.pem");
+    SET(peerClientKey, "clientkey.pem");
+#undef SET
+}
+
+static void
+testX509(vrmPeerFixture *f, gconstpointer data)
+{
+    makePki(f->dir);
+    useX509(f->conf, f->dir);
+    startServer(f, 4, 5);
+    g_assert_cmpint(vrmPeerCredsAuth(f->creds), ==, VRM_PEER_AUTH_X509);
+    f->client = connectClient(f, f->creds, "localhost");
+    runUntil(NULL, &f->clientResult, 10000);
+    g_assert_cmpint(f->clientResult, ==, 1);
+    g_assert_cmpuint(f->requests, ==, 1);
+}
+
+static void
+testX509WrongHost(vrmPeerFixture *f, gconstpointer data)
+{
+    makePki(f->dir);
+    useX509(f->conf, f->dir);
+    startServer(f, 4, 5);
+    /* the locator says another host: its certificate does not match */
+    f->client = connectClient(f, f->creds, "otherhost.example");
+    runUntil(NULL, &f->clientResult, 10000);
+    g_assert_cmpint(f->clientResult, ==, -1);
+    g_test_message("client: %s", f->clientError);
+    g_assert_nonnull(strstr(f->clientError, "does not verify"));
+    g_assert_cmpuint(f->requests, ==, 0);
+}
+
+/* A raw TCP connection to the server; @text is sent if not NULL */
+static int
+rawConnect(vrmPeerFixture *f, const char *text)
+{
+    struct sockaddr_in sa = { .sin_family = AF_INET };
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    sa.sin_port = htons(vrmPeerServerPort(f->srv));
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    g_assert_cmpint(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), ==, 0);
+    if (text)
+        g_assert_cmpint(write(fd, text, strlen(text)), ==, (ssize_t)strlen(text));
+    return fd;
+}
+
+/* Plain text where TLS is expected: the handshake fails, nothing else */
+static void
+testPlainText(vrmPeerFixture *f, gconstpointer data)
+{
+    bool never = false;
+    int fd;
+
+    g_free(f->conf->peerKeyFile);
+    f->conf->peerKeyFile = writeKey(f->dir, "cluster.key");
+    startServer(f, 4, 5);
+    fd = rawConnect(f, "GET / HTTP/1.0\r\n\r\n<migration-request version='1'/>");
+    runUntil(&never, NULL, 500);
+    g_assert_cmpuint(f->serverConns->len, ==, 0);
+    g_assert_cmpuint(f->requests, ==, 0);
+    close(fd);
+}
+
+/*
+ * A peer that connects and says nothing holds one slot until the
+ * handshake deadline; meanwhile another peer is served at once, and at
+ * the cap (one peer) the next one waits for the slot instead of being
+ * refused.
+ */
+static void
+testStalledPeer(vrmPeerFixture *f, gconstpointer data)
+{
+    gint64 start;
+    int fd;
+
+    g_free(f->conf->peerKeyFile);
+    f->conf->peerKeyFile = writeKey(f->dir, "cluster.key");
+    startServer(f, GPOINTER_TO_UINT(data), 2);
+    fd = rawConnect(f, NULL);
+    start = g_get_monotonic_time();
+    f->client = connectClient(f, f->creds, "localhost");
+    runUntil(NULL, &f->clientResult, 10000);
+    g_assert_cmpint(f->clientResult, ==, 1);
+    if (GPOINTER_TO_UINT(data) > 1)
+        g_assert_cmpint(g_get_monotonic_time() - start, <, 1500 * 1000);
+    else
+        g_assert_cmpint(g_get_monotonic_time() - start, >=, 1500 * 1000);
+    close(fd);
+}
+
+int
+main(int argc, char **argv)
+{
+    vrmTestInit(&argc, &argv);
+#define ADD(path, func, data) \
+    g_test_add(path, vrmPeerFixture, data, fixtureSetUp, func, fixtureTearDown)
+    ADD("/peer/psk/same-key", testPskSameKey, NULL);
+    ADD("/peer/psk/other-key", testPskOtherKey, NULL);
+    ADD("/peer/psk/key-file", testKeyFileOpen, NULL);
+    ADD("/peer/off", testChannelOff, NULL);
+    ADD("/peer/x509/ok", testX509, NULL);
+    ADD("/peer/x509/wrong-host", testX509WrongHost, NULL);
+    ADD("/peer/plain-text", testPlainText, NULL);
+    ADD("/peer/stalled/served-meanwhile", testStalledPeer, GUINT_TO_POINTER(4));
+    ADD("/peer/stalled/cap-waits", testStalledPeer, GUINT_TO_POINTER(1));
+#undef ADD
+    return g_test_run();
+}
