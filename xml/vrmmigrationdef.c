@@ -825,6 +825,23 @@ vrmMigrationDefParseString(const char *xml)
 }
 
 vrmMigrationDef *
+vrmMigrationDefParseMetadata(const char *xml)
+{
+    g_autoptr(xmlDoc) doc = NULL;
+    const char *what = _("migration metadata");
+    xmlNodePtr root;
+
+    if (!(doc = vrmXMLParseMemory(xml, xml ? strlen(xml) : 0, what, false)))
+        return NULL;
+    root = xmlDocGetRootElement(doc);
+    /* virDomainGetMetadata() gives the element without its namespace */
+    if (root && !root->ns && xmlStrEqual(root->name, BAD_CAST "migration"))
+        xmlSetNs(root, xmlNewNs(root, BAD_CAST VRM_XML_NS_MIGRATION,
+                                BAD_CAST VRM_XML_NS_PREFIX));
+    return vrmMigrationDefParseDoc(doc, what);
+}
+
+vrmMigrationDef *
 vrmMigrationDefParseFile(const char *path)
 {
     g_autoptr(xmlDoc) doc = NULL;
@@ -851,17 +868,19 @@ vrmMigrationDefParseElement(xmlNodePtr node)
     return vrmMigrationDefParseDoc(doc, _("the migration element"));
 }
 
-void
-vrmMigrationDefFormatBuf(GString *buf, const vrmMigrationDef *def,
-                         const char *prefix, unsigned int level)
+/* @prefix NULL: no prefix and no namespace (virDomainSetMetadata()'s form) */
+static void
+vrmMigrationDefFormatElement(GString *buf, const vrmMigrationDef *def,
+                             const char *prefix, unsigned int level)
 {
+    g_autofree char *name = prefix ? g_strdup_printf("%s:migration", prefix) :
+        g_strdup("migration");
     size_t start;
 
-    if (!prefix)
-        prefix = VRM_XML_NS_PREFIX;
     vrmXMLIndent(buf, level);
-    g_string_append_printf(buf, "<%s:migration xmlns:%s=\"%s\"", prefix,
-                           prefix, VRM_XML_NS_MIGRATION);
+    g_string_append_printf(buf, "<%s", name);
+    if (prefix)
+        g_string_append_printf(buf, " xmlns:%s=\"%s\"", prefix, VRM_XML_NS_MIGRATION);
     start = buf->len;
     g_string_append(buf, ">\n");
     vrmMigrationParamsFormatBuf(buf, &def->params, level + 1);
@@ -877,7 +896,24 @@ vrmMigrationDefFormatBuf(GString *buf, const vrmMigrationDef *def,
         return;
     }
     vrmXMLIndent(buf, level);
-    g_string_append_printf(buf, "</%s:migration>\n", prefix);
+    g_string_append_printf(buf, "</%s>\n", name);
+}
+
+void
+vrmMigrationDefFormatBuf(GString *buf, const vrmMigrationDef *def,
+                         const char *prefix, unsigned int level)
+{
+    vrmMigrationDefFormatElement(buf, def, prefix ? prefix : VRM_XML_NS_PREFIX,
+                                 level);
+}
+
+char *
+vrmMigrationDefFormatMetadata(const vrmMigrationDef *def)
+{
+    GString *buf = g_string_new(NULL);
+
+    vrmMigrationDefFormatElement(buf, def, NULL, 0);
+    return g_string_free(buf, FALSE);
 }
 
 char *

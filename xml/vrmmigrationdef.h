@@ -43,6 +43,7 @@
  *   vrmMigrationDefParseString(xml)   parse -> validate (migration.rng) ->
  *   vrmMigrationDefParseFile(path)      ParseNode (root check) -> ParseXML(ctxt)
  *   vrmMigrationDefParseNode(doc, root)
+ *   vrmMigrationDefParseMetadata(xml) as virDomainGetMetadata() returns it
  *   vrmMigrationDefParseXML(ctxt)
  *   vrmMigrationDefParseElement(node) an element inside another document
  *                                     (domain XML, control message)
@@ -232,6 +233,8 @@ vrmMigrationDef *vrmMigrationDefCopy(const vrmMigrationDef *def);
 
 vrmMigrationDef *vrmMigrationDefParseString(const char *xml);
 vrmMigrationDef *vrmMigrationDefParseFile(const char *path);
+/* The element as virDomainGetMetadata() returns it: in no namespace */
+vrmMigrationDef *vrmMigrationDefParseMetadata(const char *xml);
 vrmMigrationDef *vrmMigrationDefParseNode(xmlDocPtr doc, xmlNodePtr root);
 vrmMigrationDef *vrmMigrationDefParseXML(xmlXPathContextPtr ctxt);
 vrmMigrationDef *vrmMigrationDefParseElement(xmlNodePtr node);
@@ -240,3 +243,5 @@ vrmMigrationDef *vrmMigrationDefParseElement(xmlNodePtr node);
 void vrmMigrationDefFormatBuf(GString *buf, const vrmMigrationDef *def,
                               const char *prefix, unsigned int level);
 char *vrmMigrationDefFormat(const vrmMigrationDef *def);
+/* "<migration>...": the form virDomainSetMetadata() takes (no namespace) */
+char *vrmMigrationDefFormatMetadata(const vrmMigrationDef *def);

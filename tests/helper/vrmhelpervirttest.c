@@ -1,0 +1,187 @@
+/*
+ * vrmhelpervirttest.c: virt-rdmad's libvirt link against libvirt's own
+ * test driver (test:///default, one instance per process, a running
+ * domain called "test")
+ *
+ * The outcome table; the facts of a domain (found, active, no job, its
+ * metadata); the locator set into the live metadata of an RDMA-enabled
+ * domain at start and again when a user replaces the metadata (the
+ * METADATA_CHANGE event), and left alone in a domain without our
+ * element; and the main loop served while the worker talks to libvirt.
+ */
+#include <config.h>
+
+#include <string.h>
+
+#include <libvirt/libvirt.h>
+#include <libvirt/virterror.h>
+
+#include "vrmtestutils.h"
+#include "vrmerror.h"
+#include "vrmhelpervirt.h"
+
+#define TEST_URI "test:///default"
+#define TEST_UUID "6695eb01-f6a4-8304-79aa-97f2502e193f"
+
+static void
+quiet(void *opaque, virErrorPtr err)
+{
+}
+
+static void
+testOutcomeTable(void)
+{
+    g_assert_cmpint(vrmMigrationOutcome(false, 0, 0, 0), ==, VRM_OUTCOME_SUCCEEDED);
+    g_assert_cmpint(vrmMigrationOutcome(true, VIR_DOMAIN_SHUTOFF,
+                                        VIR_DOMAIN_SHUTOFF_MIGRATED,
+                                        VIR_DOMAIN_JOB_NONE), ==, VRM_OUTCOME_SUCCEEDED);
+    g_assert_cmpint(vrmMigrationOutcome(true, VIR_DOMAIN_PAUSED,
+                                        VIR_DOMAIN_PAUSED_MIGRATION,
+                                        VIR_DOMAIN_JOB_NONE), ==, VRM_OUTCOME_PENDING);
+    g_assert_cmpint(vrmMigrationOutcome(true, VIR_DOMAIN_RUNNING,
+                                        VIR_DOMAIN_RUNNING_MIGRATION_CANCELED,
+                                        VIR_DOMAIN_JOB_UNBOUNDED), ==, VRM_OUTCOME_PENDING);
+    g_assert_cmpint(vrmMigrationOutcome(true, VIR_DOMAIN_RUNNING,
+                                        VIR_DOMAIN_RUNNING_MIGRATION_CANCELED,
+                                        VIR_DOMAIN_JOB_NONE), ==, VRM_OUTCOME_FAILED);
+    g_assert_cmpint(vrmMigrationOutcome(true, VIR_DOMAIN_SHUTOFF,
+                                        VIR_DOMAIN_SHUTOFF_CRASHED,
+                                        VIR_DOMAIN_JOB_NONE), ==, VRM_OUTCOME_FAILED);
+}
+
+static void
+factsDone(vrmDomainFacts *facts, gpointer opaque)
+{
+    vrmDomainFacts **out = opaque;
+
+    *out = facts;
+}
+
+static vrmDomainFacts *
+queryFacts(vrmHelperVirt *v, const char *uuid)
+{
+    vrmDomainFacts *facts = NULL;
+    gint64 deadline = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+
+    vrmHelperVirtQueryDomain(v, uuid, factsDone, &facts);
+    while (!facts && g_get_monotonic_time() < deadline)
+        g_main_context_iteration(NULL, TRUE);
+    g_assert_nonnull(facts);
+    return facts;
+}
+
+static char *
+waitLocator(virDomainPtr dom, const char *want)
+{
+    gint64 deadline = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+
+    while (g_get_monotonic_time() < deadline) {
+        char *xml = virDomainGetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT,
+                                         VRM_XML_NS_MIGRATION,
+                                         VIR_DOMAIN_AFFECT_LIVE);
+
+        if (xml && (!want || strstr(xml, want)))
+            return xml;
+        free(xml);
+        g_main_context_iteration(NULL, FALSE);
+        g_usleep(20 * 1000);
+    }
+    return NULL;
+}
+
+static void
+testLocatorAndFacts(void)
+{
+    g_autoptr(vrmLocator) loc = vrmLocatorNew("sandbox-a", "198.18.0.1", 16530);
+    g_autoptr(vrmHelperVirt) v = NULL;
+    g_autoptr(vrmDomainFacts) facts = NULL;
+    g_autoptr(vrmDomainFacts) missing = NULL;
+    virConnectPtr conn;
+    virDomainPtr dom;
+    char *xml;
+    char *msg = NULL;
+
+    virSetErrorFunc(NULL, quiet);
+    conn = virConnectOpen(TEST_URI);
+    g_assert_nonnull(conn);
+    dom = virDomainLookupByUUIDString(conn, TEST_UUID);
+    g_assert_nonnull(dom);
+    /* RDMA-enabled before the helper starts: the locator arrives at start */
+    g_assert_cmpint(virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT,
+                                         "<migration><pin-all/></migration>",
+                                         "rdma", VRM_XML_NS_MIGRATION,
+                                         VIR_DOMAIN_AFFECT_LIVE), ==, 0);
+    v = vrmHelperVirtNew(TEST_URI, loc);
+    xml = waitLocator(dom, "198.18.0.1");
+    g_assert_nonnull(xml);
+    g_test_message("metadata after start: %s", xml);
+    g_assert_nonnull(strstr(xml, "pin-all"));
+    g_assert_nonnull(strstr(xml, "host=\"sandbox-a\""));
+    free(xml);
+
+    /* a user replaces the element: the locator comes back */
+    g_assert_cmpint(virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT,
+                                         "<migration><channels count='3'/></migration>",
+                                         "rdma", VRM_XML_NS_MIGRATION,
+                                         VIR_DOMAIN_AFFECT_LIVE), ==, 0);
+    xml = waitLocator(dom, "count=\"3\"");
+    g_assert_nonnull(xml);
+    free(xml);
+    xml = waitLocator(dom, "198.18.0.1");
+    g_assert_nonnull(xml);
+    g_assert_nonnull(strstr(xml, "count=\"3\""));
+    free(xml);
+
+    facts = queryFacts(v, TEST_UUID);
+    g_assert_null(facts->error);
+    g_assert_true(facts->found);
+    g_assert_true(facts->active);
+    g_assert_cmpstr(facts->name, ==, "test");
+    g_assert_false(facts->migratingOut);
+    g_assert_true(facts->rdmaEnabled);
+    g_assert_nonnull(facts->def);
+    g_assert_cmpuint(facts->def->params.channels, ==, 3);
+    g_assert_true(vrmLocatorEqual(facts->def->locator, loc));
+    g_assert_true(vrmHelperVirtStatus(v, &msg));
+    g_free(msg);
+
+    missing = queryFacts(v, "00000000-0000-0000-0000-000000000001");
+    g_assert_null(missing->error);
+    g_assert_false(missing->found);
+
+    /* a domain without our element is left alone */
+    g_assert_cmpint(virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, NULL,
+                                         NULL, VRM_XML_NS_MIGRATION,
+                                         VIR_DOMAIN_AFFECT_LIVE), ==, 0);
+    g_usleep(300 * 1000);
+    g_main_context_iteration(NULL, FALSE);
+    g_assert_null(virDomainGetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT,
+                                       VRM_XML_NS_MIGRATION, VIR_DOMAIN_AFFECT_LIVE));
+    virDomainFree(dom);
+    virConnectClose(conn);
+}
+
+static void
+testNoLibvirt(void)
+{
+    g_autoptr(vrmHelperVirt) v = vrmHelperVirtNew("qemu+unix:///system?socket=/nonexistent/sock",
+                                                  NULL);
+    g_autoptr(vrmDomainFacts) facts = queryFacts(v, TEST_UUID);
+    g_autofree char *msg = NULL;
+
+    g_assert_nonnull(facts->error);
+    g_test_message("%s", facts->error);
+    g_assert_nonnull(strstr(facts->error, "cannot connect to libvirt"));
+    g_assert_false(vrmHelperVirtStatus(v, &msg));
+    g_assert_nonnull(msg);
+}
+
+int
+main(int argc, char **argv)
+{
+    vrmTestInit(&argc, &argv);
+    g_test_add_func("/virt/outcome-table", testOutcomeTable);
+    g_test_add_func("/virt/locator-and-facts", testLocatorAndFacts);
+    g_test_add_func("/virt/no-libvirt", testNoLibvirt);
+    return g_test_run();
+}
