@@ -11,8 +11,6 @@
 #include "vrmi18n.h"
 
 VRM_ENUM_IMPL(vrmControlType, VRM_CONTROL_LAST,
-              "job-open",
-              "job-accept",
               "job-incoming",
               "job-prepare",
               "host-info",
@@ -234,7 +232,13 @@ vrmJobRecordParseNode(xmlNodePtr node)
     if ((child = vrmControlMigrationChild(node)) &&
         !(job->migration = vrmMigrationDefParseElement(child)))
         return NULL;
-/*TOKENCHECK*/
+    if (job->migration && job->migration->offer &&
+        job->migration->offer->hasToken) {
+        /* the token lives in the engines and on the helpers' channel only */
+        vrmReportError(VRM_ERR_XML,
+                       _("a job record must not carry the token of its offer"));
+        return NULL;
+    }
 
     if ((child = vrmXMLChild(node, "stats"))) {
         if (vrmJobRecordParseStats(child, &job->stats) < 0)
@@ -269,8 +273,13 @@ vrmJobRecordFormatBuf(GString *buf, const vrmJobRecord *job, unsigned int level)
         vrmXMLAttrStr(buf, "path", job->socketPath);
         g_string_append(buf, "/>\n");
     }
-    if (job->migration)
-        vrmMigrationDefFormatBuf(buf, job->migration, NULL, level + 1);/*TOKENFMT*/
+    if (job->migration) {
+        g_autoptr(vrmMigrationDef) def = vrmMigrationDefCopy(job->migration);
+
+        /* never the token, whatever the caller kept */
+        vrmOfferDropToken(def->offer);
+        vrmMigrationDefFormatBuf(buf, def, NULL, level + 1);
+    }
     if (job->hasStats) {
         const vrmJobStats *s = &job->stats;
 
@@ -723,43 +732,6 @@ vrmControlReplyNewError(int code, const char *message)
     return msg;
 }
 
-static int
-vrmControlParseJobOpen(xmlNodePtr node, vrmControlMessage *msg, bool accept)
-{
-    static const char *const openChildren[] = {
-        "domain", "rdma:migration", "overrides", NULL
-    };
-    static const char *const acceptChildren[] = {
-        "domain", "rdma:migration", NULL
-    };
-    xmlNodePtr child;
-
-    if (vrmXMLCheckAttributes(node, noAttrs) < 0 ||
-        vrmXMLCheckChildren(node, accept ? acceptChildren : openChildren) < 0)
-        return -1;
-    if (!(child = vrmXMLRequiredChild(node, "domain")) ||
-        vrmControlParseDomain(child, &msg->domainName, &msg->domainUUID) < 0)
-        return -1;
-
-    if ((child = vrmControlMigrationChild(node)) &&
-        !(msg->migration = vrmMigrationDefParseElement(child)))
-        return -1;
-    if (accept && (!msg->migration || !msg->migration->offer)) {
-        vrmReportError(VRM_ERR_XML,
-                       _("element '%1$s' needs an 'offer' inside its '%2$s:migration' element"),
-                       "job-accept", VRM_XML_NS_PREFIX);
-        return -1;
-    }
-
-    if ((child = vrmXMLChild(node, "overrides"))) {
-        msg->overrides = g_new0(vrmMigrationParams, 1);
-        if (vrmXMLCheckAttributes(child, noAttrs) < 0 ||
-            vrmMigrationParamsParseNode(child, msg->overrides, NULL) < 0)
-            return -1;
-    }
-    return 0;
-}
-
 /* <job-incoming>: the domain (with its uuid) and its element */
 static int
 vrmControlParseJobIncoming(xmlNodePtr node, vrmControlMessage *msg)
@@ -927,10 +899,6 @@ vrmControlMessageParseXML(xmlXPathContextPtr ctxt)
     }
     msg = vrmControlMessageNew(type);
     switch ((vrmControlType)type) {
-    case VRM_CONTROL_JOB_OPEN:
-    case VRM_CONTROL_JOB_ACCEPT:
-        rc = vrmControlParseJobOpen(node, msg, type == VRM_CONTROL_JOB_ACCEPT);
-        break;
     case VRM_CONTROL_JOB_INCOMING:
         rc = vrmControlParseJobIncoming(node, msg);
         break;
@@ -1006,16 +974,13 @@ vrmControlMessageFormat(const vrmControlMessage *msg)
     size_t i;
 
     switch (msg->type) {
-    case VRM_CONTROL_JOB_OPEN:
-    case VRM_CONTROL_JOB_ACCEPT:
     case VRM_CONTROL_JOB_INCOMING:
     case VRM_CONTROL_JOB_PREPARE:
         g_string_append_printf(buf, "<%s>\n", name);
         vrmControlFormatDomain(buf, 1, msg->domainName, msg->domainUUID);
         if (msg->migration && msg->type != VRM_CONTROL_JOB_PREPARE)
             vrmMigrationDefFormatBuf(buf, msg->migration, NULL, 1);
-        if (msg->overrides && (msg->type == VRM_CONTROL_JOB_OPEN ||
-                               msg->type == VRM_CONTROL_JOB_PREPARE)) {
+        if (msg->overrides && msg->type == VRM_CONTROL_JOB_PREPARE) {
             if (vrmMigrationParamsIsEmpty(msg->overrides)) {
                 g_string_append(buf, "  <overrides/>\n");
             } else {

@@ -22,7 +22,6 @@
  *   <job-list/>
  *   <reply status="ok"> <job .../>* | <intent .../> | <host-info .../> </reply>
  *   <reply status="error"><error code="policy">message</error></reply>
- *   (going: <job-open> and <job-accept> of the first version)
  *
  *   <job id="42" role="source" state="transferring" owner="0" intent="7">
  *     <domain name="web1" uuid="..."/>
@@ -57,8 +56,6 @@
 #include "vrmmigrationdef.h"
 
 typedef enum {
-    VRM_CONTROL_JOB_OPEN,
-    VRM_CONTROL_JOB_ACCEPT,
     VRM_CONTROL_JOB_INCOMING,
     VRM_CONTROL_JOB_PREPARE,
     VRM_CONTROL_HOST_INFO,

@@ -610,24 +610,6 @@ vrmDomainXMLSetChild(const char *xml, const char *childName,
 }
 
 char *
-vrmDomainXMLSetOffer(const char *xml, const vrmOffer *offer)
-{
-    g_autoptr(GString) buf = g_string_new(NULL);
-
-    vrmOfferFormatBuf(buf, offer, 0);
-    return vrmDomainXMLSetChild(xml, "offer", buf->str);
-}
-
-char *
-vrmDomainXMLSetAnswer(const char *xml, const vrmAnswer *answer)
-{
-    g_autoptr(GString) buf = g_string_new(NULL);
-
-    vrmAnswerFormatBuf(buf, answer, 0);
-    return vrmDomainXMLSetChild(xml, "answer", buf->str);
-}
-
-char *
 vrmDomainXMLSetMigration(const char *xml, const vrmMigrationDef *def)
 {
     g_autoptr(vrmDomainXML) dom = NULL;

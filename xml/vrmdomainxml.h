@@ -33,7 +33,4 @@
 int vrmDomainXMLGetMigration(const char *xml, vrmMigrationDef **def);
 char *vrmDomainXMLSetMigration(const char *xml, const vrmMigrationDef *def);
 char *vrmDomainXMLSetLocator(const char *xml, const vrmLocator *locator);
-/* The first version's flow (going): an offer or an answer in the XML */
-char *vrmDomainXMLSetOffer(const char *xml, const vrmOffer *offer);
-char *vrmDomainXMLSetAnswer(const char *xml, const vrmAnswer *answer);
 char *vrmDomainXMLStripNegotiation(const char *xml);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "vrmhelperd.h"
+#include "vrmhelperpeer.h"
 #include "vrmerror.h"
 #include "vrmi18n.h"
 #include "vrmlog.h"
@@ -19,6 +20,7 @@ main(int argc, char **argv)
     g_autofree char *configPath = NULL;
     g_autofree char *socketPath = NULL;
     g_autofree char *enginePath = NULL;
+    g_autofree char *generateKey = NULL;
     gint connectTimeout = 30;
     gint idleTimeout = 120;
     gboolean verbose = FALSE, debug = FALSE, engineDebug = FALSE;
@@ -36,6 +38,8 @@ main(int argc, char **argv)
           N_("an engine without progress for SEC seconds fails its job (default 120)"), "SEC" },
         { "check-config", 0, 0, G_OPTION_ARG_NONE, &checkConfig,
           N_("check the configuration, print it in canonical form and exit"), NULL },
+        { "generate-key", 0, 0, G_OPTION_ARG_FILENAME, &generateKey,
+          N_("write a new cluster key for the helpers' channel to FILE (mode 0600, never over an existing file) and exit; copy it to every host"), "FILE" },
         { "verbose", 'v', 0, G_OPTION_ARG_NONE, &verbose, N_("log jobs"), NULL },
         { "debug", 0, 0, G_OPTION_ARG_NONE, &debug, N_("log everything"), NULL },
         { "engine-debug", 0, 0, G_OPTION_ARG_NONE, &engineDebug,
@@ -68,6 +72,13 @@ main(int argc, char **argv)
         printf("virt-rdmad %s\n", PACKAGE_VERSION);
         return 0;
     }
+    if (generateKey) {
+        if (vrmPeerKeyGenerate(generateKey) < 0) {
+            fprintf(stderr, "virt-rdmad: %s\n", vrmGetLastErrorMessage());
+            return 1;
+        }
+        return 0;
+    }
     if (connectTimeout < 1 || idleTimeout < 0) {
         fprintf(stderr, "virt-rdmad: %s\n",
                 _("--connect-timeout must be at least 1 and --idle-timeout at least 0."));
@@ -78,15 +89,7 @@ main(int argc, char **argv)
     else if (verbose)
         vrmLogSetLevel(VRM_LOG_INFO);
 
-    if (configPath) {
-        conf = vrmHelperConfigLoadFile(configPath);
-    } else {
-        g_autofree char *def = g_build_filename(VRM_SYSCONFDIR,
-                                                VRM_HELPER_CONFIG_FILE, NULL);
-
-        conf = g_file_test(def, G_FILE_TEST_EXISTS) ?
-            vrmHelperConfigLoadFile(def) : vrmHelperConfigNew();
-    }
+    conf = configPath ? vrmHelperConfigLoadFile(configPath) : vrmHelperConfigLoadDefault();
     if (!conf) {
         fprintf(stderr, "virt-rdmad: %s\n", vrmGetLastErrorMessage());
         return 1;

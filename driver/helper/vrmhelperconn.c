@@ -289,9 +289,14 @@ vrmHelperConnNew(vrmHelperServer *srv, int fd)
     c->in = g_byte_array_new();
     c->state = VRM_CONN_READING;
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0) {
+        socklen_t glen = sizeof(c->cred.groups);
+
         c->cred.uid = cred.uid;
         c->cred.gid = cred.gid;
         c->cred.pid = cred.pid;
+        /* more groups than fit: only the first ones count */
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, c->cred.groups, &glen) == 0)
+            c->cred.ngroups = glen / sizeof(gid_t);
     } else {
         /* nobody: refused by every check */
         c->cred.uid = (uid_t)-1;

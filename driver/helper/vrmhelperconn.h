@@ -42,10 +42,15 @@
 /* ... and to take its whole reply */
 #define VRM_HELPER_REPLY_TIMEOUT_MS (5 * 1000)
 
+/* The kernel's word on a client: SO_PEERCRED and SO_PEERGROUPS (no
+ * name-service lookup, which could block the loop) */
+#define VRM_HELPER_CRED_GROUPS_MAX 256
 typedef struct {
     uid_t uid;
     gid_t gid;
     pid_t pid;
+    gid_t groups[VRM_HELPER_CRED_GROUPS_MAX];
+    unsigned int ngroups;
 } vrmHelperCred;
 
 typedef struct _vrmHelperConn vrmHelperConn;

@@ -1,1075 +1,580 @@
 /*
- * vrmhelperd.c: virt-rdmad: control socket, job table, engines
+ * vrmhelperd.c: virt-rdmad: life cycle, the control socket's requests,
+ * intents, host information
  */
 #include <config.h>
 
 #ifndef _GNU_SOURCE
-# define _GNU_SOURCE /* SO_PEERCRED, struct ucred, accept4 */
+# define _GNU_SOURCE
 #endif
 
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <sys/wait.h>
 #include <unistd.h>
-#include <linux/capability.h>
 
 #include <glib-unix.h>
 
-#include "vrmhelperd.h"
+#include "vrmhelperdpriv.h"
 #include "vrmhelperclient.h"
 #include "vrmhelperpolicy.h"
-#include "vrmnegotiation.h"
 #include "vrmerror.h"
 #include "vrmi18n.h"
 #include "vrmlog.h"
+#include "vrmsocket.h"
 
-#define VRM_HELPER_POLL_MS 200          /* stats of live engines */
-#define VRM_HELPER_WAIT_POLL_MS 20      /* while a client waits on an engine */
-#define VRM_HELPER_REQUEST_TIMEOUT_S 10 /* a client must send its request */
-#define VRM_HELPER_REPLY_TIMEOUT_US (5 * G_USEC_PER_SEC)
-#define VRM_HELPER_STATS_TIMEOUT_US (300 * 1000)
-/* After a restart, how long an engine may take to answer before it is
- * ended: a loaded host (or a TCG sandbox) can stall it for seconds. */
-#define VRM_HELPER_ADOPT_TIMEOUT_US (10 * G_USEC_PER_SEC)
-#define VRM_HELPER_LISTEN_TIMEOUT_US (15 * G_USEC_PER_SEC)
-#define VRM_HELPER_MEMLOCK_SLACK (64ull * 1024 * 1024)
+#define VRM_HELPER_INTENT_SWEEP_S 10
+#define VRM_LIBVIRT_QEMU_CONF "/etc/libvirt/qemu.conf"
 
-/* What a client waiting on a job waits for */
-typedef enum {
-    VRM_WAIT_LISTENING,     /* source: engine serving its stats */
-    VRM_WAIT_CONNECTED,     /* destination: every channel connected */
-} vrmWaitFor;
 
-typedef struct {
-    vrmHelperDaemon *d;
-    int fd;
-    guint watch;
-    guint timeout;
-    GByteArray *buf;
-    vrmWaitFor waitFor;
-    int refusedCode;                /* peer not allowed: the reply, once */
-    char *refused;                  /* its request has been read */
-} vrmHelperConn;
+/* ---- who may do what --------------------------------------------------- */
 
-struct _vrmHelperDaemon {
-    vrmHelperConfig *conf;
-    vrmHostPolicy policy;
-    char *socketPath;
-    char *enginePath;
-    unsigned int connectTimeout;
-    unsigned int idleTimeout;
-    bool engineDebug;
-    GMainLoop *loop;
-    int listenFd;
-    bool ownSocket;                 /* we created it: unlink at the end */
-    guint listenWatch;
-    guint pollTimer;
-    guint waitTimer;            /* runs only while some job has a waiter */
-    guint sigterm, sigint;
-    GHashTable *jobs;               /* id -> vrmHelperJob */
-    unsigned long long nextId;
-    unsigned int lastPort;
-};
-
-static void vrmHelperConnFree(vrmHelperConn *c);
-static void vrmHelperJobFinish(vrmHelperDaemon *d, vrmHelperJob *job,
-                               vrmJobState state, const char *error);
-
-/* ---- replies --------------------------------------------------------- */
-
-static char *
-vrmHelperFormatReply(int code, const char *message, vrmJobRecord **records,
-                     size_t nrecords)
+/* root, our own user, or a member of the access group (by the kernel's
+ * SO_PEERGROUPS: no name-service lookup in the loop) */
+static bool
+vrmHelperCredAllowed(vrmHelperDaemon *d, const vrmHelperCred *cred)
 {
-    g_autoptr(vrmControlMessage) msg = NULL;
+    vrmHelperPeer peer = {
+        .uid = cred->uid, .gid = cred->gid,
+        .groups = cred->groups, .ngroups = cred->ngroups,
+    };
+
+    return vrmHelperPeerAllowed(&peer, geteuid(), d->accessGid, d->haveGroup);
+}
+
+/* root and ourselves see every job; the others the jobs they opened */
+static bool
+vrmHelperCredSees(const vrmHelperCred *cred, const vrmJobRecord *rec)
+{
+    if (cred->uid == 0 || cred->uid == geteuid())
+        return true;
+    return rec->hasOwner && rec->owner == cred->uid;
+}
+
+static bool
+vrmHelperCredOwns(const vrmHelperCred *cred, const vrmHelperIntent *intent)
+{
+    return cred->uid == 0 || cred->uid == geteuid() || intent->owner == cred->uid;
+}
+
+
+/* ---- replies ------------------------------------------------------------ */
+
+static void
+vrmHelperReplyJobs(vrmHelperConn *c, vrmJobRecord **records, size_t n)
+{
+    g_autoptr(vrmControlMessage) msg = vrmControlMessageNew(VRM_CONTROL_REPLY);
     size_t i;
 
-    if (code != VRM_ERR_OK)
-        return vrmControlMessageFormat((msg = vrmControlReplyNewError(code, message)));
-    msg = vrmControlMessageNew(VRM_CONTROL_REPLY);
     msg->status = VRM_REPLY_OK;
-    /* the records stay in the job table: borrow them */
+    /* the records stay in the job table: borrowed */
     g_ptr_array_set_free_func(msg->jobs, NULL);
-    for (i = 0; i < nrecords; i++)
+    for (i = 0; i < n; i++)
         g_ptr_array_add(msg->jobs, records[i]);
-    return vrmControlMessageFormat(msg);
+    vrmHelperConnReplyMessage(c, msg);
 }
 
 static void
-vrmHelperConnSend(vrmHelperConn *c, const char *xml)
+vrmHelperReplyIntent(vrmHelperConn *c, vrmIntentRecord *intent)
 {
-    if (!xml ||
-        vrmHelperFrameWrite(c->fd, xml, strlen(xml),
-                            g_get_monotonic_time() + VRM_HELPER_REPLY_TIMEOUT_US) < 0)
-        VRM_WARN("cannot send a reply: %s", vrmGetLastErrorMessage());
+    g_autoptr(vrmControlMessage) msg = vrmControlMessageNew(VRM_CONTROL_REPLY);
+
+    msg->status = VRM_REPLY_OK;
+    msg->intentRecord = intent;
+    vrmHelperConnReplyMessage(c, msg);
+    msg->intentRecord = NULL;
 }
 
-static void
-vrmHelperConnReplyError(vrmHelperConn *c, int code, const char *message)
+
+/* ---- jobs and intents by request ---------------------------------------- */
+
+static vrmHelperIntent *
+vrmHelperFindIntent(vrmHelperDaemon *d, const vrmHelperCred *cred,
+                    unsigned long long id)
 {
-    g_autofree char *xml = vrmHelperFormatReply(code ? code : VRM_ERR_INTERNAL,
-                                                message, NULL, 0);
+    vrmHelperIntent *intent = g_hash_table_lookup(d->intents, &id);
 
-    vrmHelperConnSend(c, xml);
-    vrmHelperConnFree(c);
-}
-
-static void
-vrmHelperConnReplyLastError(vrmHelperConn *c)
-{
-    vrmHelperConnReplyError(c, vrmGetLastErrorCode(), vrmGetLastErrorMessage());
-}
-
-static void
-vrmHelperConnReplyJobs(vrmHelperConn *c, vrmJobRecord **records, size_t n)
-{
-    g_autofree char *xml = vrmHelperFormatReply(VRM_ERR_OK, NULL, records, n);
-
-    vrmHelperConnSend(c, xml);
-    vrmHelperConnFree(c);
-}
-
-static void
-vrmHelperConnFree(vrmHelperConn *c)
-{
-    if (!c)
-        return;
-    if (c->watch)
-        g_source_remove(c->watch);
-    if (c->timeout)
-        g_source_remove(c->timeout);
-    if (c->fd >= 0)
-        close(c->fd);
-    if (c->buf)
-        g_byte_array_unref(c->buf);
-    g_free(c->refused);
-    g_free(c);
-}
-
-/* ---- job table ------------------------------------------------------- */
-
-static unsigned int
-vrmHelperLiveJobs(vrmHelperDaemon *d, GHashTable *ports)
-{
-    GHashTableIter it;
-    gpointer v;
-    unsigned int n = 0;
-
-    g_hash_table_iter_init(&it, d->jobs);
-    while (g_hash_table_iter_next(&it, NULL, &v)) {
-        vrmHelperJob *job = v;
-
-        if (vrmJobStateIsFinal(job->record->state))
-            continue;
-        n++;
-        if (ports && job->cmPort)
-            g_hash_table_add(ports, GUINT_TO_POINTER(job->cmPort));
-    }
-    return n;
-}
-
-static gint
-vrmHelperJobCmp(gconstpointer a, gconstpointer b)
-{
-    const vrmHelperJob *ja = *(vrmHelperJob *const *)a;
-    const vrmHelperJob *jb = *(vrmHelperJob *const *)b;
-
-    return ja->record->id < jb->record->id ? -1 : ja->record->id > jb->record->id;
-}
-
-/* Every job, oldest first (array does not own them) */
-static GPtrArray *
-vrmHelperJobsSorted(vrmHelperDaemon *d)
-{
-    GPtrArray *all = g_ptr_array_new();
-    GHashTableIter it;
-    gpointer v;
-
-    g_hash_table_iter_init(&it, d->jobs);
-    while (g_hash_table_iter_next(&it, NULL, &v))
-        g_ptr_array_add(all, v);
-    g_ptr_array_sort(all, vrmHelperJobCmp);
-    return all;
-}
-
-static void
-vrmHelperSave(vrmHelperDaemon *d, vrmHelperJob *job)
-{
-    if (vrmHelperJobSave(job, d->conf->stateDir) < 0)
-        VRM_WARN("%s", vrmGetLastErrorMessage());
-}
-
-/* Keep at most history-size finished jobs */
-static void
-vrmHelperPruneHistory(vrmHelperDaemon *d)
-{
-    g_autoptr(GPtrArray) all = vrmHelperJobsSorted(d);
-    unsigned int finished = 0;
-    guint i;
-
-    for (i = 0; i < all->len; i++) {
-        vrmHelperJob *job = all->pdata[i];
-
-        if (vrmJobStateIsFinal(job->record->state) && !job->waiter)
-            finished++;
-    }
-    for (i = 0; i < all->len && finished > d->conf->historySize; i++) {
-        vrmHelperJob *job = all->pdata[i];
-        unsigned long long id = job->record->id;
-
-        if (!vrmJobStateIsFinal(job->record->state) || job->waiter)
-            continue;
-        vrmHelperJobRemoveFiles(d->conf->stateDir, id);
-        g_hash_table_remove(d->jobs, &id);
-        finished--;
-    }
-}
-
-/* ---- engines --------------------------------------------------------- */
-
-typedef struct {
-    rlim_t memlock;
-    bool dropCaps;
-} vrmEngineSetup;
-
-/* In the child, between fork and exec: async-signal-safe calls only */
-static void
-vrmHelperEngineChildSetup(gpointer opaque)
-{
-    vrmEngineSetup *s = opaque;
-    struct rlimit rl = { s->memlock, s->memlock };
-    int cap;
-
-    /* its own process group: a signal to the helper's group (Ctrl-C in
-     * a terminal) does not end the migrations, a restart finds them */
-    setpgid(0, 0);
-    setrlimit(RLIMIT_MEMLOCK, &rl);
-    if (s->dropCaps) {
-        /* keep only what joining QEMU's socket needs; CAP_IPC_LOCK goes
-         * so that the memlock limit above applies */
-        for (cap = 0; cap <= CAP_LAST_CAP; cap++) {
-            if (cap == CAP_DAC_OVERRIDE)
-                continue;
-            prctl(PR_CAPBSET_DROP, cap, 0, 0, 0);
-        }
-    }
-    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-}
-
-/* Stats of a live engine: 1 read, 0 not (yet) answering */
-static int
-vrmHelperReadEngineStats(vrmHelperJob *job, vrmEngineSnapshot *es)
-{
-    gint64 deadline = g_get_monotonic_time() + VRM_HELPER_STATS_TIMEOUT_US;
-    struct sockaddr_un sa = { .sun_family = AF_UNIX };
-    g_autoptr(GString) buf = g_string_new(NULL);
-    int fd;
-
-    if (!job->statsSocket || strlen(job->statsSocket) >= sizeof(sa.sun_path))
-        return 0;
-    strcpy(sa.sun_path, job->statsSocket);
-    if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
-        return 0;
-    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-        close(fd);
-        return 0;
-    }
-    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-    for (;;) {
-        char chunk[4096];
-        ssize_t r = read(fd, chunk, sizeof(chunk));
-
-        if (r > 0) {
-            g_string_append_len(buf, chunk, r);
-            if (buf->len > VRM_HELPER_FRAME_MAX)
-                break;
-            continue;
-        }
-        if (r == 0)
-            break;
-        if (errno == EINTR)
-            continue;
-        if (errno == EAGAIN && g_get_monotonic_time() < deadline) {
-            g_usleep(2000);
-            continue;
-        }
-        break;
-    }
-    close(fd);
-    if (buf->len == 0 || vrmHelperEngineStatsParse(buf->str, es) < 0)
-        return 0;
-    return 1;
-}
-
-static void
-vrmHelperReadFinalStats(vrmHelperJob *job, vrmEngineSnapshot *es, bool *have)
-{
-    g_autofree char *data = NULL;
-
-    *have = false;
-    if (job->statsFile && g_file_get_contents(job->statsFile, &data, NULL, NULL) &&
-        vrmHelperEngineStatsParse(g_strstrip(data), es) == 0)
-        *have = true;
-}
-
-/*
- * The per-job path names a socket that only this job uses: the source
- * engine's (it removes it itself) or, on the destination, the one QEMU
- * listens on, which stays behind when libvirt kills QEMU after a failed
- * or aborted migration. Remove what is left once the job has ended.
- */
-static void
-vrmHelperRemoveJobSocket(vrmHelperJob *job)
-{
-    const char *path = job->record->socketPath;
-    struct stat st;
-
-    if (!path || lstat(path, &st) < 0 || !S_ISSOCK(st.st_mode))
-        return;
-    if (unlink(path) < 0 && errno != ENOENT)
-        VRM_WARN(_("job %1$llu: cannot remove %2$s: %3$s"),
-                 job->record->id, path, g_strerror(errno));
-}
-
-static void
-vrmHelperJobFinish(vrmHelperDaemon *d, vrmHelperJob *job, vrmJobState state,
-                   const char *error)
-{
-    vrmEngineSnapshot es = { 0 };
-    bool have;
-    vrmHelperConn *waiter = job->waiter;
-
-    vrmHelperReadFinalStats(job, &es, &have);
-    if (have)
-        vrmHelperJobApplyStats(job, &es);
-    vrmEngineSnapshotClear(&es);
-    if (job->cancelRequested)
-        state = VRM_JOB_STATE_CANCELLED;
-    if (!vrmJobStateIsFinal(job->record->state))
-        vrmHelperJobSetState(job, state, error);
-    if (job->childWatch) {
-        g_source_remove(job->childWatch);
-        job->childWatch = 0;
-    }
-    if (job->pid > 0 && !job->adopted)
-        g_spawn_close_pid(job->pid);
-    job->pid = 0;
-    job->cmPort = 0;
-    vrmHelperRemoveJobSocket(job);
-    vrmHelperSave(d, job);
-
-    if (waiter) {
-        job->waiter = NULL;
-        if (job->record->state == VRM_JOB_STATE_CANCELLED)
-            vrmHelperConnReplyError(waiter, VRM_ERR_CANCELLED,
-                                    _("The migration job was cancelled."));
-        else if (job->record->state == VRM_JOB_STATE_COMPLETED)
-            vrmHelperConnReplyJobs(waiter, &job->record, 1);
-        else
-            vrmHelperConnReplyError(waiter, VRM_ERR_PEER, job->record->error);
-    }
-    vrmHelperPruneHistory(d);
-}
-
-typedef struct {
-    vrmHelperDaemon *d;
-    unsigned long long id;
-} vrmHelperJobRef;
-
-static void
-vrmHelperEngineExited(GPid pid, gint status, gpointer opaque)
-{
-    vrmHelperJobRef *ref = opaque;
-    vrmHelperDaemon *d = ref->d;
-    vrmHelperJob *job = g_hash_table_lookup(d->jobs, &ref->id);
-    g_autofree char *reason = NULL;
-
-    if (!job || job->pid != pid)
-        return;
-    job->childWatch = 0;    /* this source is being removed */
-    vrmHelperJobReadLog(job);
-
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-        vrmHelperJobFinish(d, job, VRM_JOB_STATE_COMPLETED, NULL);
-        return;
-    }
-    if (!(reason = vrmHelperJobEngineError(job))) {
-        if (WIFSIGNALED(status))
-            reason = g_strdup_printf(_("the transport engine (pid %1$d) was killed by signal %2$d"),
-                                     pid, WTERMSIG(status));
-        else
-            reason = g_strdup_printf(_("the transport engine (pid %1$d) ended with status %2$d"),
-                                     pid, WEXITSTATUS(status));
-    } else if (WIFSIGNALED(status)) {
-        g_autofree char *line = g_steal_pointer(&reason);
-
-        reason = g_strdup_printf(_("the transport engine (pid %1$d) was killed by signal %2$d after: %3$s"),
-                                 pid, WTERMSIG(status), line);
-    }
-    vrmHelperJobFinish(d, job, VRM_JOB_STATE_FAILED, reason);
-}
-
-static char *
-vrmHelperJobFile(vrmHelperDaemon *d, vrmHelperJob *job, const char *dir,
-                 const char *ext)
-{
-    return g_strdup_printf("%s/job-%llu.%s", dir, job->record->id, ext);
-}
-
-/* Spawn the engine of @job with the negotiated values */
-static int
-vrmHelperSpawnEngine(vrmHelperDaemon *d, vrmHelperJob *job,
-                     const vrmOffer *offer, const vrmAnswer *answer,
-                     const char *device)
-{
-    g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
-    g_auto(GStrv) envp = NULL;
-    g_autoptr(GError) err = NULL;
-    bool source = job->record->role == VRM_JOB_ROLE_SOURCE;
-    unsigned int channels = source ? offer->channels : answer->channels;
-    unsigned int chunk = source ? offer->chunkSize : answer->chunkSize;
-    unsigned int depth = source ? offer->ringDepth : answer->ringDepth;
-    guint32 caps = source ? offer->capabilities : answer->capabilities;
-    char token[VRM_TOKEN_HEX_LEN + 1];
-    vrmEngineSetup setup;
-    unsigned long long pinned = vrmPinnedBytes(channels, depth, chunk);
-    vrmHelperJobRef *ref;
-    int logfd;
-    GPid pid;
-
-    vrmTokenFormat(&offer->token, token);
-    job->statsSocket = vrmHelperJobFile(d, job, d->conf->runDir, "stats");
-    job->statsFile = vrmHelperJobFile(d, job, d->conf->stateDir, "stats.json");
-    job->logFile = vrmHelperJobFile(d, job, d->conf->stateDir, "log");
-    unlink(job->statsSocket);
-    unlink(job->statsFile);
-
-    g_ptr_array_add(argv, g_strdup(d->enginePath));
-    g_ptr_array_add(argv, g_strdup("--role"));
-    g_ptr_array_add(argv, g_strdup(source ? "source" : "destination"));
-    g_ptr_array_add(argv, g_strdup("--unix"));
-    g_ptr_array_add(argv, g_strdup(job->record->socketPath));
-    if (source) {
-        g_ptr_array_add(argv, g_strdup("--unix-mode"));
-        g_ptr_array_add(argv, g_strdup(d->conf->group ? "0660" : "0600"));
-        g_ptr_array_add(argv, g_strdup("--listen"));
-        g_ptr_array_add(argv, strchr(offer->address, ':') ?
-                        g_strdup_printf("[%s]:%u", offer->address, offer->port) :
-                        g_strdup_printf("%s:%u", offer->address, offer->port));
-    } else {
-        g_ptr_array_add(argv, g_strdup("--connect"));
-        g_ptr_array_add(argv, strchr(offer->address, ':') ?
-                        g_strdup_printf("[%s]:%u", offer->address, offer->port) :
-                        g_strdup_printf("%s:%u", offer->address, offer->port));
-    }
-    g_ptr_array_add(argv, g_strdup_printf("--channels=%u", channels));
-    g_ptr_array_add(argv, g_strdup_printf("--chunk-size=%u", chunk));
-    g_ptr_array_add(argv, g_strdup_printf("--ring-depth=%u", depth));
-    if (caps & VRM_CAP_PIN_ALL)
-        g_ptr_array_add(argv, g_strdup("--pin-all"));
-    if (!(caps & VRM_CAP_WRITE_IMM))
-        g_ptr_array_add(argv, g_strdup("--no-write-imm"));
-    if (d->conf->maxPinnedBytes)
-        g_ptr_array_add(argv, g_strdup_printf("--max-pinned=%llu",
-                                              d->conf->maxPinnedBytes));
-    g_ptr_array_add(argv, g_strdup("--stats-socket"));
-    g_ptr_array_add(argv, g_strdup(job->statsSocket));
-    g_ptr_array_add(argv, g_strdup("--stats-file"));
-    g_ptr_array_add(argv, g_strdup(job->statsFile));
-    g_ptr_array_add(argv, g_strdup_printf("--deadline-connect=%u", d->connectTimeout));
-    g_ptr_array_add(argv, g_strdup_printf("--idle-timeout=%u", d->idleTimeout));
-    if (device) {
-        g_ptr_array_add(argv, g_strdup("--device"));
-        g_ptr_array_add(argv, g_strdup(device));
-    }
-    if (d->engineDebug)
-        g_ptr_array_add(argv, g_strdup("--debug"));
-    else
-        g_ptr_array_add(argv, g_strdup("--verbose"));
-    g_ptr_array_add(argv, NULL);
-
-    setup.memlock = pinned * 2 + VRM_HELPER_MEMLOCK_SLACK;
-    setup.dropCaps = geteuid() == 0;
-    /* the engine's stderr goes to a file, not a pipe: a pipe would break
-     * (SIGPIPE) when the helper restarts while the engine runs */
-    if ((logfd = open(job->logFile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0) {
-        vrmReportSystemError(errno, _("Cannot create the engine log %1$s"), job->logFile);
-        return -1;
-    }
-    /* The token goes through the environment, which only the engine's own
-     * user can read, not the command line that every local user sees. */
-    envp = g_environ_setenv(g_get_environ(), VRM_ENGINE_TOKEN_ENV, token, TRUE);
-    if (!g_spawn_async_with_fds(NULL, (char **)argv->pdata, envp,
-                                G_SPAWN_DO_NOT_REAP_CHILD |
-                                G_SPAWN_STDOUT_TO_DEV_NULL,
-                                vrmHelperEngineChildSetup, &setup,
-                                &pid, -1, -1, logfd, &err)) {
-        close(logfd);
-        vrmReportError(VRM_ERR_SYSTEM,
-                       _("Cannot start the transport engine %1$s: %2$s"),
-                       d->enginePath, err->message);
-        return -1;
-    }
-    close(logfd);
-    VRM_INFO("job %llu: engine pid %d: %s %s", job->record->id, (int)pid,
-             source ? "source" : "destination", job->record->socketPath);
-    job->pid = pid;
-    ref = g_new0(vrmHelperJobRef, 1);
-    ref->d = d;
-    ref->id = job->record->id;
-    job->childWatch = g_child_watch_add_full(G_PRIORITY_DEFAULT, pid,
-                                             vrmHelperEngineExited, ref, g_free);
-    return 0;
-}
-
-static void
-vrmHelperKillEngine(vrmHelperJob *job, int sig)
-{
-    if (job->pid > 0)
-        kill(job->pid, sig);
-}
-
-/* Is @pid still the engine we recorded (after a restart)? */
-static bool
-vrmHelperIsOurEngine(vrmHelperDaemon *d, vrmHelperJob *job)
-{
-    g_autofree char *base = g_path_get_basename(d->enginePath);
-    g_autofree char *path = g_strdup_printf("/proc/%d/cmdline", (int)job->pid);
-    g_autofree char *data = NULL;
-    gsize len, off;
-    bool engine = false, stats = false;
-
-    if (job->pid <= 0 || !g_file_get_contents(path, &data, &len, NULL))
-        return false;
-    for (off = 0; off < len; off += strlen(data + off) + 1) {
-        if (off == 0 && (g_str_equal(data, d->enginePath) ||
-                         g_str_has_suffix(data, base)))
-            engine = true;
-        if (job->statsSocket && g_str_equal(data + off, job->statsSocket))
-            stats = true;
-    }
-    return engine && stats;
-}
-
-/* ---- the poll timer: stats, waiters, deadlines, adopted engines ------ */
-
-/* An engine that is not our child has ended: gone, or a zombie that its
- * new parent has not reaped yet */
-static bool
-vrmHelperPidGone(GPid pid)
-{
-    g_autofree char *path = g_strdup_printf("/proc/%d/stat", (int)pid);
-    g_autofree char *stat = NULL;
-    const char *close_paren;
-
-    if (kill(pid, 0) < 0 && errno == ESRCH)
-        return true;
-    if (!g_file_get_contents(path, &stat, NULL, NULL))
-        return true;
-    /* "PID (COMM) STATE ...": COMM may contain anything but ends at the last ')' */
-    if ((close_paren = strrchr(stat, ')')) && close_paren[1] == ' ' &&
-        (close_paren[2] == 'Z' || close_paren[2] == 'X'))
-        return true;
-    return false;
-}
-
-static void
-vrmHelperPollJob(vrmHelperDaemon *d, vrmHelperJob *job)
-{
-    vrmEngineSnapshot es = { 0 };
-    int have = vrmHelperReadEngineStats(job, &es);
-    vrmHelperConn *waiter = job->waiter;
-
-    if (have) {
-        vrmJobState before = job->record->state;
-
-        vrmHelperJobApplyStats(job, &es);
-        if (job->record->state != before)
-            vrmHelperSave(d, job);
-    }
-    vrmEngineSnapshotClear(&es);
-
-    if (job->adopted && job->pid > 0 && vrmHelperPidGone(job->pid)) {
-        vrmEngineSnapshot fin = { 0 };
-        bool fhave;
-        vrmJobState st = VRM_JOB_STATE_FAILED;
-        g_autofree char *why = NULL;
-
-        vrmHelperReadFinalStats(job, &fin, &fhave);
-        vrmHelperJobReadLog(job);
-        if (fhave && fin.state == VRM_ENGINE_STATE_COMPLETED)
-            st = VRM_JOB_STATE_COMPLETED;
-        else if (fhave && fin.error)
-            why = g_strdup(fin.error);
-        else if (!(why = vrmHelperJobEngineError(job)))
-            why = g_strdup(_("the transport engine ended while the helper was restarting"));
-        vrmEngineSnapshotClear(&fin);
-        vrmHelperJobFinish(d, job, st, why);
-        return;
-    }
-
-    if (!waiter)
-        return;
-    if ((waiter->waitFor == VRM_WAIT_LISTENING && have) ||
-        (waiter->waitFor == VRM_WAIT_CONNECTED &&
-         job->record->state != VRM_JOB_STATE_NEGOTIATING)) {
-        job->waiter = NULL;
-        vrmHelperConnReplyJobs(waiter, &job->record, 1);
-        return;
-    }
-    if (g_get_monotonic_time() > job->connectDeadline) {
-        g_autofree char *why =
-            waiter->waitFor == VRM_WAIT_CONNECTED ?
-            g_strdup_printf(_("the destination engine could not connect to the source engine at %1$s port %2$u within %3$u seconds"),
-                            job->record->migration->offer->address,
-                            job->record->migration->offer->port, d->connectTimeout) :
-            g_strdup(_("the source engine did not start listening in time"));
-
-        job->waiter = NULL;
-        vrmHelperKillEngine(job, SIGTERM);
-        vrmHelperJobSetState(job, VRM_JOB_STATE_FAILED, why);
-        vrmHelperSave(d, job);
-        vrmHelperConnReplyError(waiter, VRM_ERR_TIMEOUT, why);
-    }
-}
-
-/*
- * Poll the engines of live jobs (only those a client waits for, with
- * @waitersOnly) and tell whether some client still waits. Jobs are looked
- * up by id at each step: finishing one job can prune others from the
- * history.
- */
-static bool
-vrmHelperPollJobs(vrmHelperDaemon *d, bool waitersOnly)
-{
-    g_autoptr(GPtrArray) all = vrmHelperJobsSorted(d);
-    g_autofree unsigned long long *ids = g_new(unsigned long long, all->len + 1);
-    bool waiting = false;
-    guint i;
-
-    for (i = 0; i < all->len; i++)
-        ids[i] = ((vrmHelperJob *)all->pdata[i])->record->id;
-    for (i = 0; i < all->len; i++) {
-        vrmHelperJob *job = g_hash_table_lookup(d->jobs, &ids[i]);
-
-        if (!job || job->pid <= 0 || (waitersOnly && !job->waiter))
-            continue;
-        vrmHelperPollJob(d, job);
-        if ((job = g_hash_table_lookup(d->jobs, &ids[i])) && job->waiter)
-            waiting = true;
-    }
-    return waiting;
-}
-
-static gboolean
-vrmHelperPollTimer(gpointer opaque)
-{
-    vrmHelperPollJobs(opaque, false);
-    return G_SOURCE_CONTINUE;
-}
-
-/* A client waits for an engine to listen or to connect, and every such
- * wait lies on the migration's critical path (before libvirt starts, and
- * before the destination QEMU starts): look at those engines often. */
-static gboolean
-vrmHelperWaitTimer(gpointer opaque)
-{
-    vrmHelperDaemon *d = opaque;
-
-    if (vrmHelperPollJobs(d, true))
-        return G_SOURCE_CONTINUE;
-    d->waitTimer = 0;
-    return G_SOURCE_REMOVE;
-}
-
-/* ---- requests -------------------------------------------------------- */
-
-static int
-vrmHelperErrorForRefusal(vrmRefusalReason reason)
-{
-    switch (reason) {
-    case VRM_REFUSAL_VERSION_TOO_OLD:
-    case VRM_REFUSAL_VERSION_TOO_NEW:
-        return VRM_ERR_VERSION;
-    case VRM_REFUSAL_NO_DEVICE:
-        return VRM_ERR_NO_DEVICE;
-    case VRM_REFUSAL_BUSY:
-        return VRM_ERR_RESOURCE;
-    case VRM_REFUSAL_POLICY:
-        return VRM_ERR_POLICY;
-    case VRM_REFUSAL_INTERNAL:
-    case VRM_REFUSAL_LAST:
-        break;
-    }
-    return VRM_ERR_INTERNAL;
-}
-
-static vrmHelperJob *
-vrmHelperJobCreate(vrmHelperDaemon *d, vrmJobRole role,
-                   const vrmControlMessage *msg, const vrmToken *token)
-{
-    vrmHelperJob *job = vrmHelperJobNew(d->nextId++, role);
-    g_autofree char *key = vrmHelperJobKey(token);
-    unsigned long long *id = g_new(unsigned long long, 1);
-
-    job->record->domainName = g_strdup(msg->domainName);
-    job->record->domainUUID = g_strdup(msg->domainUUID);
-    job->record->socketPath = g_strdup_printf("%s/job-%s.sock", d->conf->runDir, key);
-    *id = job->record->id;
-    g_hash_table_insert(d->jobs, id, job);
-    return job;
-}
-
-static void
-vrmHelperStartWaiting(vrmHelperDaemon *d, vrmHelperJob *job,
-                      vrmHelperConn *c, vrmWaitFor what, gint64 timeout_us)
-{
-    c->waitFor = what;
-    job->waiter = c;
-    job->connectDeadline = g_get_monotonic_time() + timeout_us;
-    vrmHelperSave(d, job);
-    if (!d->waitTimer)
-        d->waitTimer = g_timeout_add(VRM_HELPER_WAIT_POLL_MS, vrmHelperWaitTimer, d);
-}
-
-/* A job that failed before its engine ran: kept in the history */
-static void
-vrmHelperJobFailEarly(vrmHelperDaemon *d, vrmHelperJob *job, vrmHelperConn *c)
-{
-    int code = vrmGetLastErrorCode();
-    g_autofree char *msg = g_strdup(vrmGetLastErrorMessage());
-
-    vrmHelperJobSetState(job, VRM_JOB_STATE_FAILED, msg);
-    job->cmPort = 0;
-    vrmHelperSave(d, job);
-    vrmHelperPruneHistory(d);
-    vrmHelperConnReplyError(c, code, msg);
-}
-
-static void
-vrmHelperHandleOpen(vrmHelperDaemon *d, vrmControlMessage *msg, vrmHelperConn *c)
-{
-    g_autoptr(vrmMigrationParams) params = g_new0(vrmMigrationParams, 1);
-    g_autoptr(GHashTable) ports = g_hash_table_new(NULL, NULL);
-    g_autofree char *device = NULL;
-    g_autofree char *address = NULL;
-    g_autoptr(vrmOffer) offer = NULL;
-    unsigned int port, devPort;
-    vrmHelperJob *job;
-
-    if (msg->migration)
-        vrmMigrationParamsCopy(params, &msg->migration->params);
-    if (msg->overrides)
-        vrmMigrationParamsMerge(params, msg->overrides);
-
-    if (vrmHelperCheckJobLimit(vrmHelperLiveJobs(d, ports), d->conf->maxJobs) < 0)
-        goto error;
-    devPort = params->devicePort ? params->devicePort : d->conf->devicePort;
-    if (vrmHelperDeviceCheck(params->device ? params->device : d->conf->device,
-                             devPort, &device) < 0)
-        goto error;
-    if (params->address)
-        address = g_strdup(params->address);
-    else if (d->conf->address)
-        address = g_strdup(d->conf->address);
-    else if (!(address = vrmHelperDeviceAddress(device, devPort)))
-        goto error;
-    if (!(port = vrmHelperPortPick(d->conf->cmPortMin, d->conf->cmPortMax,
-                                   ports, d->lastPort))) {
-        vrmReportError(VRM_ERR_RESOURCE,
-                       _("Every rdma_cm port from %1$u to %2$u is in use by a migration job."),
-                       d->conf->cmPortMin, d->conf->cmPortMax);
-        goto error;
-    }
-    if (!(offer = vrmOfferFromParams(params, &d->policy, address, port)))
-        goto error;
-    g_free(offer->device);
-    offer->device = g_strdup(device);
-    offer->devicePort = devPort;
-    d->lastPort = port;
-
-    job = vrmHelperJobCreate(d, VRM_JOB_ROLE_SOURCE, msg, &offer->token);
-    job->cmPort = port;
-    job->record->migration = vrmMigrationDefNew();
-    vrmMigrationParamsCopy(&job->record->migration->params, params);
-    job->record->migration->offer = vrmOfferCopy(offer);
-    if (vrmHelperSpawnEngine(d, job, offer, NULL, device) < 0) {
-        vrmHelperJobFailEarly(d, job, c);
-        return;
-    }
-    vrmHelperStartWaiting(d, job, c, VRM_WAIT_LISTENING, VRM_HELPER_LISTEN_TIMEOUT_US);
-    return;
-
- error:
-    vrmHelperConnReplyLastError(c);
-}
-
-static void
-vrmHelperHandleAccept(vrmHelperDaemon *d, vrmControlMessage *msg, vrmHelperConn *c)
-{
-    g_autoptr(vrmAnswer) answer = NULL;
-    g_autofree char *device = NULL;
-    const vrmOffer *offer;
-    vrmHelperJob *job;
-
-    if (!msg->migration || !msg->migration->offer) {
+    if (!intent || !vrmHelperCredOwns(cred, intent)) {
         vrmReportError(VRM_ERR_INVALID_ARG,
-                       _("The request to accept a migration carries no offer."));
-        goto error;
+                       _("there is no migration intent %1$llu of yours on this host"), id);
+        return NULL;
     }
-    offer = msg->migration->offer;
-    if (vrmHelperCheckJobLimit(vrmHelperLiveJobs(d, NULL), d->conf->maxJobs) < 0)
-        goto error;
-    if (vrmHelperDeviceCheck(d->conf->device, d->conf->devicePort, &device) < 0)
-        goto error;
-    answer = vrmNegotiate(offer, &d->policy);
-    if (answer->status == VRM_ANSWER_REFUSED) {
-        vrmReportError(vrmHelperErrorForRefusal(answer->reason),
-                       _("virt-rdmad on the destination refused the migration: %1$s"),
-                       answer->message ? answer->message :
-                       vrmRefusalReasonTypeToString(answer->reason));
-        goto error;
-    }
-
-    job = vrmHelperJobCreate(d, VRM_JOB_ROLE_DESTINATION, msg, &offer->token);
-    job->record->migration = vrmMigrationDefNew();
-    job->record->migration->offer = vrmOfferCopy(offer);
-    job->record->migration->answer = vrmAnswerCopy(answer);
-    if (vrmHelperSpawnEngine(d, job, offer, answer, device) < 0) {
-        vrmHelperJobFailEarly(d, job, c);
-        return;
-    }
-    vrmHelperStartWaiting(d, job, c, VRM_WAIT_CONNECTED,
-                          (gint64)d->connectTimeout * G_USEC_PER_SEC + G_USEC_PER_SEC);
-    return;
-
- error:
-    vrmHelperConnReplyLastError(c);
+    return intent;
 }
 
 static vrmHelperJob *
-vrmHelperFindJob(vrmHelperDaemon *d, const vrmControlMessage *msg)
+vrmHelperFindJob(vrmHelperDaemon *d, const vrmHelperCred *cred,
+                 const vrmControlMessage *msg)
 {
-    if (msg->hasId) {
-        vrmHelperJob *job = g_hash_table_lookup(d->jobs, &msg->id);
+    vrmHelperJob *job = NULL;
 
-        if (!job)
+    if (msg->hasIntent) {
+        vrmHelperIntent *intent = vrmHelperFindIntent(d, cred, msg->intent);
+
+        if (!intent)
+            return NULL;
+        if (!intent->record->hasJob ||
+            !(job = vrmHelperJobsGet(d, intent->record->job))) {
             vrmReportError(VRM_ERR_INVALID_ARG,
-                           _("There is no migration job %1$llu on this host."), msg->id);
+                           _("no migration has used intent %1$llu (yet): it is %2$s"),
+                           msg->intent, vrmIntentStateTypeToString(intent->record->state));
+            return NULL;
+        }
         return job;
     }
-    if (msg->domainName) {
+    if (msg->hasId) {
+        job = vrmHelperJobsGet(d, msg->id);
+        if (!job || !vrmHelperCredSees(cred, job->record)) {
+            vrmReportError(VRM_ERR_INVALID_ARG,
+                           _("there is no migration job %1$llu of yours on this host"), msg->id);
+            return NULL;
+        }
+        return job;
+    }
+    {
         g_autoptr(GPtrArray) all = vrmHelperJobsSorted(d);
         gint i;
 
-        /* the newest job of the domain */
+        /* the newest job of the domain the client may see */
         for (i = (gint)all->len - 1; i >= 0; i--) {
-            vrmHelperJob *job = all->pdata[i];
+            vrmHelperJob *j = all->pdata[i];
 
-            if (g_strcmp0(job->record->domainName, msg->domainName) == 0)
-                return job;
+            if (g_strcmp0(j->record->domainName, msg->domainName) == 0 &&
+                vrmHelperCredSees(cred, j->record))
+                return j;
         }
-        vrmReportError(VRM_ERR_INVALID_ARG,
-                       _("There is no migration job of the domain '%1$s' on this host."),
-                       msg->domainName);
-        return NULL;
     }
-    vrmReportError(VRM_ERR_INVALID_ARG, _("The request names no job."));
+    vrmReportError(VRM_ERR_INVALID_ARG,
+                   _("there is no migration job of the domain '%1$s' of yours on this host"),
+                   msg->domainName);
     return NULL;
 }
 
 static void
 vrmHelperHandleCancel(vrmHelperDaemon *d, vrmControlMessage *msg, vrmHelperConn *c)
 {
-    vrmHelperJob *job = vrmHelperFindJob(d, msg);
+    const vrmHelperCred *cred = vrmHelperConnCred(c);
+    vrmHelperJob *job;
 
-    if (!job) {
+    if (msg->hasIntent) {
+        vrmHelperIntent *intent = vrmHelperFindIntent(d, cred, msg->intent);
+
+        if (!intent) {
+            vrmHelperConnReplyLastError(c);
+            return;
+        }
+        if (intent->record->state == VRM_INTENT_STATE_PENDING) {
+            intent->record->state = VRM_INTENT_STATE_CANCELLED;
+            vrmHelperReplyIntent(c, intent->record);
+            return;
+        }
+    }
+    if (!(job = vrmHelperFindJob(d, cred, msg))) {
         vrmHelperConnReplyLastError(c);
         return;
     }
     if (vrmJobStateIsFinal(job->record->state)) {
         g_autofree char *m =
-            g_strdup_printf(_("Migration job %1$llu has already ended (%2$s)."),
+            g_strdup_printf(_("migration job %1$llu has already ended (%2$s)"),
                             job->record->id,
                             vrmJobStateTypeToString(job->record->state));
+
         vrmHelperConnReplyError(c, VRM_ERR_INVALID_ARG, m);
         return;
     }
+    VRM_INFO("job %llu: cancelled by uid %u", job->record->id, (unsigned int)cred->uid);
     job->cancelRequested = true;
-    vrmHelperKillEngine(job, SIGTERM);
-    vrmHelperJobSetState(job, VRM_JOB_STATE_CANCELLED,
-                         _("the migration job was cancelled"));
-    vrmHelperSave(d, job);
-    if (job->waiter) {
-        vrmHelperConn *w = job->waiter;
-
-        job->waiter = NULL;
-        vrmHelperConnReplyError(w, VRM_ERR_CANCELLED, _("The migration job was cancelled."));
-    }
-    vrmHelperConnReplyJobs(c, &job->record, 1);
+    vrmHelperJobsKill(job, SIGTERM);
+    vrmHelperJobsFinish(d, job, VRM_JOB_STATE_CANCELLED,
+                        _("the migration job was cancelled"));
+    vrmHelperReplyJobs(c, &job->record, 1);
 }
 
 static void
-vrmHelperDispatch(vrmHelperDaemon *d, vrmHelperConn *c, const char *xml)
+vrmHelperHandleList(vrmHelperDaemon *d, vrmHelperConn *c)
 {
-    g_autoptr(vrmControlMessage) msg = vrmControlMessageParseString(xml);
-    vrmHelperJob *job;
+    const vrmHelperCred *cred = vrmHelperConnCred(c);
+    g_autoptr(GPtrArray) all = vrmHelperJobsSorted(d);
+    g_autofree vrmJobRecord **recs = g_new0(vrmJobRecord *, all->len + 1);
+    size_t n = 0;
+    guint i;
 
-    if (!msg) {
+    for (i = 0; i < all->len; i++) {
+        vrmJobRecord *rec = ((vrmHelperJob *)all->pdata[i])->record;
+
+        if (vrmHelperCredSees(cred, rec))
+            recs[n++] = rec;
+    }
+    vrmHelperReplyJobs(c, recs, n);
+}
+
+/*
+ * An intent: `virt-rdma migrate` or the library is about to migrate a
+ * domain through libvirt with these overrides. The source's helper uses
+ * it when a peer asks for that domain; its owner sees that job.
+ */
+static void
+vrmHelperHandlePrepare(vrmHelperDaemon *d, vrmControlMessage *msg, vrmHelperConn *c)
+{
+    const vrmHelperCred *cred = vrmHelperConnCred(c);
+    g_autoptr(vrmMigrationParams) params = g_new0(vrmMigrationParams, 1);
+    g_autoptr(vrmOffer) probe = NULL;
+    vrmHelperIntent *intent;
+    unsigned long long *key;
+    GHashTableIter it;
+    gpointer v;
+    unsigned int mine = 0;
+
+    vrmHelperIntentsExpire(d);
+    g_hash_table_iter_init(&it, d->intents);
+    while (g_hash_table_iter_next(&it, NULL, &v)) {
+        vrmHelperIntent *other = v;
+
+        if (other->owner == cred->uid &&
+            other->record->state == VRM_INTENT_STATE_PENDING)
+            mine++;
+    }
+    if (mine >= VRM_HELPER_INTENTS_PER_OWNER ||
+        g_hash_table_size(d->intents) >= VRM_HELPER_INTENTS_MAX) {
+        vrmHelperConnReplyError(c, VRM_ERR_RESOURCE,
+                                _("too many migration intents are pending on this host; try again in two minutes"));
+        return;
+    }
+    /* what the host's policy refuses is refused now, not at the peer's
+     * request */
+    if (msg->overrides)
+        vrmMigrationParamsCopy(params, msg->overrides);
+    if (params->channels > d->conf->maxChannels) {
+        vrmReportError(VRM_ERR_POLICY,
+                       _("%1$u RDMA channels asked for; this host allows at most %2$u ([limits] max-channels)"),
+                       params->channels, d->conf->maxChannels);
         vrmHelperConnReplyLastError(c);
         return;
     }
-    VRM_DEBUG("request %s", vrmControlTypeTypeToString(msg->type));
-    switch (msg->type) {
-    case VRM_CONTROL_JOB_OPEN:
-        vrmHelperHandleOpen(d, msg, c);
+    if (!(probe = vrmOfferFromParams(params, &d->policy, "127.0.0.1", 1))) {
+        vrmHelperConnReplyLastError(c);
         return;
-    case VRM_CONTROL_JOB_ACCEPT:
-        vrmHelperHandleAccept(d, msg, c);
+    }
+    intent = g_new0(vrmHelperIntent, 1);
+    intent->record = vrmIntentRecordNew();
+    intent->record->id = d->nextIntent++;
+    intent->record->state = VRM_INTENT_STATE_PENDING;
+    intent->record->domainName = g_strdup(msg->domainName);
+    intent->record->domainUUID = g_ascii_strdown(msg->domainUUID, -1);
+    intent->record->socketPath = vrmHelperConfigDomainSocket(d->conf, msg->domainUUID);
+    intent->owner = cred->uid;
+    intent->overrides = g_steal_pointer(&msg->overrides);
+    intent->expires = g_get_monotonic_time() + VRM_HELPER_INTENT_TTL_S * G_USEC_PER_SEC;
+    key = g_new(unsigned long long, 1);
+    *key = intent->record->id;
+    g_hash_table_insert(d->intents, key, intent);
+    VRM_INFO("intent %llu: uid %u will migrate %s", intent->record->id,
+             (unsigned int)cred->uid, intent->record->domainName);
+    vrmHelperReplyIntent(c, intent->record);
+}
+
+
+/* ---- host information ---------------------------------------------------- */
+
+static void
+vrmHelperHostDevices(vrmHostInfo *info)
+{
+    g_autofree char *dir = g_strdup_printf("%s/class/infiniband", vrmHelperSysfsRoot());
+    g_autoptr(GDir) devs = g_dir_open(dir, 0, NULL);
+    g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
+    const char *name;
+    guint i;
+
+    while (devs && (name = g_dir_read_name(devs)))
+        g_ptr_array_add(names, g_strdup(name));
+    g_ptr_array_sort(names, (GCompareFunc)g_ascii_strcasecmp);
+    for (i = 0; i < names->len; i++) {
+        const char *dev = names->pdata[i];
+        g_autofree char *ports = g_strdup_printf("%s/%s/ports", dir, dev);
+        g_autoptr(GDir) pd = g_dir_open(ports, 0, NULL);
+        const char *p;
+
+        while (pd && (p = g_dir_read_name(pd))) {
+            unsigned long long port;
+            g_autofree char *statePath = g_strdup_printf("%s/%s/state", ports, p);
+            g_autofree char *state = NULL;
+            g_autofree char *address = NULL;
+            const char *word;
+
+            if (!vrmParseUInt64(p, &port) || port < 1 || port > 255 ||
+                !g_file_get_contents(statePath, &state, NULL, NULL))
+                continue;
+            /* "4: ACTIVE" */
+            word = strchr(state, ':') ? strchr(state, ':') + 1 : state;
+            g_strstrip((char *)word);
+            if (!vrmValidName(word))
+                continue;
+            address = vrmHelperDeviceAddress(dev, port);
+            vrmResetLastError();
+            if (vrmValidName(dev))
+                vrmHostInfoAddDevice(info, dev, port, word, address);
+        }
+    }
+}
+
+static vrmHostInfo *
+vrmHelperHostInfo(vrmHelperDaemon *d)
+{
+    vrmHostInfo *info = vrmHostInfoNew();
+    struct rlimit rl;
+    unsigned int depth = MIN(VRM_RING_DEPTH_DEFAULT, d->conf->maxRingDepth);
+
+    info->version = g_strdup(PACKAGE_VERSION);
+    info->uid = geteuid();
+    info->runningJobs = vrmHelperJobsLive(d, NULL);
+    info->maxJobs = d->conf->maxJobs;
+    info->maxChannels = d->conf->maxChannels;
+    info->maxRingDepth = d->conf->maxRingDepth;
+    info->chunkSizes = d->conf->chunkSizes;
+    info->budget = d->conf->maxPinnedBytes;
+    info->pinnedUsed = vrmHelperJobsPinned(d);
+    info->pinnedOneChannel = vrmPinnedBytes(1, depth, VRM_CHUNK_SIZE_DEFAULT);
+    info->pinnedLargestOffer = vrmPinnedBytes(d->conf->maxChannels, depth,
+                                              VRM_CHUNK_SIZE_DEFAULT);
+    if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0) {
+        info->memlockUnlimited = rl.rlim_max == RLIM_INFINITY;
+        info->memlockLimit = rl.rlim_max == RLIM_INFINITY ? 0 : rl.rlim_max;
+    }
+    info->memlockCanRaise = geteuid() == 0;
+    info->engineUser = g_strdup(d->conf->engineUser ? d->conf->engineUser : "-");
+    info->engineStatus = d->engineProblem ? VRM_HOST_INFO_STATUS_ERROR :
+        VRM_HOST_INFO_STATUS_OK;
+    info->engineMessage = g_strdup(d->engineProblem);
+    /* what is configured, and whether it works */
+    info->peerAuth = g_strdup(d->peerCreds ?
+                              vrmPeerAuthTypeToString(vrmPeerCredsAuth(d->peerCreds)) :
+                              d->conf->peerAuth == VRM_PEER_AUTH_PSK ? "psk" :
+                              d->conf->peerAuth == VRM_PEER_AUTH_X509 ? "x509" : "none");
+    if (d->peerServer) {
+        info->peerStatus = VRM_HOST_INFO_STATUS_OK;
+        info->peerMessage = vrmPeerCredsDescribe(d->peerCreds);
+    } else {
+        info->peerStatus = g_str_equal(info->peerAuth, "none") ?
+            VRM_HOST_INFO_STATUS_OFF : VRM_HOST_INFO_STATUS_ERROR;
+        info->peerMessage = g_strdup(d->peerProblem);
+    }
+    info->locator = vrmLocatorCopy(d->locator);
+    info->libvirtURI = g_strdup(d->conf->libvirtURI);
+    info->libvirtStatus = vrmHelperVirtStatus(d->virt, &info->libvirtMessage) ?
+        VRM_HOST_INFO_STATUS_OK : VRM_HOST_INFO_STATUS_ERROR;
+    vrmHelperHostDevices(info);
+    return info;
+}
+
+static void
+vrmHelperHandleHostInfo(vrmHelperDaemon *d, vrmHelperConn *c)
+{
+    g_autoptr(vrmControlMessage) msg = vrmControlMessageNew(VRM_CONTROL_REPLY);
+
+    msg->status = VRM_REPLY_OK;
+    msg->hostInfo = vrmHelperHostInfo(d);
+    vrmHelperConnReplyMessage(c, msg);
+}
+
+
+/* ---- the control socket's requests ---------------------------------------- */
+
+static void
+vrmHelperRequest(vrmHelperConn *c, const char *xml, gpointer opaque)
+{
+    vrmHelperDaemon *d = opaque;
+    const vrmHelperCred *cred = vrmHelperConnCred(c);
+    g_autoptr(vrmControlMessage) msg = NULL;
+    vrmHelperJob *job;
+
+    if (!vrmHelperCredAllowed(d, cred)) {
+        g_autofree char *why = d->haveGroup ?
+            g_strdup_printf(_("user %1$u may not use virt-rdmad: only root and members of the group '%2$s' may"),
+                            (unsigned int)cred->uid, d->conf->group) :
+            g_strdup_printf(_("user %1$u may not use virt-rdmad: only root may"),
+                            (unsigned int)cred->uid);
+
+        VRM_WARN_LIMITED(&d->clientLog, "%s", why);
+        vrmHelperConnReplyError(c, VRM_ERR_AUTH, why);
+        return;
+    }
+    if (!(msg = vrmControlMessageParseString(xml))) {
+        vrmHelperConnReplyLastError(c);
+        return;
+    }
+    VRM_DEBUG("request %s from uid %u", vrmControlTypeTypeToString(msg->type),
+              (unsigned int)cred->uid);
+    switch (msg->type) {
+    case VRM_CONTROL_JOB_INCOMING:
+        vrmHelperDestIncoming(d, msg, c);
+        return;
+    case VRM_CONTROL_JOB_PREPARE:
+        vrmHelperHandlePrepare(d, msg, c);
+        return;
+    case VRM_CONTROL_HOST_INFO:
+        vrmHelperHandleHostInfo(d, c);
         return;
     case VRM_CONTROL_JOB_QUERY:
-        if (!(job = vrmHelperFindJob(d, msg)))
+        if (!(job = vrmHelperFindJob(d, cred, msg)))
             vrmHelperConnReplyLastError(c);
         else
-            vrmHelperConnReplyJobs(c, &job->record, 1);
+            vrmHelperReplyJobs(c, &job->record, 1);
         return;
     case VRM_CONTROL_JOB_CANCEL:
         vrmHelperHandleCancel(d, msg, c);
         return;
-    case VRM_CONTROL_JOB_LIST: {
-        g_autoptr(GPtrArray) all = vrmHelperJobsSorted(d);
-        g_autofree vrmJobRecord **recs = g_new0(vrmJobRecord *, all->len + 1);
-        guint i;
-
-        for (i = 0; i < all->len; i++)
-            recs[i] = ((vrmHelperJob *)all->pdata[i])->record;
-        vrmHelperConnReplyJobs(c, recs, all->len);
+    case VRM_CONTROL_JOB_LIST:
+        vrmHelperHandleList(d, c);
         return;
-    }
-    case VRM_CONTROL_JOB_INCOMING:
-    case VRM_CONTROL_JOB_PREPARE:
-    case VRM_CONTROL_HOST_INFO:
     case VRM_CONTROL_REPLY:
     case VRM_CONTROL_LAST:
         break;
     }
     vrmHelperConnReplyError(c, VRM_ERR_PROTOCOL,
-                            _("virt-rdmad takes requests, not replies."));
+                            _("virt-rdmad takes requests, not replies"));
 }
 
-/* ---- the control socket ---------------------------------------------- */
 
-static gboolean
-vrmHelperConnTimeout(gpointer opaque)
+/* ---- start ----------------------------------------------------------------- */
+
+/* The user of QEMU on this host: the configuration, else libvirt's
+ * qemu.conf, else libvirt-qemu, else root */
+static uid_t
+vrmHelperQemuUid(vrmHelperDaemon *d)
 {
-    vrmHelperConn *c = opaque;
+    g_autofree char *data = NULL;
+    g_autofree char *name = NULL;
+    struct passwd *pw;
 
-    c->timeout = 0;
-    VRM_DEBUG("client sent no complete request in time");
-    vrmHelperConnReplyError(c, VRM_ERR_TIMEOUT,
-                            _("No complete request arrived in time on the control socket."));
-    return G_SOURCE_REMOVE;
+    if (d->conf->qemuUser)
+        name = g_strdup(d->conf->qemuUser);
+    if (!name && g_file_get_contents(VRM_LIBVIRT_QEMU_CONF, &data, NULL, NULL)) {
+        g_auto(GStrv) lines = g_strsplit(data, "\n", -1);
+        size_t i;
+
+        for (i = 0; lines[i] && !name; i++) {
+            g_auto(GStrv) kv = g_strsplit(lines[i], "=", 2);
+
+            if (!kv[0] || !kv[1] || g_strcmp0(g_strstrip(kv[0]), "user") != 0)
+                continue;
+            g_strstrip(kv[1]);
+            if (kv[1][0] == '"' && strlen(kv[1]) > 2 && g_str_has_suffix(kv[1], "\""))
+                name = g_strndup(kv[1] + 1, strlen(kv[1]) - 2);
+        }
+    }
+    if (!name && getpwnam("libvirt-qemu"))
+        name = g_strdup("libvirt-qemu");
+    if (name && name[0] == '+')
+        return (uid_t)g_ascii_strtoull(name + 1, NULL, 10);
+    if (name && (pw = getpwnam(name)))
+        return pw->pw_uid;
+    return 0;
 }
 
-static gboolean
-vrmHelperConnReadable(gint fd, GIOCondition cond, gpointer opaque)
+static void
+vrmHelperResolveUsers(vrmHelperDaemon *d)
 {
-    vrmHelperConn *c = opaque;
-    vrmHelperDaemon *d = c->d;
-    guint8 chunk[16384];
-    ssize_t r;
-    guint32 len = 0;
+    struct group *gr;
+    struct passwd *pw;
 
-    for (;;) {
-        r = read(fd, chunk, sizeof(chunk));
-        if (r > 0) {
-            g_byte_array_append(c->buf, chunk, r);
-            if (c->buf->len >= 4) {
-                memcpy(&len, c->buf->data, 4);
-                len = GUINT32_FROM_BE(len);
-                if (len == 0 || len > VRM_HELPER_FRAME_MAX) {
-                    g_autofree char *m =
-                        g_strdup_printf(_("A control message announces %1$u bytes; the allowed size is 1 to %2$u bytes."),
-                                        len, VRM_HELPER_FRAME_MAX);
-                    c->watch = 0;
-                    vrmHelperConnReplyError(c, VRM_ERR_PROTOCOL, m);
-                    return G_SOURCE_REMOVE;
-                }
-                if (c->buf->len >= 4 + (gsize)len)
-                    break;
-            }
-            continue;
-        }
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0 && errno == EAGAIN)
-            return G_SOURCE_CONTINUE;
-        /* EOF or error before a whole request: drop the client */
-        c->watch = 0;
-        vrmHelperConnFree(c);
-        return G_SOURCE_REMOVE;
+    if (d->conf->group && (gr = getgrnam(d->conf->group))) {
+        d->haveGroup = true;
+        d->accessGid = gr->gr_gid;
+    } else if (d->conf->group) {
+        VRM_WARN(_("the access group '%1$s' does not exist: only root may use virt-rdmad"),
+                 d->conf->group);
     }
-
-    /* a whole request: no more reading, no request timeout */
-    c->watch = 0;
-    if (c->timeout) {
-        g_source_remove(c->timeout);
-        c->timeout = 0;
-    }
-    {
-        g_autofree char *xml = g_strndup((const char *)c->buf->data + 4, len);
-
-        if (strlen(xml) != len) {
-            vrmHelperConnReplyError(c, VRM_ERR_PROTOCOL,
-                                    _("A control message contains a NUL byte."));
-            return G_SOURCE_REMOVE;
+    d->engineUid = geteuid();
+    d->engineGid = getegid();
+    if (geteuid() == 0 && d->conf->engineUser) {
+        if ((pw = getpwnam(d->conf->engineUser)) && pw->pw_uid != 0) {
+            d->engineUid = pw->pw_uid;
+            d->engineGid = pw->pw_gid;
+        } else {
+            vrmHelperConfigCheckSystem(d->conf);
+            d->engineProblem = g_strdup(vrmGetLastErrorMessage());
+            vrmResetLastError();
+            VRM_WARN("%s", d->engineProblem);
         }
-        if (c->refused) {
-            g_autofree char *why = g_steal_pointer(&c->refused);
-
-            vrmHelperConnReplyError(c, c->refusedCode, why);
-            return G_SOURCE_REMOVE;
-        }
-        vrmResetLastError();
-        vrmHelperDispatch(d, c, xml);
     }
-    return G_SOURCE_REMOVE;
+    d->qemuUid = vrmHelperQemuUid(d);
 }
 
-static gboolean
-vrmHelperAccept(gint fd, GIOCondition cond, gpointer opaque)
+/* Our locator: the channel's host name, address and port */
+static vrmLocator *
+vrmHelperMakeLocator(vrmHelperDaemon *d, unsigned int port)
 {
-    vrmHelperDaemon *d = opaque;
-    int cfd;
+    g_autofree char *address = NULL;
+    g_autofree char *device = NULL;
+    const char *host = d->conf->peerHost ? d->conf->peerHost : g_get_host_name();
 
-    while ((cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
-        vrmHelperConn *c = g_new0(vrmHelperConn, 1);
-
-        c->d = d;
-        c->fd = cfd;
-        c->buf = g_byte_array_new();
-        if (vrmHelperPeerCheck(cfd, d->conf->group) < 0) {
-            /* answered once its request is read: closing a socket with
-             * unread data would reset it and lose the reply */
-            VRM_WARN("%s", vrmGetLastErrorMessage());
-            c->refusedCode = vrmGetLastErrorCode();
-            c->refused = g_strdup(vrmGetLastErrorMessage());
-        }
-        c->watch = g_unix_fd_add(cfd, G_IO_IN | G_IO_HUP | G_IO_ERR,
-                                 vrmHelperConnReadable, c);
-        c->timeout = g_timeout_add_seconds(VRM_HELPER_REQUEST_TIMEOUT_S,
-                                           vrmHelperConnTimeout, c);
+    if (d->conf->peerAddress)
+        address = g_strdup(d->conf->peerAddress);
+    else if (d->conf->address)
+        address = g_strdup(d->conf->address);
+    else if (vrmHelperDeviceCheck(d->conf->device, d->conf->devicePort, &device) == 0)
+        address = vrmHelperDeviceAddress(device, d->conf->devicePort);
+    if (!address) {
+        vrmReportError(VRM_ERR_CONFIG,
+                       _("no address for the helpers' channel: set [peers] address in the configuration"));
+        return NULL;
     }
-    return G_SOURCE_CONTINUE;
+    if (!vrmValidHostName(host)) {
+        vrmReportError(VRM_ERR_CONFIG,
+                       _("this host's name '%1$s' cannot be a locator's: set [peers] host in the configuration"),
+                       host);
+        return NULL;
+    }
+    return vrmLocatorNew(host, address, port);
+}
+
+/* The helpers' channel: credentials, our locator, the listener. A
+ * problem turns it off (every RDMA migration is then refused with the
+ * reason); it does not stop the daemon. */
+static void
+vrmHelperStartPeers(vrmHelperDaemon *d)
+{
+    g_autoptr(vrmLocator) locator = NULL;
+    const char *listen;
+
+    if (vrmPeerCredsLoad(d->conf, &d->peerCreds) < 0) {
+        d->peerProblem = g_strdup(vrmGetLastErrorMessage());
+        VRM_WARN(_("the helpers' channel is off: %1$s"), d->peerProblem);
+        return;
+    }
+    if (!d->peerCreds) {
+        d->peerProblem = g_strdup(_("the helpers' channel is off on this host: give virt-rdmad a cluster key ([peers] key-file, made with virt-rdmad --generate-key) or libvirt's TLS certificates ([peers] auth = x509)"));
+        VRM_WARN("%s", d->peerProblem);
+        return;
+    }
+    if (!(locator = vrmHelperMakeLocator(d, d->conf->peerPort))) {
+        d->peerProblem = g_strdup(vrmGetLastErrorMessage());
+        VRM_WARN(_("the helpers' channel is off: %1$s"), d->peerProblem);
+        g_clear_pointer(&d->peerCreds, vrmPeerCredsFree);
+        return;
+    }
+    listen = d->conf->peerListen ? d->conf->peerListen : locator->address;
+    if (!(d->peerServer = vrmPeerServerNew(d->peerCreds, listen, d->conf->peerPort,
+                                           d->conf->maxPeers, d->conf->peerTimeout,
+                                           vrmHelperSourceAccept, d))) {
+        d->peerProblem = g_strdup(vrmGetLastErrorMessage());
+        VRM_WARN(_("the helpers' channel is off: %1$s"), d->peerProblem);
+        g_clear_pointer(&d->peerCreds, vrmPeerCredsFree);
+        return;
+    }
+    g_autofree char *how = vrmPeerCredsDescribe(d->peerCreds);
+    VRM_INFO("helpers' channel on %s port %u, %s; locator %s %s:%u", listen,
+             vrmPeerServerPort(d->peerServer), how, locator->host, locator->address,
+             locator->port);
+    d->locator = g_steal_pointer(&locator);
 }
 
 /* systemd socket activation: fd 3 if LISTEN_PID is us */
@@ -1092,190 +597,47 @@ vrmHelperActivationFd(void)
 static int
 vrmHelperListen(vrmHelperDaemon *d)
 {
-    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    g_autofree char *dir = g_path_get_dirname(d->socketPath);
+    g_autofree char *base = g_path_get_basename(d->socketPath);
+    gid_t gid = d->haveGroup ? d->accessGid : 0;
     int fd;
 
     if ((fd = vrmHelperActivationFd()) >= 0) {
         VRM_INFO("using the control socket passed by systemd");
         d->listenFd = fd;
-        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+        if (vrmSetNonBlock(fd) < 0)
+            return -1;
+        /* the socket unit's SocketGroup= makes it right; check, repair */
+        if (g_str_equal(dir, d->conf->runDir) &&
+            vrmRunDirCheckSocket(d->runDir, base, gid) < 0)
+            VRM_WARN("%s", vrmGetLastErrorMessage());
         return 0;
     }
-    if (strlen(d->socketPath) >= sizeof(sa.sun_path)) {
-        vrmReportError(VRM_ERR_CONFIG, _("The socket path %1$s is too long."),
-                       d->socketPath);
-        return -1;
-    }
-    strcpy(sa.sun_path, d->socketPath);
     if (g_file_test(d->socketPath, G_FILE_TEST_EXISTS)) {
         int probe = vrmHelperConnect(d->socketPath,
                                      g_get_monotonic_time() + G_USEC_PER_SEC);
+
         if (probe >= 0) {
             close(probe);
             vrmReportError(VRM_ERR_CONFIG,
-                           _("Another virt-rdmad is already serving %1$s."),
+                           _("another virt-rdmad is already serving %1$s"),
                            d->socketPath);
             return -1;
         }
         vrmResetLastError();
-        unlink(d->socketPath);
     }
-    if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0) {
-        vrmReportSystemError(errno, _("Cannot create the control socket"));
-        return -1;
-    }
-    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-        vrmReportSystemError(errno, _("Cannot bind the control socket %1$s"),
-                             d->socketPath);
-        close(fd);
+    if (!g_str_equal(dir, d->conf->runDir)) {
+        /* tests: a socket elsewhere, in a directory of their own */
+        g_autoptr(vrmRunDir) other = vrmRunDirOpen(dir, geteuid(), getegid());
+
+        if (!other || (fd = vrmRunDirListen(other, base, gid)) < 0)
+            return -1;
+    } else if ((fd = vrmRunDirListen(d->runDir, base, gid)) < 0) {
         return -1;
     }
     d->ownSocket = true;
-    if (d->conf->group && geteuid() == 0) {
-        struct group *gr = getgrnam(d->conf->group);
-
-        if (gr && chown(d->socketPath, 0, gr->gr_gid) < 0)
-            VRM_WARN("cannot give %s to the group %s: %s", d->socketPath,
-                     d->conf->group, g_strerror(errno));
-    }
-    chmod(d->socketPath, d->conf->group ? 0660 : 0600);
-    if (listen(fd, 64) < 0) {
-        vrmReportSystemError(errno, _("Cannot listen on the control socket %1$s"),
-                             d->socketPath);
-        close(fd);
-        return -1;
-    }
     d->listenFd = fd;
     return 0;
-}
-
-/*
- * The run directory holds the control socket and every job's UNIX path.
- * The destination QEMU creates its listening socket there and the source
- * QEMU connects there: with an access group, the group may create files
- * (setgid, so sockets carry the group); without, root only.
- */
-static int
-vrmHelperMakeDirs(vrmHelperDaemon *d)
-{
-    mode_t runMode = d->conf->group ? 02775 : 0755;
-
-    if (g_mkdir_with_parents(d->conf->runDir, runMode) < 0) {
-        vrmReportSystemError(errno, _("Cannot create the run directory %1$s"),
-                             d->conf->runDir);
-        return -1;
-    }
-    if (geteuid() == 0 && d->conf->group) {
-        struct group *gr = getgrnam(d->conf->group);
-
-        if (gr && chown(d->conf->runDir, 0, gr->gr_gid) < 0)
-            VRM_WARN("cannot give %s to the group %s: %s", d->conf->runDir,
-                     d->conf->group, g_strerror(errno));
-    }
-    if (geteuid() == 0)
-        chmod(d->conf->runDir, runMode);
-    if (g_mkdir_with_parents(d->conf->stateDir, 0700) < 0) {
-        vrmReportSystemError(errno, _("Cannot create the state directory %1$s"),
-                             d->conf->stateDir);
-        return -1;
-    }
-    return 0;
-}
-
-/* Load the records; find running engines again or end them */
-static void
-vrmHelperRecover(vrmHelperDaemon *d)
-{
-    g_autoptr(GPtrArray) jobs = vrmHelperJobLoadDir(d->conf->stateDir);
-    guint i;
-
-    if (!jobs) {
-        VRM_WARN("%s", vrmGetLastErrorMessage());
-        return;
-    }
-    for (i = 0; i < jobs->len; i++) {
-        vrmHelperJob *job = g_steal_pointer(&jobs->pdata[i]);
-        unsigned long long *id = g_new(unsigned long long, 1);
-
-        *id = job->record->id;
-        d->nextId = MAX(d->nextId, job->record->id + 1);
-        g_hash_table_insert(d->jobs, id, job);
-        if (vrmJobStateIsFinal(job->record->state)) {
-            job->pid = 0;
-            continue;
-        }
-        if (job->pid > 0 && vrmHelperIsOurEngine(d, job)) {
-            vrmEngineSnapshot es = { 0 };
-            gint64 adoptDeadline = g_get_monotonic_time() + VRM_HELPER_ADOPT_TIMEOUT_US;
-            bool answered;
-
-            while (!(answered = vrmHelperReadEngineStats(job, &es)) &&
-                   g_get_monotonic_time() < adoptDeadline &&
-                   kill(job->pid, 0) == 0)
-                g_usleep(VRM_HELPER_POLL_MS * 1000);
-            if (answered) {
-                VRM_INFO("job %llu: found its engine again (pid %d)",
-                         job->record->id, (int)job->pid);
-                vrmHelperJobApplyStats(job, &es);
-                vrmEngineSnapshotClear(&es);
-                vrmHelperSave(d, job);
-                continue;
-            }
-            VRM_WARN("job %llu: engine pid %d does not answer; ending it",
-                     job->record->id, (int)job->pid);
-            kill(job->pid, SIGTERM);
-            vrmHelperJobFinish(d, job, VRM_JOB_STATE_FAILED,
-                               _("the helper restarted and could not reach the transport engine, so it ended it"));
-            continue;
-        }
-        /* the engine is gone: its final stats tell the outcome */
-        job->adopted = true;
-        job->pid = job->pid > 0 ? job->pid : -1;
-        {
-            vrmEngineSnapshot fin = { 0 };
-            bool have;
-
-            vrmHelperReadFinalStats(job, &fin, &have);
-            job->pid = 0;
-            if (have && fin.state == VRM_ENGINE_STATE_COMPLETED)
-                vrmHelperJobFinish(d, job, VRM_JOB_STATE_COMPLETED, NULL);
-            else
-                vrmHelperJobFinish(d, job, VRM_JOB_STATE_FAILED,
-                                   have && fin.error ? fin.error :
-                                   _("the transport engine ended while the helper was not running"));
-            vrmEngineSnapshotClear(&fin);
-        }
-    }
-    vrmHelperPruneHistory(d);
-}
-
-/* ---- life cycle ------------------------------------------------------ */
-
-vrmHelperDaemon *
-vrmHelperDaemonNew(vrmHelperConfig *conf, const vrmHelperOptions *opts)
-{
-    vrmHelperDaemon *d = g_new0(vrmHelperDaemon, 1);
-    const char *engine = g_getenv("VRM_ENGINE");
-
-    d->conf = conf;
-    vrmHelperConfigToPolicy(conf, &d->policy);
-    d->socketPath = opts && opts->socketPath ? g_strdup(opts->socketPath) :
-        g_build_filename(conf->runDir, VRM_HELPER_SOCKET_NAME, NULL);
-    if (opts && opts->enginePath)
-        d->enginePath = g_strdup(opts->enginePath);
-    else if (engine && *engine)
-        d->enginePath = g_strdup(engine);
-    else
-        d->enginePath = g_build_filename(VRM_BINDIR, "virt-rdma-engine", NULL);
-    d->connectTimeout = opts && opts->connectTimeout ? opts->connectTimeout : 30;
-    d->idleTimeout = opts && opts->idleTimeout ? opts->idleTimeout : 120;
-    d->engineDebug = opts && opts->engineDebug;
-    d->listenFd = -1;
-    d->nextId = 1;
-    d->jobs = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free,
-                                    (GDestroyNotify)vrmHelperJobFree);
-    d->loop = g_main_loop_new(NULL, FALSE);
-    return d;
 }
 
 static gboolean
@@ -1288,19 +650,75 @@ vrmHelperSignal(gpointer opaque)
     return G_SOURCE_CONTINUE;
 }
 
+static gboolean
+vrmHelperIntentSweep(gpointer opaque)
+{
+    vrmHelperIntentsExpire(opaque);
+    return G_SOURCE_CONTINUE;
+}
+
+vrmHelperDaemon *
+vrmHelperDaemonNew(vrmHelperConfig *conf, const vrmHelperOptions *opts)
+{
+    vrmHelperDaemon *d = g_new0(vrmHelperDaemon, 1);
+    const char *engine = g_getenv("VRM_ENGINE");
+    vrmRateLimit rl = VRM_RATE_LIMIT_INIT(5, 60);
+
+    d->conf = conf;
+    vrmHelperConfigToPolicy(conf, &d->policy);
+    d->socketPath = opts && opts->socketPath ? g_strdup(opts->socketPath) :
+        vrmHelperConfigSocketPath(conf);
+    if (opts && opts->enginePath)
+        d->enginePath = g_strdup(opts->enginePath);
+    else if (engine && *engine)
+        d->enginePath = g_strdup(engine);
+    else
+        d->enginePath = g_build_filename(VRM_BINDIR, "virt-rdma-engine", NULL);
+    d->connectTimeout = opts && opts->connectTimeout ? opts->connectTimeout : 30;
+    d->idleTimeout = opts && opts->idleTimeout ? opts->idleTimeout : 120;
+    d->engineDebug = opts && opts->engineDebug;
+    d->listenFd = -1;
+    d->nextId = 1;
+    d->nextIntent = 1;
+    d->jobs = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free,
+                                    (GDestroyNotify)vrmHelperJobFree);
+    d->intents = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free,
+                                       (GDestroyNotify)vrmHelperIntentFree);
+    d->ops[VRM_JOB_ROLE_SOURCE] = &vrmHelperSourceOps;
+    d->ops[VRM_JOB_ROLE_DESTINATION] = &vrmHelperDestOps;
+    d->peerLog = rl;
+    d->clientLog = rl;
+    d->loop = g_main_loop_new(NULL, FALSE);
+    return d;
+}
+
 int
 vrmHelperDaemonStart(vrmHelperDaemon *d)
 {
-    if (vrmHelperMakeDirs(d) < 0)
+    if (geteuid() == 0 && d->conf->group && !getgrnam(d->conf->group) &&
+        vrmHelperConfigCheckSystem(d->conf) < 0)
         return -1;
-    vrmHelperRecover(d);
+    vrmHelperResolveUsers(d);
+    if (!(d->runDir = vrmRunDirOpen(d->conf->runDir, d->engineUid, d->engineGid)))
+        return -1;
+    if (g_mkdir_with_parents(d->conf->stateDir, 0700) < 0) {
+        vrmReportSystemError(errno, _("Cannot create the state directory %1$s"),
+                             d->conf->stateDir);
+        return -1;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    vrmHelperStartPeers(d);
+    d->virt = vrmHelperVirtNew(d->conf->libvirtURI, d->locator);
+    vrmHelperJobsRecover(d);
     if (vrmHelperListen(d) < 0)
         return -1;
-    d->listenWatch = g_unix_fd_add(d->listenFd, G_IO_IN, vrmHelperAccept, d);
-    d->pollTimer = g_timeout_add(VRM_HELPER_POLL_MS, vrmHelperPollTimer, d);
+    d->server = vrmHelperServerNew(d->listenFd, d->conf->maxClients,
+                                   vrmHelperRequest, d);
+    vrmHelperJobsStartPolling(d);
+    d->intentTimer = g_timeout_add_seconds(VRM_HELPER_INTENT_SWEEP_S,
+                                           vrmHelperIntentSweep, d);
     d->sigterm = g_unix_signal_add(SIGTERM, vrmHelperSignal, d);
     d->sigint = g_unix_signal_add(SIGINT, vrmHelperSignal, d);
-    signal(SIGPIPE, SIG_IGN);
     VRM_INFO("listening on %s; engine %s; run %s; state %s",
              d->socketPath, d->enginePath, d->conf->runDir, d->conf->stateDir);
     return 0;
@@ -1333,7 +751,7 @@ vrmHelperDaemonFree(vrmHelperDaemon *d)
 
     if (!d)
         return;
-    /* clients still waiting get an answer; engines go on running */
+    /* clients still waiting get an answer; negotiations end; engines go on */
     g_hash_table_iter_init(&it, d->jobs);
     while (g_hash_table_iter_next(&it, NULL, &v)) {
         vrmHelperJob *job = v;
@@ -1342,30 +760,39 @@ vrmHelperDaemonFree(vrmHelperDaemon *d)
             vrmHelperConn *w = job->waiter;
 
             job->waiter = NULL;
-            vrmHelperConnReplyError(w, VRM_ERR_INTERNAL,
-                                    _("virt-rdmad is stopping."));
+            vrmHelperConnReplyError(w, VRM_ERR_INTERNAL, _("virt-rdmad is stopping"));
         }
+        g_clear_pointer(&job->peer, vrmPeerConnFree);
         if (job->pid > 0 && !vrmJobStateIsFinal(job->record->state))
-            vrmHelperSave(d, job);
+            vrmHelperJobsSave(d, job);
     }
-    if (d->listenWatch)
-        g_source_remove(d->listenWatch);
     if (d->pollTimer)
         g_source_remove(d->pollTimer);
     if (d->waitTimer)
         g_source_remove(d->waitTimer);
+    if (d->intentTimer)
+        g_source_remove(d->intentTimer);
     if (d->sigterm)
         g_source_remove(d->sigterm);
     if (d->sigint)
         g_source_remove(d->sigint);
+    vrmHelperServerFree(d->server);
     if (d->listenFd >= 0)
         close(d->listenFd);
     if (d->ownSocket)
         unlink(d->socketPath);
+    vrmHelperVirtFree(d->virt);
+    vrmPeerServerFree(d->peerServer);
     g_hash_table_destroy(d->jobs);
+    g_hash_table_destroy(d->intents);
+    vrmPeerCredsFree(d->peerCreds);
+    vrmLocatorFree(d->locator);
+    vrmRunDirFree(d->runDir);
     g_main_loop_unref(d->loop);
     g_free(d->socketPath);
     g_free(d->enginePath);
+    g_free(d->peerProblem);
+    g_free(d->engineProblem);
     vrmHelperConfigFree(d->conf);
     g_free(d);
 }

@@ -1,31 +1,31 @@
 /*
- * vrmhelperd.h: the virt-rdmad daemon: control socket, job table, engines
+ * vrmhelperd.h: the virt-rdmad daemon
  *
- * Everything runs in one thread, in one GMainLoop: the control socket,
- * the engines' exits (GChildWatch), their stderr, and a timer that reads
- * the stats socket of every live engine. A request that needs an engine
- * to reach a point (source: listening; destination: connected to the
- * source) is answered when it does, when it fails, or at its deadline.
+ * One GMainLoop; nothing in it blocks: control clients and peer helpers
+ * are served through fd watches with per-connection state and deadlines,
+ * engines are followed through non-blocking probes of their stats
+ * sockets, libvirt is asked from a worker thread (vrmhelpervirt.h).
+ * The parts are described in vrmhelperdpriv.h; docs/helper.rst and
+ * docs/negotiation.rst tell the whole story.
  *
  * Public API summary
  * ------------------
  *   vrmHelperDaemonNew(conf, &opts)   takes the configuration
- *   vrmHelperDaemonStart(d)           directories, records, socket
+ *   vrmHelperDaemonStart(d)           users, directories, the helpers'
+ *                                     channel, libvirt, records, socket
  *   vrmHelperDaemonRun(d)             until SIGTERM/SIGINT or Stop()
  *   vrmHelperDaemonStop(d)
  *   vrmHelperDaemonFree(d)            engines keep running: a restarted
  *                                     helper finds them again
  *   vrmHelperDaemonSocketPath(d)
- *
- * Replies are written from the loop with a 5 s deadline (local socket,
- * small documents); a client has 10 s to send its request.
  */
 #pragma once
+
+#include <stdbool.h>
 
 #include <glib.h>
 
 #include "vrmhelperconf.h"
-#include "vrmhelperjob.h"
 
 typedef struct {
     const char *socketPath;         /* NULL: <run-dir>/virt-rdmad.sock */

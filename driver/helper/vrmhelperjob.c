@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include "vrmhelperjob.h"
+#include "vrmhelperengine.h"
+#include "vrmhelperpeer.h"
 #include "vrmerror.h"
 #include "vrmi18n.h"
 #include "vrmlog.h"
@@ -38,6 +40,8 @@ vrmHelperJobNew(unsigned long long id, vrmJobRole role)
     job->record->role = role;
     job->record->state = VRM_JOB_STATE_NEGOTIATING;
     job->stderrBuf = g_string_new(NULL);
+    job->domainDir.fd = -1;
+    job->qemuUid = job->qemuPid = -1;
     return job;
 }
 
@@ -50,6 +54,14 @@ vrmHelperJobFree(vrmHelperJob *job)
         g_source_remove(job->childWatch);
     if (job->pid > 0 && !job->adopted)
         g_spawn_close_pid(job->pid);
+    if (job->phaseTimer)
+        g_source_remove(job->phaseTimer);
+    if (job->outcomeTimer)
+        g_source_remove(job->outcomeTimer);
+    vrmStatsProbeCancel(job->probe);
+    vrmPeerConnFree(job->peer);
+    vrmTokenClear(&job->token);
+    vrmDomainDirClear(&job->domainDir);
     vrmJobRecordFree(job->record);
     g_free(job->statsSocket);
     g_free(job->statsFile);
@@ -281,6 +293,7 @@ vrmHelperJobApplyStats(vrmHelperJob *job, const vrmEngineSnapshot *es)
     /* the record keeps the peak, the engine reports what is pinned now */
     r->stats.pinnedBytes = MAX(peak, es->stats.pinnedBytes);
     r->hasStats = true;
+    job->established = es->established;
 
     if (vrmJobStateIsFinal(r->state))
         return;
@@ -376,6 +389,11 @@ vrmHelperJobSave(const vrmHelperJob *job, const char *dir)
             g_key_file_set_string(kf, "engine", "stats-file", job->statsFile);
         if (job->logFile)
             g_key_file_set_string(kf, "engine", "log-file", job->logFile);
+        g_key_file_set_uint64(kf, "engine", "uid", job->engineUid);
+        g_key_file_set_uint64(kf, "engine", "start-time", job->startTime);
+        g_key_file_set_uint64(kf, "engine", "allowance", job->allowance);
+        if (job->domainDir.uuid)
+            g_key_file_set_string(kf, "engine", "domain-dir", job->domainDir.uuid);
         data = g_key_file_to_data(kf, &len, NULL);
         if (!g_file_set_contents_full(runPath, data, len,
                                       G_FILE_SET_CONTENTS_CONSISTENT, 0600, &err)) {
@@ -430,6 +448,10 @@ vrmHelperJobLoad(const char *dir, const char *name)
         job->statsSocket = g_key_file_get_string(kf, "engine", "stats-socket", NULL);
         job->statsFile = g_key_file_get_string(kf, "engine", "stats-file", NULL);
         job->logFile = g_key_file_get_string(kf, "engine", "log-file", NULL);
+        job->engineUid = g_key_file_get_uint64(kf, "engine", "uid", NULL);
+        job->startTime = g_key_file_get_uint64(kf, "engine", "start-time", NULL);
+        job->allowance = g_key_file_get_uint64(kf, "engine", "allowance", NULL);
+        job->domainDir.uuid = g_key_file_get_string(kf, "engine", "domain-dir", NULL);
         job->adopted = true;
     }
     return g_steal_pointer(&job);

@@ -39,6 +39,7 @@
 #include <glib.h>
 
 #include "vrmcontrol.h"
+#include "vrmhelperrundir.h"
 
 typedef enum {
     VRM_ENGINE_STATE_RUNNING,
@@ -75,6 +76,25 @@ struct _vrmHelperJob {
     gint64 connectDeadline;         /* monotonic us: engines must connect by then */
     bool cancelRequested;           /* the job was cancelled: the outcome is cancelled */
     gpointer waiter;                /* daemon: a client waiting for the connect */
+    /* ---- kept by virt-rdmad (the engine's identity also in job-ID.run) */
+    unsigned long long allowance;   /* pinned bytes it holds in the host's budget */
+    int phase;                      /* where its role's flow is (vrmhelperdpriv.h) */
+    gpointer peer;                  /* vrmPeerConn of the negotiation, or NULL */
+    bool hasToken;                  /* the token, until the engine has it */
+    vrmToken token;
+    guint phaseTimer;               /* the deadline of the phase */
+    gpointer probe;                 /* vrmStatsProbe in flight, or NULL */
+    bool statsSeen;                 /* the engine answered at least once */
+    unsigned int rdmaPort;          /* source: the port its engine listens on */
+    unsigned int established;       /* channels its engine has connected */
+    uid_t engineUid;                /* who the engine runs as */
+    guint64 startTime;              /* field 22 of /proc/PID/stat at spawn */
+    vrmDomainDir domainDir;         /* the per-domain directory it made */
+    long long qemuUid;              /* the QEMU peer the engine must accept */
+    long long qemuPid;
+    gint64 adoptDeadline;           /* found after a restart: must answer by then */
+    gint64 outcomeDeadline;         /* source: libvirt must tell by then */
+    guint outcomeTimer;
 };
 
 vrmHelperJob *vrmHelperJobNew(unsigned long long id, vrmJobRole role);

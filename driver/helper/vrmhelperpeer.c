@@ -74,6 +74,7 @@ struct _vrmPeerConn {
     gpointer opaque;
     unsigned int busy;              /* inside a callback */
     bool zombie;                    /* freed while busy */
+    bool closing;                   /* freed once its output is written */
 };
 
 struct _vrmPeerServer {
@@ -93,6 +94,7 @@ struct _vrmPeerServer {
 static vrmRateLimit vrmPeerHandshakeLog = VRM_RATE_LIMIT_INIT(5, 60);
 
 static void vrmPeerConnUpdateWatch(vrmPeerConn *pc);
+static void vrmPeerConnSetTimer(vrmPeerConn *pc, unsigned int seconds);
 static void vrmPeerServerWatch(vrmPeerServer *srv);
 
 
@@ -421,6 +423,34 @@ vrmPeerConnDestroy(vrmPeerConn *pc)
     g_free(pc);
 }
 
+static gboolean
+vrmPeerConnFinishTimeout(gpointer opaque)
+{
+    vrmPeerConn *pc = opaque;
+
+    pc->timer = 0;
+    vrmPeerConnFree(pc);
+    return G_SOURCE_REMOVE;
+}
+
+void
+vrmPeerConnFinish(vrmPeerConn *pc)
+{
+    static const vrmPeerConnCallbacks none = { 0 };
+
+    if (!pc)
+        return;
+    if (pc->state != VRM_PEER_OPEN || pc->out->len == 0) {
+        vrmPeerConnFree(pc);
+        return;
+    }
+    /* nobody to tell any more: a failure just frees it */
+    pc->cb = none;
+    pc->closing = true;
+    vrmPeerConnSetTimer(pc, 0);
+    pc->timer = g_timeout_add_seconds(5, vrmPeerConnFinishTimeout, pc);
+}
+
 void
 vrmPeerConnFree(vrmPeerConn *pc)
 {
@@ -688,6 +718,8 @@ vrmPeerConnWrite(vrmPeerConn *pc)
         }
         g_byte_array_remove_range(pc->out, 0, r);
     }
+    if (pc->closing)
+        vrmPeerConnFree(pc);
 }
 
 static gboolean

@@ -25,7 +25,7 @@
  *   vrmPeerConnConnect(creds, locator, timeout, &callbacks, opaque)
  *   vrmPeerConnSend(pc, msg)             queued; written as the socket allows
  *   vrmPeerConnExpect(pc, seconds)       the next message must come by then
- *   vrmPeerConnFree(pc)
+ *   vrmPeerConnFree(pc)  vrmPeerConnFinish(pc)   now / once written
  *   vrmPeerConnPeerName(pc)              "ADDR:PORT" (and the identity), logs
  *   vrmPeerServerNew(creds, address, port, maxPeers, timeout, cb, opaque)
  *   vrmPeerServerFree(srv)
@@ -80,6 +80,9 @@ void vrmPeerConnExpect(vrmPeerConn *pc, unsigned int seconds);
 const char *vrmPeerConnPeerName(const vrmPeerConn *pc);
 void vrmPeerConnFree(vrmPeerConn *pc);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(vrmPeerConn, vrmPeerConnFree);
+/* Free @pc once what was sent has been written (at most a few seconds);
+ * no callback comes any more: the caller forgets @pc */
+void vrmPeerConnFinish(vrmPeerConn *pc);
 
 vrmPeerServer *vrmPeerServerNew(vrmPeerCreds *creds, const char *address,
                                 unsigned int port, unsigned int maxPeers,

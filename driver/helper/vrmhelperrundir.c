@@ -368,6 +368,24 @@ vrmRunDirDomainRemove(vrmRunDir *rd, vrmDomainDir *dir)
 }
 
 void
+vrmRunDirDomainAdopt(vrmRunDir *rd, vrmDomainDir *dir)
+{
+    struct stat st;
+
+    if (!dir->uuid || !g_uuid_string_is_valid(dir->uuid))
+        return;
+    if (dir->fd >= 0)
+        close(dir->fd);
+    dir->fd = openat(rd->qemuFd, dir->uuid, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dir->fd < 0 || fstat(dir->fd, &st) < 0) {
+        vrmDomainDirClear(dir);
+        return;
+    }
+    dir->dev = st.st_dev;
+    dir->ino = st.st_ino;
+}
+
+void
 vrmDomainDirClear(vrmDomainDir *dir)
 {
     if (dir->fd >= 0)

@@ -32,6 +32,7 @@
  *                                               with @listen also its bound
  *                                               listening socket
  *   vrmRunDirDomainRemove(rd, &dir)             remove it, if still the job's
+ *   vrmRunDirDomainAdopt(rd, &dir)              a restarted helper holds it again
  *   vrmRunDirEngineSocket(rd, id)               <run-dir>/engine/job-ID.stats
  */
 #pragma once
@@ -71,6 +72,8 @@ int vrmRunDirDomainCreate(vrmRunDir *rd, const char *uuid, uid_t qemuUid,
                           gid_t engineGid, bool listen, vrmDomainDir *dir,
                           int *listenFd);
 void vrmRunDirDomainRemove(vrmRunDir *rd, vrmDomainDir *dir);
+/* After a restart: hold @dir->uuid's directory as it is now (if any) */
+void vrmRunDirDomainAdopt(vrmRunDir *rd, vrmDomainDir *dir);
 void vrmDomainDirClear(vrmDomainDir *dir);
 
 char *vrmRunDirEngineSocket(const vrmRunDir *rd, unsigned long long id);

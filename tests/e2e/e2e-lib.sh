@@ -89,29 +89,163 @@ check_migrated_destination() {
 
 VRM_NS=http://virt-rdma.org/xmlns/migration/1.0
 
-# start_virt_rdma [--no-helper]: this host's virt-rdmad (unless told not
-# to) and the libvirt hook, before libvirtd starts (libvirt reads its hooks
-# at start-up).
-start_virt_rdma() {
-    mkdir -p /etc/virt-rdma /etc/libvirt/hooks/qemu.d /run/virt-rdma
+# The helpers' users and group, as the package creates them (the VM's /etc
+# is a tmpfs overlay).
+add_system_users() {
+    getent group virt-rdma >/dev/null || echo "virt-rdma:x:64060:" >> /etc/group
+    getent group virt-rdma-engine >/dev/null || echo "virt-rdma-engine:x:64061:" >> /etc/group
+    getent passwd virt-rdma-engine >/dev/null ||
+        echo "virt-rdma-engine:x:64061:64061:virt-rdma engines:/nonexistent:/usr/sbin/nologin" >> /etc/passwd
+}
+
+# cluster_key [NAME]: this host's /etc/virt-rdma/cluster.key: the shared
+# run's key (made once, by host a), or with NAME another one of its own.
+cluster_key() {
+    local key=$SHARED/cluster.key
+    if [ -n "${1:-}" ]; then
+        key=$SHARED/$1.key
+        [ -e "$key" ] || "$VRM_BUILD_DIR/driver/helper/virt-rdmad" --generate-key "$key" || fail "cannot make $key"
+    elif [ "$VRM_SANDBOX_HOST" = a ]; then
+        "$VRM_BUILD_DIR/driver/helper/virt-rdmad" --generate-key "$SHARED/.cluster.key" ||
+            fail "cannot make the cluster key"
+        mv "$SHARED/.cluster.key" "$key"
+    else
+        local deadline=$((SECONDS + 60))
+        until [ -e "$key" ]; do
+            [ $SECONDS -ge $deadline ] && fail "no cluster key from host a"
+            nap 0.2
+        done
+    fi
+    install -m 0600 "$key" /etc/virt-rdma/cluster.key
+}
+
+# write_helper_conf [EXTRA...]: /etc/virt-rdma/virt-rdmad.conf for this
+# host; EXTRA lines are appended (groups of their own)
+write_helper_conf() {
     cat > /etc/virt-rdma/virt-rdmad.conf <<CONF
 [rdma]
 device=$VRM_RDMA_DEVICE
 address=$VRM_SELF_ADDR
+
+[access]
+group=virt-rdma
+
+[peers]
+auth=psk
+host=sandbox-$VRM_SANDBOX_HOST
+address=$VRM_SELF_ADDR
 CONF
-    ln -sf "$VRM_BUILD_DIR/tools/hook/virt-rdma-hook" /etc/libvirt/hooks/qemu.d/virt-rdma
-    if [ "${1:-}" != --no-helper ]; then
+    local line
+    for line in "$@"; do echo "$line" >> /etc/virt-rdma/virt-rdmad.conf; done
+}
+
+# run_helper: start this host's virt-rdmad (its log: /tmp/virt-rdmad.log)
+run_helper() {
+    rm -f /run/virt-rdma/virt-rdmad.sock
+    VRM_HELPER_TEST_TOKEN_DIR=$SHARED/tokens-$VRM_SANDBOX_HOST \
         "$VRM_BUILD_DIR/driver/helper/virt-rdmad" --config /etc/virt-rdma/virt-rdmad.conf \
-            --engine "$VRM_BUILD_DIR/driver/virt-rdma-engine" ${VRM_HELPER_LOG:---verbose} \
-            > /tmp/virt-rdmad.log 2>&1 &
-        echo $! > /tmp/virt-rdmad.pid
-        local deadline=$((SECONDS + 30))
-        until [ -S /run/virt-rdma/virt-rdmad.sock ]; do
-            [ $SECONDS -ge $deadline ] && { cat /tmp/virt-rdmad.log; fail "virt-rdmad did not open its socket within 30 s"; }
-            nap 0.1
+        --engine "$VRM_BUILD_DIR/driver/virt-rdma-engine" ${VRM_HELPER_LOG:---verbose} \
+        >> /tmp/virt-rdmad.log 2>&1 &
+    echo $! > /tmp/virt-rdmad.pid
+    local deadline=$((SECONDS + 30))
+    until [ -S /run/virt-rdma/virt-rdmad.sock ]; do
+        [ $SECONDS -ge $deadline ] && { cat /tmp/virt-rdmad.log; fail "virt-rdmad did not open its socket within 30 s"; }
+        nap 0.1
+    done
+    say "virt-rdmad up"
+}
+
+stop_helper() {
+    local pid
+    pid=$(cat /tmp/virt-rdmad.pid 2>/dev/null) || return 0
+    kill "$pid" 2>/dev/null
+    local deadline=$((SECONDS + 10))
+    while kill -0 "$pid" 2>/dev/null; do
+        [ $SECONDS -ge $deadline ] && fail "virt-rdmad did not stop"
+        nap 0.1
+    done
+    say "virt-rdmad stopped"
+}
+
+# start_virt_rdma [--no-helper]: this host's virt-rdmad (unless told not
+# to) and the libvirt hook, before libvirtd starts (libvirt reads its hooks
+# at start-up); the helpers share one cluster key.
+start_virt_rdma() {
+    mkdir -p /etc/virt-rdma /etc/libvirt/hooks/qemu.d /run/virt-rdma
+    mkdir -p -m 0700 "$SHARED/tokens-$VRM_SANDBOX_HOST"
+    add_system_users
+    cluster_key
+    write_helper_conf
+    ln -sf "$VRM_BUILD_DIR/tools/hook/virt-rdma-hook" /etc/libvirt/hooks/qemu.d/virt-rdma
+    [ "${1:-}" = --no-helper ] || run_helper
+}
+
+# enable_rdma DOMAIN: the domain's <rdma:migration> metadata (live and
+# persistent), then wait for the helper's locator in the live one
+enable_rdma() {
+    virsh -q metadata "$1" --uri "$VRM_NS" --key rdma --set "${2:-<migration/>}" \
+        --live --config || fail "cannot set the metadata of $1"
+    wait_locator "$1" "sandbox-$VRM_SANDBOX_HOST"
+}
+
+# wait_locator DOMAIN HOST: the live metadata names HOST's helper
+wait_locator() {
+    local deadline=$((SECONDS + 30))
+    until virsh -q metadata "$1" --uri "$VRM_NS" --live 2>/dev/null | grep -q "host=\"$2\""; do
+        [ $SECONDS -ge $deadline ] && { virsh metadata "$1" --uri "$VRM_NS" --live; fail "no locator of $2 in $1's metadata"; }
+        nap 0.2
+    done
+    say "$1's live metadata: $(virsh -q metadata "$1" --uri "$VRM_NS" --live | tr -d '\n')"
+}
+
+# Host a drives, host b serves: `remote CMD` runs CMD (a shell snippet,
+# with this library's functions) on host b and prints its output; its
+# status is CMD's. `serve_remote` is host b's loop, until `remote_stop`.
+REMOTE_N=0
+remote() {
+    local n=$REMOTE_N deadline=$((SECONDS + ${REMOTE_TIMEOUT:-300}))
+    REMOTE_N=$((REMOTE_N + 1))
+    printf '%s\n' "$*" > "$SHARED/.req-$n"
+    mv "$SHARED/.req-$n" "$SHARED/req-$n"
+    until [ -e "$SHARED/rc-$n" ]; do
+        [ -e "$SHARED/failed-b" ] && fail "host b failed"
+        [ $SECONDS -ge $deadline ] && fail "host b did not run '$*' within ${REMOTE_TIMEOUT:-300} s"
+        nap 0.1
+    done
+    sed 's/^/  [b] /' "$SHARED/out-$n"
+    return "$(cat "$SHARED/rc-$n")"
+}
+remote_stop() { touch "$SHARED/remote-stop"; }
+serve_remote() {
+    local n=0
+    while :; do
+        until [ -e "$SHARED/req-$n" ]; do
+            [ -e "$SHARED/remote-stop" ] && return 0
+            [ -e "$SHARED/failed-a" ] && fail "host a failed"
+            nap 0.05
         done
-        say "virt-rdmad up"
-    fi
+        ( eval "$(cat "$SHARED/req-$n")" ) > "$SHARED/out-$n" 2>&1
+        echo $? > "$SHARED/.rc-$n"
+        mv "$SHARED/.rc-$n" "$SHARED/rc-$n"
+        n=$((n + 1))
+    done
+}
+
+# verify_count DOMAIN: how many "verify ... ok" lines the guest printed here
+verify_count() { grep -c "verify [0-9]* ok" "$GUEST_SERIAL_DIR/$1.serial" 2>/dev/null || echo 0; }
+
+# check_arrived DOMAIN BEFORE: running here, and the guest verified its
+# whole RAM again after the migration (more verify lines than BEFORE)
+check_arrived() {
+    local state deadline=$((SECONDS + 180))
+    state=$(virsh domstate "$1" 2>&1)
+    [ "$state" = running ] || fail "after migration $1 is '$state' on this host"
+    until [ "$(verify_count "$1")" -gt "$2" ]; do
+        grep -q "FAIL" "$GUEST_SERIAL_DIR/$1.serial" 2>/dev/null && { grep vrm-guest "$GUEST_SERIAL_DIR/$1.serial" | tail -3; fail "the guest reports corrupted memory"; }
+        [ $SECONDS -ge $deadline ] && fail "guest $1 did not verify its memory within 180 s"
+        nap 0.2
+    done
+    say "guest $1 runs here and its memory verifies: $(grep 'verify' "$GUEST_SERIAL_DIR/$1.serial" | tail -1)"
 }
 
 # check_no_leftovers: no engine process and no job socket left behind.
@@ -123,14 +257,21 @@ check_no_leftovers() {
         [ $SECONDS -ge $deadline ] && { pgrep -af '^[^ ]*/virt-rdma-engine( |$)'; fail "an engine is still running"; }
         nap 0.2
     done
-    while ls /run/virt-rdma/job-* >/dev/null 2>&1; do
+    while [ -n "$(ls -A /run/virt-rdma/qemu /run/virt-rdma/engine 2>/dev/null)" ]; do
         if [ $SECONDS -ge $deadline ]; then
-            ls -l /run/virt-rdma/
-            fail "a job socket was left behind in /run/virt-rdma"
+            ls -lR /run/virt-rdma/
+            fail "a per-domain directory or a stats socket was left behind in /run/virt-rdma"
         fi
         nap 0.2
     done
-    say "no engine or job socket left behind"
+    if ls /var/lib/virt-rdma/job-*.run >/dev/null 2>&1; then
+        ls -l /var/lib/virt-rdma/
+        fail "a job record of a live engine was left behind"
+    fi
+    local open
+    open=$(grep -l 'state="\(negotiating\|connected\|transferring\)"' /var/lib/virt-rdma/job-*.xml 2>/dev/null)
+    [ -z "$open" ] || fail "job records in a non-final state: $open"
+    say "no engine, per-domain directory, stats socket or open record left behind"
 }
 
 # virsh_scenario DESCRIPTION HARD_LIMIT_MIB VIRSH_MIGRATE_ARGS...: host a

@@ -9,6 +9,7 @@
  *   complete:MS    connected, then exits 0 after MS milliseconds
  *   fail:MS        exits 1 after MS ms with "virt-rdma-engine: error: fake failure"
  *   hang           never connects
+ *   stall          listens on its stats socket but never accepts there
  * It also appends its argument vector to $VRM_FAKE_ENGINE_LOG if set.
  */
 #include <config.h>
@@ -146,7 +147,8 @@ main(int argc, char **argv)
     fd = socket(AF_UNIX, SOCK_STREAM, 0);
     if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 8) < 0)
         return 2;
-    g_unix_fd_add(fd, G_IO_IN, fakeServe, NULL);
+    if (!g_str_equal(mode, "stall"))
+        g_unix_fd_add(fd, G_IO_IN, fakeServe, NULL);
     g_unix_signal_add(SIGTERM, fakeQuit, loop);
     if (ms > 0)
         g_timeout_add(ms, fakeQuit, loop);

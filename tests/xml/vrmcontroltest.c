@@ -82,26 +82,27 @@ testJobReply(void)
 static void
 testRequests(void)
 {
-    g_autoptr(vrmControlMessage) open = vrmControlMessageNew(VRM_CONTROL_JOB_OPEN);
+    g_autoptr(vrmControlMessage) open = vrmControlMessageNew(VRM_CONTROL_JOB_PREPARE);
     g_autoptr(vrmControlMessage) query = vrmControlMessageNew(VRM_CONTROL_JOB_QUERY);
     g_autoptr(vrmControlMessage) back = NULL;
     g_autofree char *xml = NULL;
     g_autofree char *qxml = NULL;
 
     open->domainName = g_strdup("web1");
+    open->domainUUID = g_strdup("7b9c1a2e-3f4d-4e5f-8a6b-0c1d2e3f4a5b");
     open->overrides = g_new0(vrmMigrationParams, 1);
     open->overrides->capsOn = 0x1;
     open->overrides->hasBandwidth = true;
     open->overrides->bandwidth = 0;
     xml = vrmControlMessageFormat(open);
     g_assert_cmpstr(xml, ==,
-                    "<job-open>\n"
-                    "  <domain name=\"web1\"/>\n"
+                    "<job-prepare>\n"
+                    "  <domain name=\"web1\" uuid=\"7b9c1a2e-3f4d-4e5f-8a6b-0c1d2e3f4a5b\"/>\n"
                     "  <overrides>\n"
                     "    <pin-all/>\n"
                     "    <bandwidth max=\"0\"/>\n"
                     "  </overrides>\n"
-                    "</job-open>\n");
+                    "</job-prepare>\n");
     back = vrmControlMessageParseString(xml);
     g_assert_nonnull(back);
     g_assert_nonnull(back->overrides);
@@ -146,7 +147,7 @@ testParseXMLUnknownRoot(void)
     g_assert_null(vrmControlMessageParseXML(ctxt));
     g_assert_cmpstr(vrmGetLastErrorMessage(), ==,
                     "unknown control message 'job-delete'; allowed messages: "
-                    "'job-open', 'job-accept', 'job-incoming', 'job-prepare', 'host-info', 'job-query', 'job-cancel', 'job-list', 'reply'");
+                    "'job-incoming', 'job-prepare', 'host-info', 'job-query', 'job-cancel', 'job-list', 'reply'");
 }
 
 static gpointer

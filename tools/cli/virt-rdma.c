@@ -22,7 +22,8 @@ typedef struct {
 static const vrmCliCommand vrmCliCommands[] = {
     { "migrate", vrmCmdMigrate, N_("live-migrate a domain over RDMA") },
     { "jobinfo", vrmCmdJobInfo, N_("show a domain's migration job, with its RDMA transport") },
-    { "capabilities", vrmCmdCapabilities, N_("show this host's RDMA devices and whether it can migrate over RDMA") },
+    { "uri", vrmCmdUri, N_("print the migration URI of a domain's RDMA migration (for virsh migrate --migrateuri)") },
+    { "capabilities", vrmCmdCapabilities, N_("show whether this host can migrate over RDMA, as virt-rdmad sees it") },
     { "bench", vrmCmdBench, N_("measure the RDMA transport engine between two hosts") },
 };
 
@@ -75,7 +76,7 @@ main(int argc, char **argv)
         if (g_str_equal(argv[1], vrmCliCommands[i].name))
             return vrmCliCommands[i].run(argc - 1, argv + 1);
     }
-    vrmCliError(_("unknown command '%1$s'; the commands are migrate, jobinfo, capabilities and bench"),
+    vrmCliError(_("unknown command '%1$s'; the commands are migrate, jobinfo, uri, capabilities and bench"),
                 argv[1]);
     return 2;
 }

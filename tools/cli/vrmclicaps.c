@@ -1,207 +1,304 @@
 /*
- * vrmclicaps.c: virt-rdma capabilities
+ * vrmclicaps.c: virt-rdma capabilities [--json]
  *
- * What this host offers for RDMA migration: devices and ports with state
- * and link rate, the memlock limit, whether virt-rdmad answers and the
- * libvirt hook is installed; then a verdict with every reason it is "no".
+ * What this host offers for RDMA migration, as virt-rdmad sees it (it is
+ * asked: <host-info>): its RDMA devices and ports, its limits, its own
+ * locked-memory limit and the budget it has left, the pinned memory of a
+ * migration at the real defaults, the engine user, the helpers' channel
+ * and its credentials, libvirt; plus the libvirt hook, which only this
+ * command can look at. Then a verdict with every reason it is "no", each
+ * with advice that works when typed. "Not allowed to use the helper" and
+ * "the helper is not running" are told apart.
  */
 #include <config.h>
 
 #include <stdio.h>
-#include <sys/resource.h>
+#include <string.h>
 #include <unistd.h>
 
-#include <infiniband/verbs.h>
-
 #include "vrmcli.h"
+#include "vrmcapability.h"
 #include "vrmerror.h"
 #include "vrmi18n.h"
 #include "vrmhelperclient.h"
-#include "vrmnegotiation.h"
 
 #define VRM_HOOK_PATH "/etc/libvirt/hooks/qemu.d/virt-rdma"
-#define VRM_CAPS_HELPER_TIMEOUT_MS 3000
+#define VRM_CAPS_HELPER_TIMEOUT_MS 5000
 
-/* Gbit/s of one lane for ibv_port_attr.active_speed. */
-static double
-vrmLaneGbps(uint8_t speed)
-{
-    switch (speed) {
-    case 1: return 2.5;     /* SDR */
-    case 2: return 5.0;     /* DDR */
-    case 4: return 10.0;    /* QDR, FDR10 */
-    case 8: return 10.3125; /* FDR10 */
-    case 16: return 14.0625;/* FDR */
-    case 32: return 25.78125; /* EDR */
-    case 64: return 53.125; /* HDR */
-    case 128: return 106.25;/* NDR */
-    }
-    return 0;
-}
-
-static unsigned int
-vrmWidthLanes(uint8_t width)
-{
-    switch (width) {
-    case 1: return 1;
-    case 2: return 4;
-    case 4: return 8;
-    case 8: return 12;
-    case 16: return 2;
-    }
-    return 0;
-}
-
-static const char *
-vrmPortStateName(enum ibv_port_state s)
-{
-    switch (s) {
-    case IBV_PORT_NOP: return "NOP";
-    case IBV_PORT_DOWN: return "DOWN";
-    case IBV_PORT_INIT: return "INIT";
-    case IBV_PORT_ARMED: return "ARMED";
-    case IBV_PORT_ACTIVE: return "ACTIVE";
-    case IBV_PORT_ACTIVE_DEFER: return "ACTIVE_DEFER";
-    }
-    return "?";
-}
-
-/* Print devices; returns the number of ACTIVE ports. */
-static int
-vrmCapsDevices(GPtrArray *reasons)
-{
-    struct ibv_device **list;
-    int n = 0, i, active = 0;
-
-    fputs(_("RDMA devices:\n"), stdout);
-    if (!(list = ibv_get_device_list(&n)) || n == 0) {
-        fputs(_("  none\n"), stdout);
-        g_ptr_array_add(reasons, g_strdup(_("no RDMA device: load the driver of the adapter (for Soft-RoCE: modprobe rdma_rxe; rdma link add rxe0 type rxe netdev IFACE)")));
-        if (list)
-            ibv_free_device_list(list);
-        return 0;
-    }
-    for (i = 0; i < n; i++) {
-        struct ibv_context *ctx = ibv_open_device(list[i]);
-        const char *name = ibv_get_device_name(list[i]);
-        struct ibv_device_attr dattr;
-        uint8_t p;
-
-        if (!name)
-            name = "?";
-        if (!ctx || ibv_query_device(ctx, &dattr) != 0) {
-            /* TRANSLATORS: after an RDMA device name */
-            printf("  %s: %s\n", name, _("cannot be opened"));
-            if (ctx)
-                ibv_close_device(ctx);
-            continue;
-        }
-        printf("  %s (%s)\n", name,
-               ibv_node_type_str(list[i]->node_type));
-        for (p = 1; p <= dattr.phys_port_cnt; p++) {
-            struct ibv_port_attr pattr;
-            double gbps;
-
-            if (ibv_query_port(ctx, p, &pattr) != 0)
-                continue;
-            gbps = vrmLaneGbps(pattr.active_speed) * vrmWidthLanes(pattr.active_width);
-            printf(_("    port %1$u: %2$s, %3$s, link %4$.1f Gbit/s, MTU %5$d\n"),
-                   p, vrmPortStateName(pattr.state),
-                   pattr.link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet (RoCE)" : "InfiniBand",
-                   gbps, 128 << pattr.active_mtu);
-            if (pattr.state == IBV_PORT_ACTIVE)
-                active++;
-        }
-        ibv_close_device(ctx);
-    }
-    ibv_free_device_list(list);
-    if (!active)
-        g_ptr_array_add(reasons, g_strdup(_("no RDMA port is ACTIVE: check the cable, the subnet manager (InfiniBand) or the network interface (RoCE)")));
-    return active;
-}
+typedef struct {
+    char *socketPath;
+    vrmHostInfo *info;              /* NULL: the helper did not answer */
+    int errorCode;                  /* why not */
+    char *error;
+    bool hook;
+    GPtrArray *reasons;             /* char *: why this host cannot migrate */
+} vrmCaps;
 
 static void
-vrmCapsMemlock(GPtrArray *reasons)
+vrmCapsClear(vrmCaps *c)
 {
-    struct rlimit rl;
-    unsigned long long need = vrmPinnedBytes(VRM_CHANNELS_DEFAULT, VRM_RING_DEPTH_DEFAULT, VRM_CHUNK_SIZE_DEFAULT);
-
-    if (getrlimit(RLIMIT_MEMLOCK, &rl) != 0)
-        return;
-    if (rl.rlim_cur == RLIM_INFINITY) {
-        printf(_("Memlock limit:    unlimited\n"));
-        return;
-    }
-    {
-        g_autofree char *have = vrmCliPrettySize(rl.rlim_cur);
-        g_autofree char *want = vrmCliPrettySize(need);
-
-        printf(_("Memlock limit:    %1$s (one channel at the defaults pins %2$s)\n"), have, want);
-        if (rl.rlim_cur < need && geteuid() != 0)
-            g_ptr_array_add(reasons, g_strdup_printf(_("the memlock limit %1$s is below the %2$s one channel pins: raise it (ulimit -l, LimitMEMLOCK= in the unit)"),
-                                                     have, want));
-    }
+    g_free(c->socketPath);
+    vrmHostInfoFree(c->info);
+    g_free(c->error);
+    if (c->reasons)
+        g_ptr_array_unref(c->reasons);
 }
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(vrmCaps, vrmCapsClear);
 
 static void
-vrmCapsHelper(GPtrArray *reasons)
+vrmCapsAsk(vrmCaps *c)
 {
-    g_autoptr(vrmControlMessage) req = vrmControlMessageNew(VRM_CONTROL_JOB_LIST);
+    g_autoptr(vrmControlMessage) req = vrmControlMessageNew(VRM_CONTROL_HOST_INFO);
     g_autoptr(vrmControlMessage) reply = NULL;
-    const char *path = vrmHelperSocketPath();
 
-    reply = vrmHelperClientCall(path, req, VRM_CAPS_HELPER_TIMEOUT_MS);
-    if (reply && vrmHelperReplyCheck(reply) == 0) {
-        printf(_("virt-rdmad:       running (%1$s, %2$u job(s) known)\n"), path,
-               reply->jobs ? reply->jobs->len : 0);
+    c->socketPath = vrmHelperSocketPath();
+    if ((reply = vrmHelperClientCall(c->socketPath, req, VRM_CAPS_HELPER_TIMEOUT_MS)) &&
+        vrmHelperReplyCheck(reply) == 0 && reply->hostInfo) {
+        c->info = g_steal_pointer(&reply->hostInfo);
         return;
     }
-    printf(_("virt-rdmad:       not answering at %1$s: %2$s\n"), path,
-           vrmGetLastErrorMessage());
-    g_ptr_array_add(reasons, g_strdup(_("virt-rdmad is not running: start it (systemctl start virt-rdmad, or virt-rdmad --foreground)")));
+    c->errorCode = vrmGetLastErrorCode();
+    c->error = g_strdup(vrmGetLastErrorMessage());
 }
 
 static void
-vrmCapsHook(GPtrArray *reasons)
+vrmCapsReason(vrmCaps *c, char *reason)
 {
-    if (access(VRM_HOOK_PATH, X_OK) == 0) {
-        printf(_("libvirt hook:     installed (%1$s)\n"), VRM_HOOK_PATH);
+    g_ptr_array_add(c->reasons, reason);
+}
+
+/* Every reason this host cannot migrate, with what to type */
+static void
+vrmCapsVerdict(vrmCaps *c)
+{
+    const vrmHostInfo *i = c->info;
+    unsigned int active = 0;
+    size_t k;
+
+    c->hook = access(VRM_HOOK_PATH, X_OK) == 0;
+    if (!c->hook)
+        vrmCapsReason(c, g_strdup_printf(_("the libvirt hook is not installed at %1$s: this host cannot receive migrations until it is (then restart libvirtd)"),
+                                         VRM_HOOK_PATH));
+    if (!i) {
+        if (c->errorCode == VRM_ERR_AUTH)
+            vrmCapsReason(c, g_strdup_printf(_("you may not use virt-rdmad: add yourself to its access group (adduser %1$s virt-rdma), then log in again; or run this as root"),
+                                             g_get_user_name()));
+        else
+            vrmCapsReason(c, g_strdup(_("virt-rdmad is not running on this host: start it with 'systemctl start virt-rdmad.socket virt-rdmad' (or 'virt-rdmad -v' in a terminal)")));
         return;
     }
-    printf(_("libvirt hook:     not installed at %1$s\n"), VRM_HOOK_PATH);
-    g_ptr_array_add(reasons, g_strdup_printf(_("the libvirt hook is not installed at %1$s: this host cannot be a destination until it is (then restart libvirtd)"),
-                                             VRM_HOOK_PATH));
+    for (k = 0; k < i->devices->len; k++) {
+        const vrmHostInfoDevice *dev = g_ptr_array_index(i->devices, k);
+
+        if (g_str_equal(dev->state, "ACTIVE"))
+            active++;
+    }
+    if (i->devices->len == 0)
+        vrmCapsReason(c, g_strdup(_("no RDMA device: load the driver of the adapter (for Soft-RoCE: modprobe rdma_rxe; rdma link add rxe0 type rxe netdev IFACE)")));
+    else if (!active)
+        vrmCapsReason(c, g_strdup(_("no RDMA port is ACTIVE: check the cable, the subnet manager (InfiniBand) or the network interface (RoCE)")));
+    if (i->peerStatus != VRM_HOST_INFO_STATUS_OK)
+        vrmCapsReason(c, g_strdup_printf(_("the helpers' channel does not work: %1$s; for a cluster key: virt-rdmad --generate-key /etc/virt-rdma/cluster.key on one host, copy the file (mode 0600) to every host, then systemctl restart virt-rdmad"),
+                                         i->peerMessage ? i->peerMessage : ""));
+    if (i->libvirtStatus != VRM_HOST_INFO_STATUS_OK)
+        vrmCapsReason(c, g_strdup_printf(_("virt-rdmad cannot reach libvirt at %1$s: %2$s; start libvirtd, or set [libvirt] uri"),
+                                         i->libvirtURI, i->libvirtMessage ? i->libvirtMessage : ""));
+    if (i->engineStatus != VRM_HOST_INFO_STATUS_OK)
+        vrmCapsReason(c, g_strdup(i->engineMessage ? i->engineMessage : ""));
+    if (!i->memlockUnlimited && !i->memlockCanRaise &&
+        i->memlockLimit < i->pinnedOneChannel)
+        vrmCapsReason(c, g_strdup_printf(_("virt-rdmad's locked-memory limit (%1$llu bytes) is below the %2$llu one channel pins: set LimitMEMLOCK=infinity in its unit"),
+                                         i->memlockLimit, i->pinnedOneChannel));
+    if (i->budget < i->pinnedOneChannel)
+        vrmCapsReason(c, g_strdup_printf(_("the pinned-memory budget ([limits] max-pinned-bytes = %1$llu) is below the %2$llu bytes one channel pins: raise it in /etc/virt-rdma/virt-rdmad.conf"),
+                                         i->budget, i->pinnedOneChannel));
+}
+
+static void
+vrmCapsPrintText(const vrmCaps *c)
+{
+    const vrmHostInfo *i = c->info;
+    g_autofree char *budget = NULL;
+    g_autofree char *used = NULL;
+    g_autofree char *one = NULL;
+    g_autofree char *largest = NULL;
+    g_autofree char *caps = vrmCapabilityFormat(vrmCapabilityKnownMask());
+    size_t k;
+
+    if (!i) {
+        printf(_("virt-rdmad:        no answer at %1$s: %2$s\n"), c->socketPath, c->error);
+    } else {
+        budget = vrmCliPrettySize(i->budget);
+        used = vrmCliPrettySize(i->pinnedUsed);
+        one = vrmCliPrettySize(i->pinnedOneChannel);
+        largest = vrmCliPrettySize(i->pinnedLargestOffer);
+        printf(_("virt-rdmad:        %1$s (version %2$s, uid %3$u), %4$u of %5$u jobs running\n"),
+               c->socketPath, i->version, i->uid, i->runningJobs, i->maxJobs);
+        printf(_("RDMA devices:\n"));
+        if (i->devices->len == 0)
+            printf(_("  none\n"));
+        for (k = 0; k < i->devices->len; k++) {
+            const vrmHostInfoDevice *dev = g_ptr_array_index(i->devices, k);
+
+            printf(_("  %1$s port %2$u: %3$s, address %4$s\n"), dev->name, dev->port,
+                   dev->state, dev->address ? dev->address : _("none"));
+        }
+        printf(_("Pinned memory:     budget %1$s, %2$s in use; one channel at the defaults pins %3$s, the largest offer (%4$u channels) %5$s\n"),
+               budget, used, one, i->maxChannels, largest);
+        if (i->memlockUnlimited)
+            printf(_("Memlock limit:     unlimited (virt-rdmad's; each engine gets exactly its job's)\n"));
+        else
+            printf(_("Memlock limit:     %1$llu bytes (virt-rdmad's%2$s; each engine gets exactly its job's)\n"),
+                   i->memlockLimit, i->memlockCanRaise ? _(", it may raise it") : "");
+        printf(_("Engine user:       %1$s: %2$s\n"), i->engineUser,
+               i->engineMessage ? i->engineMessage : vrmHostInfoStatusTypeToString(i->engineStatus));
+        printf(_("Helpers' channel:  %1$s: %2$s\n"), i->peerAuth,
+               i->peerMessage ? i->peerMessage : vrmHostInfoStatusTypeToString(i->peerStatus));
+        if (i->locator)
+            printf(_("Locator:           %1$s %2$s port %3$u\n"), i->locator->host,
+                   i->locator->address, i->locator->port);
+        printf(_("libvirt:           %1$s: %2$s\n"), i->libvirtURI,
+               i->libvirtStatus == VRM_HOST_INFO_STATUS_OK ? _("connected") :
+               (i->libvirtMessage ? i->libvirtMessage : _("not connected")));
+    }
+    printf(_("libvirt hook:      %1$s %2$s\n"), VRM_HOOK_PATH,
+           c->hook ? _("installed") : _("missing"));
+    printf(_("Protocol:          version %1$d, capabilities %2$s\n"),
+           VRM_PROTOCOL_VERSION, caps);
+    if (c->reasons->len == 0) {
+        printf(_("\nThis host can migrate over RDMA.\n"));
+        return;
+    }
+    printf(_("\nThis host cannot migrate over RDMA:\n"));
+    for (k = 0; k < c->reasons->len; k++)
+        printf("  - %s\n", (char *)g_ptr_array_index(c->reasons, k));
+}
+
+static void
+vrmJSONValue(GString *buf, const char *value)
+{
+    const char *p;
+
+    if (!value) {
+        g_string_append(buf, "null");
+        return;
+    }
+    g_string_append_c(buf, '"');
+    for (p = value; *p; p++) {
+        unsigned char ch = *p;
+
+        if (ch == '"' || ch == '\\')
+            g_string_append_printf(buf, "\\%c", ch);
+        else if (ch < 0x20)
+            g_string_append_printf(buf, "\\u%04x", ch);
+        else
+            g_string_append_c(buf, ch);
+    }
+    g_string_append_c(buf, '"');
+}
+
+static void
+vrmJSONString(GString *buf, const char *key, const char *value)
+{
+    g_string_append_printf(buf, "\"%s\": ", key);
+    vrmJSONValue(buf, value);
+}
+
+static void
+vrmCapsPrintJSON(const vrmCaps *c)
+{
+    const vrmHostInfo *i = c->info;
+    g_autoptr(GString) b = g_string_new("{");
+    size_t k;
+
+    g_string_append_printf(b, "\"can_migrate\": %s, ", c->reasons->len ? "false" : "true");
+    vrmJSONString(b, "helper_socket", c->socketPath);
+    g_string_append(b, ", ");
+    vrmJSONString(b, "helper_error", i ? NULL : c->error);
+    g_string_append_printf(b, ", \"helper_denied\": %s, ",
+                           !i && c->errorCode == VRM_ERR_AUTH ? "true" : "false");
+    g_string_append_printf(b, "\"hook_installed\": %s, \"protocol_version\": %d, ",
+                           c->hook ? "true" : "false", VRM_PROTOCOL_VERSION);
+    if (i) {
+        g_string_append(b, "\"helper\": {");
+        vrmJSONString(b, "version", i->version);
+        g_string_append_printf(b, ", \"uid\": %u, \"jobs_running\": %u, \"jobs_max\": %u, "
+                               "\"max_channels\": %u, \"max_ring_depth\": %u, "
+                               "\"pinned_budget\": %llu, \"pinned_used\": %llu, "
+                               "\"pinned_one_channel\": %llu, \"pinned_largest_offer\": %llu, ",
+                               i->uid, i->runningJobs, i->maxJobs, i->maxChannels,
+                               i->maxRingDepth, i->budget, i->pinnedUsed,
+                               i->pinnedOneChannel, i->pinnedLargestOffer);
+        if (i->memlockUnlimited)
+            g_string_append(b, "\"memlock_limit\": null, ");
+        else
+            g_string_append_printf(b, "\"memlock_limit\": %llu, ", i->memlockLimit);
+        vrmJSONString(b, "engine_user", i->engineUser);
+        g_string_append(b, ", ");
+        vrmJSONString(b, "engine_status", vrmHostInfoStatusTypeToString(i->engineStatus));
+        g_string_append(b, ", ");
+        vrmJSONString(b, "peer_auth", i->peerAuth);
+        g_string_append(b, ", ");
+        vrmJSONString(b, "peer_status", vrmHostInfoStatusTypeToString(i->peerStatus));
+        g_string_append(b, ", ");
+        vrmJSONString(b, "peer_message", i->peerMessage);
+        g_string_append(b, ", ");
+        vrmJSONString(b, "locator_host", i->locator ? i->locator->host : NULL);
+        g_string_append(b, ", ");
+        vrmJSONString(b, "locator_address", i->locator ? i->locator->address : NULL);
+        g_string_append_printf(b, ", \"locator_port\": %u, ", i->locator ? i->locator->port : 0);
+        vrmJSONString(b, "libvirt_uri", i->libvirtURI);
+        g_string_append(b, ", ");
+        vrmJSONString(b, "libvirt_status", vrmHostInfoStatusTypeToString(i->libvirtStatus));
+        g_string_append(b, ", \"devices\": [");
+        for (k = 0; k < i->devices->len; k++) {
+            const vrmHostInfoDevice *dev = g_ptr_array_index(i->devices, k);
+
+            g_string_append(b, k ? ", {" : "{");
+            vrmJSONString(b, "name", dev->name);
+            g_string_append_printf(b, ", \"port\": %u, ", dev->port);
+            vrmJSONString(b, "state", dev->state);
+            g_string_append(b, ", ");
+            vrmJSONString(b, "address", dev->address);
+            g_string_append(b, "}");
+        }
+        g_string_append(b, "]}, ");
+    } else {
+        g_string_append(b, "\"helper\": null, ");
+    }
+    g_string_append(b, "\"reasons\": [");
+    for (k = 0; k < c->reasons->len; k++) {
+        if (k)
+            g_string_append(b, ", ");
+        vrmJSONValue(b, g_ptr_array_index(c->reasons, k));
+    }
+    g_string_append(b, "]}\n");
+    fputs(b->str, stdout);
 }
 
 int
 vrmCmdCapabilities(int argc, char **argv)
 {
-    GOptionEntry entries[] = { { NULL, 0, 0, 0, NULL, NULL, NULL } };
-    g_autoptr(GOptionContext) ctx = g_option_context_new(_("- show this host's RDMA migration capabilities"));
+    gboolean json = FALSE;
+    GOptionEntry entries[] = {
+        { "json", 0, 0, G_OPTION_ARG_NONE, &json, N_("one JSON object on standard output"), NULL },
+        { NULL, 0, 0, 0, NULL, NULL, NULL },
+    };
+    g_autoptr(GOptionContext) ctx = g_option_context_new(_("- show whether this host can migrate over RDMA, as virt-rdmad sees it"));
     g_autoptr(GError) err = NULL;
-    g_autoptr(GPtrArray) reasons = g_ptr_array_new_with_free_func(g_free);
-    size_t i;
+    g_auto(vrmCaps) c = { 0 };
 
     g_option_context_add_main_entries(ctx, entries, GETTEXT_PACKAGE);
     if (!g_option_context_parse(ctx, &argc, &argv, &err)) {
         vrmCliError("%s", err->message);
         return 2;
     }
-    vrmCapsDevices(reasons);
-    vrmCapsMemlock(reasons);
-    vrmCapsHelper(reasons);
-    vrmCapsHook(reasons);
-    {
-        g_autofree char *caps = vrmCapabilityFormat(vrmCapabilityKnownMask());
-        printf(_("Protocol:         version %1$d, capabilities %2$s\n"), 1, caps);
-    }
-
-    if (reasons->len == 0) {
-        printf(_("\nThis host can migrate over RDMA.\n"));
-        return 0;
-    }
-    printf(_("\nThis host cannot migrate over RDMA:\n"));
-    for (i = 0; i < reasons->len; i++)
-        printf("  - %s\n", (char *)g_ptr_array_index(reasons, i));
-    return 1;
+    c.reasons = g_ptr_array_new_with_free_func(g_free);
+    vrmCapsAsk(&c);
+    vrmCapsVerdict(&c);
+    if (json)
+        vrmCapsPrintJSON(&c);
+    else
+        vrmCapsPrintText(&c);
+    return c.reasons->len ? 1 : 0;
 }

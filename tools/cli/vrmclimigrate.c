@@ -1,8 +1,10 @@
 /*
  * vrmclimigrate.c: virt-rdma migrate DOMAIN DESTURI
  *
- * The options are virsh migrate's that apply, plus the RDMA ones. The
- * migration runs in a worker thread; the main thread prints progress
+ * The options are virsh migrate's that apply, plus the RDMA ones; both
+ * come from tables: virsh's flags below, the RDMA parameters from the
+ * library's (vrmMigrateParamTable), pin-all from the capability table.
+ * The migration runs in a worker thread; the main thread prints progress
  * (--verbose), enforces --timeout (the guest is suspended, as virsh does)
  * and turns Ctrl-C into virDomainAbortJob(), which ends the engines too.
  */
@@ -18,36 +20,68 @@
 
 #include "virt-rdma.h"
 #include "vrmcli.h"
+#include "vrmcapability.h"
 #include "vrmparse.h"
 #include "vrmerror.h"
 #include "vrmi18n.h"
 #include "vrmlibpriv.h"
-#include "vrmhelperclient.h"
 
-/* How often --verbose refreshes its line. */
+/* How often --verbose refreshes its line */
 #define VRM_CLI_PROGRESS_INTERVAL_MS 500
+#define VRM_CLI_MAX_PARAMS 16
+
+/* virsh migrate's options that are one flag each */
+typedef struct {
+    const char *option;
+    unsigned int flag;
+    const char *help;           /* N_() */
+} vrmMigrateFlagOption;
+
+static const vrmMigrateFlagOption vrmMigrateFlagTable[] = {
+    { "live", VIR_MIGRATE_LIVE, N_("live migration") },
+    { "p2p", VIR_MIGRATE_PEER2PEER, N_("peer-2-peer migration") },
+    { "persistent", VIR_MIGRATE_PERSIST_DEST, N_("persist the domain on the destination") },
+    { "undefinesource", VIR_MIGRATE_UNDEFINE_SOURCE, N_("undefine the domain on the source") },
+    { "suspend", VIR_MIGRATE_PAUSED, N_("do not restart the domain on the destination") },
+    { "parallel", VIR_MIGRATE_PARALLEL, N_("migrate with parallel connections (multifd)") },
+    { "postcopy", VIR_MIGRATE_POSTCOPY, N_("enable post-copy migration") },
+    { "tls", VIR_MIGRATE_TLS, N_("QEMU's TLS over the RDMA transport (confidentiality of the memory)") },
+    { "rdma-pin-all", VIR_MIGRATE_RDMA_PIN_ALL, NULL /* the capability table's */ },
+};
 
 typedef struct {
-    /* virsh migrate's */
-    gboolean live;
-    gboolean p2p;
-    gboolean persistent;
-    gboolean undefineSource;
-    gboolean suspend;
-    gboolean parallel;
+    gboolean flags[G_N_ELEMENTS(vrmMigrateFlagTable)];
+    char *rdma[VRM_CLI_MAX_PARAMS];     /* one per row of the library's table */
     int parallelConnections;
-    gboolean postcopy;
-    gint64 bandwidth;           /* MiB/s, 0: from the RDMA link */
-    int timeout;                /* s, 0: none */
+    gint64 bandwidth;                   /* MiB/s, 0: libvirt's default */
+    int timeout;                        /* s, 0: none */
     gboolean verbose;
-    gboolean pinAll;
-    char *connectURI;           /* -c: the source libvirt */
-    /* ours */
-    char *chunkSize;            /* bytes, with an optional K/M suffix */
-    char *device;
-    int channels;
-    int ringDepth;
+    char *connectURI;                   /* -c: the source libvirt */
 } vrmMigrateOptions;
+
+typedef struct {
+    virTypedParameterPtr params;
+    int n;
+    int max;
+} vrmTypedParams;
+
+static void
+vrmTypedParamsClear(vrmTypedParams *p)
+{
+    virTypedParamsFree(p->params, p->n);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(vrmTypedParams, vrmTypedParamsClear);
+
+static void
+vrmMigrateOptionsClear(vrmMigrateOptions *o)
+{
+    size_t i;
+
+    for (i = 0; i < G_N_ELEMENTS(o->rdma); i++)
+        g_free(o->rdma[i]);
+    g_free(o->connectURI);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(vrmMigrateOptions, vrmMigrateOptionsClear);
 
 typedef struct {
     virDomainPtr dom;
@@ -68,6 +102,123 @@ vrmOnSigint(int sig)
 {
     vrmInterrupted = 1;
 }
+
+
+/* ---- options ------------------------------------------------------------- */
+
+static const char *
+vrmMigrateFlagHelp(const vrmMigrateFlagOption *row)
+{
+    if (row->help)
+        return row->help;
+    return vrmCapabilityGetInfo(VRM_CAPABILITY_PIN_ALL)->help;
+}
+
+/* The option entries, from the tables (the array owns nothing) */
+static GOptionEntry *
+vrmMigrateEntries(vrmMigrateOptions *o)
+{
+    GArray *entries = g_array_new(TRUE, TRUE, sizeof(GOptionEntry));
+    size_t i;
+
+    for (i = 0; i < G_N_ELEMENTS(vrmMigrateFlagTable); i++) {
+        GOptionEntry e = { vrmMigrateFlagTable[i].option, 0, 0, G_OPTION_ARG_NONE,
+                           &o->flags[i], vrmMigrateFlagHelp(&vrmMigrateFlagTable[i]),
+                           NULL };
+
+        g_array_append_val(entries, e);
+    }
+    for (i = 0; i < vrmMigrateParamCount() && i < VRM_CLI_MAX_PARAMS; i++) {
+        const vrmMigrateParamInfo *row = vrmMigrateParamGet(i);
+        GOptionEntry e = { row->option, 0, 0, G_OPTION_ARG_STRING, &o->rdma[i],
+                           row->help, row->argName };
+
+        if (row->option)
+            g_array_append_val(entries, e);
+    }
+    {
+        GOptionEntry rest[] = {
+            { "parallel-connections", 0, 0, G_OPTION_ARG_INT, &o->parallelConnections,
+              N_("number of parallel connections (each its own RDMA channel)"), N_("N") },
+            { "bandwidth", 0, 0, G_OPTION_ARG_INT64, &o->bandwidth,
+              N_("migration bandwidth limit in MiB/s"), N_("MIB") },
+            { "timeout", 0, 0, G_OPTION_ARG_INT, &o->timeout,
+              N_("suspend the guest if live migration exceeds SECONDS"), N_("SECONDS") },
+            { "verbose", 0, 0, G_OPTION_ARG_NONE, &o->verbose,
+              N_("display the progress of migration"), NULL },
+            { "connect", 'c', 0, G_OPTION_ARG_STRING, &o->connectURI,
+              N_("libvirt URI of the source (default: libvirt's)"), N_("URI") },
+        };
+
+        g_array_append_vals(entries, rest, G_N_ELEMENTS(rest));
+    }
+    return (GOptionEntry *)g_array_free(entries, FALSE);
+}
+
+/* An RDMA option's text as the typed parameter of its row */
+static int
+vrmMigrateAddRdma(const vrmMigrateParamInfo *row, const char *text,
+                  vrmTypedParams *p)
+{
+    unsigned long long v;
+
+    switch (row->kind) {
+    case VRM_MIGRATE_ARG_SIZE:
+        if (!vrmParseSize(text, &v)) {
+            vrmCliError(_("--%1$s '%2$s' is not a size: %3$s"), row->option, text,
+                        vrmSizeSyntaxHelp());
+            return -1;
+        }
+        return virTypedParamsAddULLong(&p->params, &p->n, &p->max, row->param, v);
+    case VRM_MIGRATE_ARG_UINT:
+        if (!vrmParseUInt64(text, &v) || v > G_MAXUINT) {
+            vrmCliError(_("--%1$s takes a positive number, not '%2$s'"), row->option, text);
+            return -1;
+        }
+        return virTypedParamsAddUInt(&p->params, &p->n, &p->max, row->param, v);
+    case VRM_MIGRATE_ARG_NAME:
+    case VRM_MIGRATE_ARG_ADDRESS:
+    case VRM_MIGRATE_ARG_PATH:
+        return virTypedParamsAddString(&p->params, &p->n, &p->max, row->param, text);
+    }
+    return -1;
+}
+
+/* Flags and typed parameters from the options; 2 on a usage error */
+static int
+vrmMigrateBuild(const vrmMigrateOptions *o, unsigned int *flags, vrmTypedParams *p)
+{
+    size_t i;
+
+    for (i = 0; i < G_N_ELEMENTS(vrmMigrateFlagTable); i++) {
+        if (o->flags[i])
+            *flags |= vrmMigrateFlagTable[i].flag;
+    }
+    if (o->parallelConnections && !(*flags & VIR_MIGRATE_PARALLEL)) {
+        vrmCliError(_("--parallel-connections needs --parallel"));
+        return 2;
+    }
+    if (o->bandwidth < 0 || o->timeout < 0 || o->parallelConnections < 0) {
+        vrmCliError(_("--bandwidth, --timeout and --parallel-connections take positive numbers"));
+        return 2;
+    }
+    if ((o->parallelConnections &&
+         virTypedParamsAddInt(&p->params, &p->n, &p->max,
+                              VIR_MIGRATE_PARAM_PARALLEL_CONNECTIONS,
+                              o->parallelConnections) < 0) ||
+        (o->bandwidth &&
+         virTypedParamsAddULLong(&p->params, &p->n, &p->max,
+                                 VIR_MIGRATE_PARAM_BANDWIDTH, o->bandwidth) < 0))
+        return 1;
+    for (i = 0; i < vrmMigrateParamCount() && i < VRM_CLI_MAX_PARAMS; i++) {
+        if (o->rdma[i] && vrmMigrateAddRdma(vrmMigrateParamGet(i), o->rdma[i], p) < 0)
+            return 2;
+    }
+    return 0;
+}
+
+
+/* ---- running it ---------------------------------------------------------- */
 
 static gpointer
 vrmMigrateWorker(gpointer opaque)
@@ -90,9 +241,9 @@ vrmMigrateWorker(gpointer opaque)
     return NULL;
 }
 
-/* One line like virsh's, with the transport's pace and time left. */
+/* One line like virsh's, with the transport's pace and time left */
 static void
-vrmPrintProgress(virDomainPtr dom, const char *helperSocket, bool final)
+vrmPrintProgress(virDomainPtr dom, bool final)
 {
     virTypedParameterPtr params = NULL;
     int nparams = 0, type = 0;
@@ -129,7 +280,6 @@ vrmPrintProgress(virDomainPtr dom, const char *helperSocket, bool final)
     if (final)
         fprintf(stderr, "\n");
     fflush(stderr);
-    (void)helperSocket;
 }
 
 static void
@@ -157,187 +307,105 @@ vrmPrintFinalJob(virDomainPtr dom)
     virTypedParamsFree(params, nparams);
 }
 
+/* While the worker migrates: Ctrl-C, --timeout, --verbose */
+static void
+vrmMigrateMonitor(vrmMigrateRun *run, const vrmMigrateOptions *o)
+{
+    gint64 start = g_get_monotonic_time();
+    bool suspended = false;
+
+    while (!g_atomic_int_get(&run->done)) {
+        g_usleep(VRM_CLI_PROGRESS_INTERVAL_MS * 1000);
+        if (vrmInterrupted) {
+            vrmInterrupted = 0;
+            fprintf(stderr, _("\nvirt-rdma: aborting the migration\n"));
+            if (virDomainAbortJob(run->dom) < 0)
+                vrmCliError(_("cannot abort the migration: %1$s"), virGetLastErrorMessage());
+        }
+        if (o->timeout && !suspended &&
+            g_get_monotonic_time() - start >= (gint64)o->timeout * G_USEC_PER_SEC) {
+            suspended = true;
+            if (o->verbose)
+                fprintf(stderr, _("\nvirt-rdma: migration exceeded %1$d s, suspending the guest\n"),
+                        o->timeout);
+            if (virDomainSuspend(run->dom) < 0)
+                vrmCliError(_("cannot suspend the guest: %1$s"), virGetLastErrorMessage());
+        }
+        if (o->verbose && !g_atomic_int_get(&run->done))
+            vrmPrintProgress(run->dom, false);
+    }
+}
+
+static int
+vrmMigrateRunIt(vrmMigrateRun *run, const vrmMigrateOptions *o)
+{
+    GThread *worker;
+
+    signal(SIGINT, vrmOnSigint);
+    worker = g_thread_new("migrate", vrmMigrateWorker, run);
+    vrmMigrateMonitor(run, o);
+    g_thread_join(worker);
+    signal(SIGINT, SIG_DFL);
+    if (run->result < 0) {
+        if (o->verbose)
+            fprintf(stderr, "\n");
+        vrmCliError("%s", run->error);
+        g_free(run->error);
+        return 1;
+    }
+    if (o->verbose) {
+        vrmPrintProgress(run->dom, true);
+        vrmPrintFinalJob(run->dom);
+    }
+    return 0;
+}
+
 int
 vrmCmdMigrate(int argc, char **argv)
 {
-    vrmMigrateOptions o = { .parallelConnections = 0 };
-    GOptionEntry entries[] = {
-        { "live", 0, 0, G_OPTION_ARG_NONE, &o.live, N_("live migration"), NULL },
-        { "p2p", 0, 0, G_OPTION_ARG_NONE, &o.p2p, N_("peer-2-peer migration"), NULL },
-        { "persistent", 0, 0, G_OPTION_ARG_NONE, &o.persistent, N_("persist the domain on the destination"), NULL },
-        { "undefinesource", 0, 0, G_OPTION_ARG_NONE, &o.undefineSource, N_("undefine the domain on the source"), NULL },
-        { "suspend", 0, 0, G_OPTION_ARG_NONE, &o.suspend, N_("do not restart the domain on the destination"), NULL },
-        { "parallel", 0, 0, G_OPTION_ARG_NONE, &o.parallel, N_("migrate with parallel connections (multifd)"), NULL },
-        { "parallel-connections", 0, 0, G_OPTION_ARG_INT, &o.parallelConnections, N_("number of parallel connections (each its own RDMA channel)"), N_("N") },
-        { "postcopy", 0, 0, G_OPTION_ARG_NONE, &o.postcopy, N_("enable post-copy migration"), NULL },
-        { "bandwidth", 0, 0, G_OPTION_ARG_INT64, &o.bandwidth, N_("migration bandwidth limit in MiB/s (default: the RDMA link rate)"), N_("MIB") },
-        { "timeout", 0, 0, G_OPTION_ARG_INT, &o.timeout, N_("suspend the guest if live migration exceeds SECONDS"), N_("SECONDS") },
-        { "verbose", 0, 0, G_OPTION_ARG_NONE, &o.verbose, N_("display the progress of migration"), NULL },
-        { "rdma-pin-all", 0, 0, G_OPTION_ARG_NONE, &o.pinAll, N_("register every RDMA ring up front (pin-all)"), NULL },
-        { "chunk-size", 0, 0, G_OPTION_ARG_STRING, &o.chunkSize, N_("RDMA chunk size in bytes (K and M suffixes allowed)"), N_("SIZE") },
-        { "rdma-device", 0, 0, G_OPTION_ARG_STRING, &o.device, N_("RDMA device to use, e.g. mlx5_0"), N_("DEVICE") },
-        { "channels", 0, 0, G_OPTION_ARG_INT, &o.channels, N_("RDMA channels (1 + parallel connections)"), N_("N") },
-        { "ring-depth", 0, 0, G_OPTION_ARG_INT, &o.ringDepth, N_("chunks per channel and direction"), N_("N") },
-        { "connect", 'c', 0, G_OPTION_ARG_STRING, &o.connectURI, N_("libvirt URI of the source (default: libvirt's)"), N_("URI") },
-        { NULL, 0, 0, 0, NULL, NULL, NULL },
-    };
+    g_auto(vrmMigrateOptions) o = { .parallelConnections = 0 };
+    g_autofree GOptionEntry *entries = vrmMigrateEntries(&o);
     g_autoptr(GOptionContext) ctx = g_option_context_new(_("DOMAIN DESTURI - live-migrate a domain over RDMA"));
     g_autoptr(GError) err = NULL;
-    virConnectPtr conn = NULL;
-    virConnectPtr dconn = NULL;
-    virDomainPtr dom = NULL;
-    virTypedParameterPtr params = NULL;
-    int nparams = 0, maxparams = 0;
-    unsigned int flags = 0;
+    g_auto(vrmTypedParams) params = { 0 };
+    g_autoptr(virConnect) conn = NULL;
+    g_autoptr(virConnect) dconn = NULL;
+    g_autoptr(virDomain) dom = NULL;
     vrmMigrateRun run = { 0 };
-    GThread *worker = NULL;
-    gint64 start;
-    bool suspended = false;
-    int ret = 1;
+    unsigned int flags = 0;
+    int rc;
 
     g_option_context_add_main_entries(ctx, entries, GETTEXT_PACKAGE);
     g_option_context_set_summary(ctx,
         _("Like virsh migrate, with the migration stream carried over RDMA by virt-rdmad's engines.\n"
-          "The RDMA parameters come from the domain's <rdma:migration> metadata; options override them."));
+          "The RDMA parameters come from the domain's <rdma:migration> metadata; options override them.\n"
+          "The same migration with plain virsh: virsh migrate --migrateuri \"$(virt-rdma uri DOMAIN)\" ..."));
     if (!g_option_context_parse(ctx, &argc, &argv, &err)) {
         vrmCliError("%s", err->message);
         return 2;
     }
     if (argc != 3) {
-        vrmCliError(_("migrate takes a domain and a destination URI, e.g. 'virt-rdma migrate --live web1 qemu+ssh://dst/system'"));
+        vrmCliError(_("migrate takes a domain and a destination URI, e.g. 'virt-rdma migrate --live --p2p web1 qemu+ssh://dst/system'"));
         return 2;
     }
-
-    if (o.live)
-        flags |= VIR_MIGRATE_LIVE;
-    if (o.p2p)
-        flags |= VIR_MIGRATE_PEER2PEER;
-    if (o.persistent)
-        flags |= VIR_MIGRATE_PERSIST_DEST;
-    if (o.undefineSource)
-        flags |= VIR_MIGRATE_UNDEFINE_SOURCE;
-    if (o.suspend)
-        flags |= VIR_MIGRATE_PAUSED;
-    if (o.postcopy)
-        flags |= VIR_MIGRATE_POSTCOPY;
-    if (o.pinAll)
-        flags |= VIR_MIGRATE_RDMA_PIN_ALL;
-    if (o.parallelConnections && !o.parallel) {
-        vrmCliError(_("--parallel-connections needs --parallel"));
-        return 2;
+    if ((rc = vrmMigrateBuild(&o, &flags, &params)) != 0)
+        return rc;
+    if (!(conn = virConnectOpen(o.connectURI))) {
+        vrmCliError("%s", virGetLastErrorMessage());
+        return 1;
     }
-    if (o.parallel) {
-        flags |= VIR_MIGRATE_PARALLEL;
-        if (o.parallelConnections &&
-            virTypedParamsAddInt(&params, &nparams, &maxparams,
-                                 VIR_MIGRATE_PARAM_PARALLEL_CONNECTIONS,
-                                 o.parallelConnections) < 0)
-            goto libvirt_error;
-    }
-    if (o.bandwidth < 0 || o.timeout < 0 || o.channels < 0 || o.ringDepth < 0 ||
-        o.parallelConnections < 0) {
-        vrmCliError(_("--bandwidth, --timeout, --channels, --ring-depth and --parallel-connections take positive numbers"));
-        return 2;
-    }
-    if (o.bandwidth &&
-        virTypedParamsAddULLong(&params, &nparams, &maxparams,
-                                VIR_MIGRATE_PARAM_BANDWIDTH, o.bandwidth) < 0)
-        goto libvirt_error;
-    if (o.chunkSize) {
-        unsigned long long size;
-        if (!vrmParseSize(o.chunkSize, &size)) {
-            vrmCliError(_("--chunk-size '%1$s' is not a size: %2$s"),
-                        o.chunkSize, vrmSizeSyntaxHelp());
-            return 2;
-        }
-        if (virTypedParamsAddULLong(&params, &nparams, &maxparams,
-                                    VRM_MIGRATE_PARAM_CHUNK_SIZE, size) < 0)
-            goto libvirt_error;
-    }
-    if (o.device &&
-        virTypedParamsAddString(&params, &nparams, &maxparams,
-                                VRM_MIGRATE_PARAM_DEVICE, o.device) < 0)
-        goto libvirt_error;
-    if (o.channels &&
-        virTypedParamsAddUInt(&params, &nparams, &maxparams,
-                              VRM_MIGRATE_PARAM_CHANNELS, o.channels) < 0)
-        goto libvirt_error;
-    if (o.ringDepth &&
-        virTypedParamsAddUInt(&params, &nparams, &maxparams,
-                              VRM_MIGRATE_PARAM_RING_DEPTH, o.ringDepth) < 0)
-        goto libvirt_error;
-
-    if (!(conn = virConnectOpen(o.connectURI)))
-        goto libvirt_error;
-    if (!(dom = virDomainLookupByName(conn, argv[1]))) {
-        vrmCliError(_("domain '%1$s' not found: %2$s"), argv[1], virGetLastErrorMessage());
-        goto cleanup;
-    }
-    if (!o.p2p && !(dconn = virConnectOpen(argv[2]))) {
+    if (!(dom = vrmCliLookupDomain(conn, argv[1])))
+        return 1;
+    if (!(flags & VIR_MIGRATE_PEER2PEER) && !(dconn = virConnectOpen(argv[2]))) {
         vrmCliError(_("cannot connect to the destination '%1$s': %2$s"),
                     argv[2], virGetLastErrorMessage());
-        goto cleanup;
+        return 1;
     }
-
     run.dom = dom;
     run.dconn = dconn;
     run.desturi = argv[2];
-    run.params = params;
-    run.nparams = nparams;
+    run.params = params.params;
+    run.nparams = params.n;
     run.flags = flags;
-    signal(SIGINT, vrmOnSigint);
-    start = g_get_monotonic_time();
-    worker = g_thread_new("migrate", vrmMigrateWorker, &run);
-
-    while (!g_atomic_int_get(&run.done)) {
-        g_usleep(VRM_CLI_PROGRESS_INTERVAL_MS * 1000);
-        if (vrmInterrupted) {
-            vrmInterrupted = 0;
-            fprintf(stderr, _("\nvirt-rdma: aborting the migration\n"));
-            if (virDomainAbortJob(dom) < 0)
-                vrmCliError(_("cannot abort the migration: %1$s"), virGetLastErrorMessage());
-        }
-        if (o.timeout && !suspended &&
-            g_get_monotonic_time() - start >= (gint64)o.timeout * G_USEC_PER_SEC) {
-            suspended = true;
-            if (o.verbose)
-                fprintf(stderr, _("\nvirt-rdma: migration exceeded %1$d s, suspending the guest\n"),
-                        o.timeout);
-            if (virDomainSuspend(dom) < 0)
-                vrmCliError(_("cannot suspend the guest: %1$s"), virGetLastErrorMessage());
-        }
-        if (o.verbose && !g_atomic_int_get(&run.done))
-            vrmPrintProgress(dom, vrmHelperSocketPath(), false);
-    }
-    g_thread_join(worker);
-    signal(SIGINT, SIG_DFL);
-
-    if (run.result < 0) {
-        if (o.verbose)
-            fprintf(stderr, "\n");
-        vrmCliError("%s", run.error);
-        goto cleanup;
-    }
-    if (o.verbose) {
-        vrmPrintProgress(dom, NULL, true);
-        vrmPrintFinalJob(dom);
-    }
-    ret = 0;
-    goto cleanup;
-
- libvirt_error:
-    vrmCliError("%s", virGetLastErrorMessage());
- cleanup:
-    g_free(run.error);
-    virTypedParamsFree(params, nparams);
-    if (dom)
-        virDomainFree(dom);
-    if (dconn)
-        virConnectClose(dconn);
-    if (conn)
-        virConnectClose(conn);
-    g_free(o.connectURI);
-    g_free(o.chunkSize);
-    g_free(o.device);
-    return ret;
+    return vrmMigrateRunIt(&run, &o);
 }

@@ -3,14 +3,22 @@
  * /etc/libvirt/hooks/qemu.d/virt-rdma
  *
  * libvirt runs it as `virt-rdma <domain> <operation> <sub-operation> -`
- * with the domain XML on standard input. Only `migrate begin` on the
- * destination host matters: if the XML carries a virt-rdma offer, ask the
- * local virt-rdmad to accept it (policy, capabilities, a destination
- * engine connected to the source engine) and print the XML with the
- * answer added; libvirt starts the destination QEMU with that XML. Any
- * problem: exit 1 with one line on standard error, which libvirt reports
- * as the migration's error. Without an offer, and for every other
+ * with the domain XML on standard input, with an empty environment. Only
+ * `migrate begin` on the destination host matters: if the domain is
+ * RDMA-enabled (an <rdma:migration> element in its metadata), the local
+ * virt-rdmad negotiates the migration with the source host's virt-rdmad
+ * (whose locator the element carries), starts the destination engine and
+ * answers once it is connected; the hook then prints the XML with only
+ * the locator changed to this host's (and any offer or answer of the
+ * first version removed), and libvirt starts the destination QEMU with
+ * it. Nothing secret is ever printed. Any problem: exit 1 with one line
+ * on standard error, which libvirt reports as the migration's error,
+ * before the destination QEMU starts. Not RDMA-enabled, and every other
  * operation: print nothing, exit 0.
+ *
+ * Settings (the control socket, the time to wait) come from the helper's
+ * configuration file, /etc/virt-rdma/virt-rdmad.conf ($VRM_HELPER_CONFIG
+ * in tests), never from the environment, which libvirt does not pass.
  */
 #include <config.h>
 
@@ -20,20 +28,18 @@
 #include <unistd.h>
 
 #include "vrmhelperclient.h"
+#include "vrmhelperconf.h"
 #include "vrmdomainxml.h"
 #include "vrmerror.h"
 #include "vrmi18n.h"
 #include "vrmlog.h"
 
-#define VRM_HOOK_TIMEOUT_DEFAULT_S 90
-
 static int
 vrmHookFail(const char *message)
 {
-    g_autofree char *line = g_strdup(message ? message : _("unknown error"));
+    g_autofree char *line = vrmLogSanitize(message ? message : _("unknown error"));
 
     /* one line: libvirt shows it as the migration's error */
-    g_strdelimit(line, "\r\n", ' ');
     fprintf(stderr, "virt-rdma: %s\n", line);
     return 1;
 }
@@ -49,13 +55,13 @@ vrmHookReadStdin(size_t *len)
         g_string_append_len(buf, chunk, r);
         if (buf->len > VRM_XML_MAX_DOCUMENT_SIZE) {
             vrmReportError(VRM_ERR_RESOURCE,
-                           _("The domain XML on standard input is larger than %1$u bytes."),
+                           _("the domain XML on standard input is larger than %1$u bytes"),
                            VRM_XML_MAX_DOCUMENT_SIZE);
             return NULL;
         }
     }
     if (ferror(stdin)) {
-        vrmReportError(VRM_ERR_SYSTEM, _("Cannot read the domain XML from standard input."));
+        vrmReportError(VRM_ERR_SYSTEM, _("cannot read the domain XML from standard input"));
         return NULL;
     }
     *len = buf->len;
@@ -80,12 +86,18 @@ vrmHookDomainIdentity(const char *xml, size_t len, char **name, char **uuid)
     if (obj && obj->stringval && *obj->stringval)
         *uuid = g_strdup((const char *)obj->stringval);
     xmlXPathFreeObject(obj);
+    if (!*uuid || !g_uuid_string_is_valid(*uuid)) {
+        vrmReportError(VRM_ERR_XML, _("the domain XML has no valid <uuid>"));
+        return -1;
+    }
     return 0;
 }
 
 static int
 vrmHookMigrateBegin(const char *argDomain)
 {
+    g_autoptr(vrmHelperConfig) conf = NULL;
+    g_autofree char *socketPath = NULL;
     g_autofree char *xml = NULL;
     g_autofree char *name = NULL;
     g_autofree char *uuid = NULL;
@@ -93,41 +105,41 @@ vrmHookMigrateBegin(const char *argDomain)
     g_autoptr(vrmMigrationDef) def = NULL;
     g_autoptr(vrmControlMessage) req = NULL;
     g_autoptr(vrmControlMessage) reply = NULL;
-    const char *env = g_getenv("VRM_HOOK_TIMEOUT");
-    int timeout = VRM_HOOK_TIMEOUT_DEFAULT_S;
     const vrmJobRecord *job;
     size_t len = 0;
     int r;
 
-    if (env && *env)
-        timeout = MAX(1, atoi(env));
     if (!(xml = vrmHookReadStdin(&len)))
         return vrmHookFail(vrmGetLastErrorMessage());
     if ((r = vrmDomainXMLGetMigration(xml, &def)) < 0)
         return vrmHookFail(vrmGetLastErrorMessage());
-    if (r == 0 || !def->offer)
-        return 0;   /* not a virt-rdma migration: untouched */
-
+    if (r == 0)
+        return 0;   /* not RDMA-enabled: untouched */
+    if (!(conf = vrmHelperConfigLoadDefault()))
+        return vrmHookFail(vrmGetLastErrorMessage());
+    socketPath = vrmHelperConfigSocketPath(conf);
     if (vrmHookDomainIdentity(xml, len, &name, &uuid) < 0)
         return vrmHookFail(vrmGetLastErrorMessage());
-    req = vrmControlMessageNew(VRM_CONTROL_JOB_ACCEPT);
+
+    req = vrmControlMessageNew(VRM_CONTROL_JOB_INCOMING);
     req->domainName = g_strdup(name ? name : argDomain);
     req->domainUUID = g_steal_pointer(&uuid);
-    req->migration = vrmMigrationDefNew();
-    req->migration->offer = vrmOfferCopy(def->offer);
+    req->migration = vrmMigrationDefCopy(def);
+    /* what the first version left there is not sent on */
+    g_clear_pointer(&req->migration->offer, vrmOfferFree);
+    g_clear_pointer(&req->migration->answer, vrmAnswerFree);
 
-    if (!(reply = vrmHelperClientCall(NULL, req, timeout * 1000)) ||
+    if (!(reply = vrmHelperClientCall(socketPath, req, conf->hookTimeout * 1000)) ||
         vrmHelperReplyCheck(reply) < 0)
         return vrmHookFail(vrmGetLastErrorMessage());
     if (reply->jobs->len != 1 ||
         !(job = g_ptr_array_index(reply->jobs, 0))->migration ||
-        !job->migration->answer) {
-        return vrmHookFail(_("virt-rdmad accepted the migration but sent no answer."));
-    }
-    if (!(out = vrmDomainXMLSetAnswer(xml, job->migration->answer)))
+        !job->migration->locator)
+        return vrmHookFail(_("virt-rdmad accepted the migration but named no locator"));
+    if (!(out = vrmDomainXMLSetLocator(xml, job->migration->locator)))
         return vrmHookFail(vrmGetLastErrorMessage());
     if (fputs(out, stdout) == EOF || fflush(stdout) != 0)
-        return vrmHookFail(_("Cannot write the domain XML to standard output."));
+        return vrmHookFail(_("cannot write the domain XML to standard output"));
     return 0;
 }
 
@@ -140,10 +152,11 @@ main(int argc, char **argv)
     if (argc >= 2 && (g_str_equal(argv[1], "--help") || g_str_equal(argv[1], "-h"))) {
         printf(_("Usage: %1$s DOMAIN OPERATION SUB-OPERATION EXTRA\n"
                  "libvirt's qemu hook for virt-rdma (install as /etc/libvirt/hooks/qemu.d/virt-rdma).\n"
-                 "For 'migrate begin' it reads the domain XML on standard input and, if it\n"
-                 "carries a virt-rdma offer, prints it back with the destination's answer.\n"
-                 "Environment: VRM_HELPER_SOCKET (control socket), VRM_HOOK_TIMEOUT (seconds).\n"),
-               argv[0]);
+                 "For 'migrate begin' of an RDMA-enabled domain it reads the domain XML on\n"
+                 "standard input, lets the local virt-rdmad negotiate the migration with the\n"
+                 "source host's, and prints the XML back with this host's locator.\n"
+                 "Settings: %2$s ([paths] run-dir, [hook] timeout).\n"),
+               argv[0], vrmHelperConfigDefaultPath());
         return 0;
     }
     if (argc < 4 || !g_str_equal(argv[2], "migrate") || !g_str_equal(argv[3], "begin"))

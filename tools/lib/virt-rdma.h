@@ -11,11 +11,13 @@
  * too. On failure vrmLastErrorMessage() tells why, whether libvirt or
  * virt-rdma failed (libvirt's own error stays in virGetLastError() too).
  *
- * What they add: the local virt-rdmad opens an RDMA job (a source engine
- * listening on a per-job UNIX path), the offer travels to the destination
- * inside VIR_MIGRATE_PARAM_DEST_XML, the migration URI becomes
- * unix://<job path>, and VIR_MIGRATE_PARAM_BANDWIDTH is set from the
- * negotiated RDMA link rate unless the caller set one.
+ * What they add: the local virt-rdmad registers the caller's RDMA
+ * overrides as an intent, and the migration URI becomes the domain's
+ * per-domain path unix:///run/virt-rdma/qemu/<uuid>/migrate.sock; the
+ * destination's virt-rdmad then negotiates with ours over their own
+ * authenticated channel (the same as for a plain `virsh migrate` with that
+ * URI). DEST_XML stays the caller's: no token or offer goes into it. The
+ * intent makes the job the caller's: it shows in vrmDomainGetJobStats().
  *
  * Flags: VIR_MIGRATE_RDMA_PIN_ALL asks for pin-all (every ring registered
  * up front); VIR_MIGRATE_PARALLEL with VIR_MIGRATE_PARAM_PARALLEL_CONNECTIONS

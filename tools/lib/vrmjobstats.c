@@ -55,6 +55,7 @@ vrmDomainGetJobStats(virDomainPtr domain,
                      unsigned int flags)
 {
     g_autoptr(vrmJobRecord) rec = NULL;
+    g_autofree char *helperSocket = vrmHelperSocketPath();
     int maxparams;
 
     vrmResetLastError();
@@ -65,7 +66,7 @@ vrmDomainGetJobStats(virDomainPtr domain,
     maxparams = *nparams;
 
     /* No helper, or no job of this domain: libvirt's stats alone. */
-    if (!(rec = vrmMigrateJobQuery(vrmHelperSocketPath(), 0,
+    if (!(rec = vrmMigrateJobQuery(helperSocket, 0,
                                    virDomainGetName(domain)))) {
         vrmResetLastError();
         return 0;

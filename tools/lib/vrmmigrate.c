@@ -1,19 +1,19 @@
 /*
  * vrmmigrate.c: vrmDomainMigrate3() and vrmDomainMigrateToURI3()
  *
- * 1. Read the domain's <rdma:migration> metadata (or the one in the
- *    caller's DEST_XML) and the overrides from our typed parameters and
- *    flags.
- * 2. Ask the local virt-rdmad to open an outgoing job: it spawns a source
- *    engine and answers with the per-job UNIX path and the offer.
- * 3. Call libvirt with the offer in DEST_XML, URI=unix://<path>, and a
- *    bandwidth from the link rate unless the caller set one.
- * 4. Whatever libvirt returns, tell the helper: on failure the job is
- *    cancelled (its engine ends); on success wait briefly for the engine's
- *    clean end so that the final stats are recorded.
+ * 1. Our typed parameters and flags become overrides of the domain's
+ *    <rdma:migration> metadata (one table, vrmMigrateParamTable).
+ * 2. The local virt-rdmad registers them as an intent of the caller's
+ *    (<job-prepare>) and names the domain's per-domain path P.
+ * 3. libvirt migrates with URI=unix://P; DEST_XML stays the caller's (no
+ *    token ever goes there). The destination's hook makes its virt-rdmad
+ *    negotiate with ours, which uses the intent.
+ * 4. On failure the intent (or its job) is cancelled; on success the job
+ *    that used it is waited for briefly, for the final stats.
  */
 #include <config.h>
 
+#include <stddef.h>
 #include <string.h>
 
 #include <libvirt/virterror.h>
@@ -22,17 +22,53 @@
 #include "vrmerror.h"
 #include "vrmi18n.h"
 #include "vrmlog.h"
-#include "vrmdomainxml.h"
-#include "vrmnegotiation.h"
 #include "vrmhelperclient.h"
 #include "vrmlibpriv.h"
 
-/* How long the helper may take to open a job (it starts an engine). */
-#define VRM_MIGRATE_OPEN_TIMEOUT_MS (30 * 1000)
-/* After libvirt returns, how long the engine may take to drain and exit. */
+/* How long the helper may take to answer a request */
+#define VRM_MIGRATE_HELPER_TIMEOUT_MS (30 * 1000)
+/* After libvirt returns, how long the engine may take to drain and exit */
 #define VRM_MIGRATE_FINISH_TIMEOUT_MS (15 * 1000)
-/* libvirt's default number of parallel connections. */
+/* libvirt's default number of parallel connections */
 #define VRM_LIBVIRT_DEFAULT_PARALLEL 2
+
+#define OFF(field) offsetof(vrmMigrationParams, field)
+
+static const vrmMigrateParamInfo vrmMigrateParamTable[] = {
+    { VRM_MIGRATE_PARAM_CHUNK_SIZE, VIR_TYPED_PARAM_ULLONG, VRM_MIGRATE_ARG_SIZE,
+      "chunk-size", N_("SIZE"),
+      N_("RDMA chunk size (a power of two from 64K to 64M; K, M, KiB, MiB...)"),
+      OFF(chunkSize) },
+    { VRM_MIGRATE_PARAM_CHANNELS, VIR_TYPED_PARAM_UINT, VRM_MIGRATE_ARG_UINT,
+      "channels", N_("N"),
+      N_("RDMA channels (1 + parallel connections)"), OFF(channels) },
+    { VRM_MIGRATE_PARAM_RING_DEPTH, VIR_TYPED_PARAM_UINT, VRM_MIGRATE_ARG_UINT,
+      "ring-depth", N_("N"),
+      N_("chunks per channel and direction"), OFF(ringDepth) },
+    { VRM_MIGRATE_PARAM_DEVICE, VIR_TYPED_PARAM_STRING, VRM_MIGRATE_ARG_NAME,
+      "rdma-device", N_("DEVICE"),
+      N_("RDMA device to use, e.g. mlx5_0"), OFF(device) },
+    { VRM_MIGRATE_PARAM_DEVICE_PORT, VIR_TYPED_PARAM_UINT, VRM_MIGRATE_ARG_UINT,
+      "rdma-port", N_("PORT"),
+      N_("port of that RDMA device"), OFF(devicePort) },
+    { VRM_MIGRATE_PARAM_ADDRESS, VIR_TYPED_PARAM_STRING, VRM_MIGRATE_ARG_ADDRESS,
+      "rdma-address", N_("ADDRESS"),
+      N_("the source engine's RDMA address (IPv4 or IPv6)"), OFF(address) },
+    { VRM_MIGRATE_PARAM_HELPER_SOCKET, VIR_TYPED_PARAM_STRING, VRM_MIGRATE_ARG_PATH,
+      NULL, NULL, NULL, VRM_MIGRATE_NOT_A_PARAM },
+};
+
+size_t
+vrmMigrateParamCount(void)
+{
+    return G_N_ELEMENTS(vrmMigrateParamTable);
+}
+
+const vrmMigrateParamInfo *
+vrmMigrateParamGet(size_t i)
+{
+    return i < G_N_ELEMENTS(vrmMigrateParamTable) ? &vrmMigrateParamTable[i] : NULL;
+}
 
 const char *
 vrmLastErrorMessage(void)
@@ -48,93 +84,136 @@ vrmLibReportLibvirtError(const char *what)
     vrmReportError(VRM_ERR_LIBVIRT, _("%1$s: %2$s"), what, msg);
 }
 
-/* Our typed parameters are removed from the list libvirt sees. */
-static bool
-vrmIsOurParam(const char *field)
+void
+vrmConnectFree(virConnectPtr conn)
 {
-    return g_str_has_prefix(field, "rdma.");
+    if (conn)
+        virConnectClose(conn);
+}
+
+void
+vrmDomainFree(virDomainPtr dom)
+{
+    if (dom)
+        virDomainFree(dom);
+}
+
+static const vrmMigrateParamInfo *
+vrmMigrateParamFind(const char *field)
+{
+    size_t i;
+
+    for (i = 0; i < G_N_ELEMENTS(vrmMigrateParamTable); i++) {
+        if (g_str_equal(vrmMigrateParamTable[i].param, field))
+            return &vrmMigrateParamTable[i];
+    }
+    return NULL;
+}
+
+/* One typed parameter of ours into the overrides, checked as the XML
+ * layer checks the same value in the metadata */
+static int
+vrmMigrateParamApply(const vrmMigrateParamInfo *info, const virTypedParameter *p,
+                     vrmMigrationParams *o, const char **helperSocket)
+{
+    char *base = (char *)o;
+
+    if (p->type != info->type) {
+        vrmReportError(VRM_ERR_INVALID_ARG,
+                       _("migration parameter '%1$s' has the wrong type"), p->field);
+        return -1;
+    }
+    switch (info->kind) {
+    case VRM_MIGRATE_ARG_SIZE:
+        if (p->value.ul < VRM_CHUNK_SIZE_MIN || p->value.ul > VRM_CHUNK_SIZE_MAX ||
+            (p->value.ul & (p->value.ul - 1))) {
+            vrmReportError(VRM_ERR_INVALID_ARG,
+                           _("chunk size %1$llu is not a power of two from %2$u to %3$u"),
+                           p->value.ul, VRM_CHUNK_SIZE_MIN, VRM_CHUNK_SIZE_MAX);
+            return -1;
+        }
+        *(unsigned int *)(base + info->offset) = p->value.ul;
+        return 0;
+    case VRM_MIGRATE_ARG_UINT:
+        *(unsigned int *)(base + info->offset) = p->value.ui;
+        return 0;
+    case VRM_MIGRATE_ARG_NAME:
+    case VRM_MIGRATE_ARG_ADDRESS:
+        if (info->kind == VRM_MIGRATE_ARG_NAME ? !vrmValidName(p->value.s) :
+            !vrmValidAddress(p->value.s)) {
+            vrmReportError(VRM_ERR_INVALID_ARG,
+                           _("migration parameter '%1$s' has an invalid value '%2$s'"),
+                           p->field, p->value.s);
+            return -1;
+        }
+        g_free(*(char **)(base + info->offset));
+        *(char **)(base + info->offset) = g_strdup(p->value.s);
+        return 0;
+    case VRM_MIGRATE_ARG_PATH:
+        *helperSocket = p->value.s;
+        return 0;
+    }
+    return -1;
+}
+
+/* QEMU opens one connection per multifd channel plus the main one */
+static int
+vrmMigrateChannels(virTypedParameterPtr params, int nparams, unsigned int flags,
+                   vrmMigrationParams *o)
+{
+    int parallel = 0;
+
+    if (!(flags & VIR_MIGRATE_PARALLEL)) {
+        if (o->channels > 1) {
+            vrmReportError(VRM_ERR_INVALID_ARG,
+                           _("%1$u RDMA channels need a parallel migration with %2$u parallel connections"),
+                           o->channels, o->channels - 1);
+            return -1;
+        }
+        return 0;
+    }
+    if (virTypedParamsGetInt(params, nparams,
+                             VIR_MIGRATE_PARAM_PARALLEL_CONNECTIONS, &parallel) != 1)
+        parallel = VRM_LIBVIRT_DEFAULT_PARALLEL;
+    if (parallel < 1) {
+        vrmReportError(VRM_ERR_INVALID_ARG,
+                       _("parallel connections must be at least 1, not %1$d"), parallel);
+        return -1;
+    }
+    if (o->channels && o->channels != (unsigned int)parallel + 1) {
+        vrmReportError(VRM_ERR_INVALID_ARG,
+                       _("%1$u RDMA channels were asked for, but %2$d parallel connections need %3$d (one more for the main stream)"),
+                       o->channels, parallel, parallel + 1);
+        return -1;
+    }
+    o->channels = parallel + 1;
+    return 0;
 }
 
 int
-vrmMigrateOverridesFromParams(virTypedParameterPtr params,
-                       int nparams,
-                       unsigned int flags,
-                       vrmMigrationParams *overrides,
-                       const char **helperSocket)
+vrmMigrateOverridesFromParams(virTypedParameterPtr params, int nparams,
+                              unsigned int flags, vrmMigrationParams *o,
+                              const char **helperSocket)
 {
-    unsigned long long ull;
-    unsigned int ui;
-    const char *str;
-    int parallel = 0;
     int i;
 
     for (i = 0; i < nparams; i++) {
-        const char *f = params[i].field;
+        const vrmMigrateParamInfo *info;
 
-        if (!vrmIsOurParam(f))
+        if (!g_str_has_prefix(params[i].field, "rdma."))
             continue;
-        if (g_str_equal(f, VRM_MIGRATE_PARAM_CHUNK_SIZE) ||
-            g_str_equal(f, VRM_MIGRATE_PARAM_CHANNELS) ||
-            g_str_equal(f, VRM_MIGRATE_PARAM_DEVICE) ||
-            g_str_equal(f, VRM_MIGRATE_PARAM_DEVICE_PORT) ||
-            g_str_equal(f, VRM_MIGRATE_PARAM_ADDRESS) ||
-            g_str_equal(f, VRM_MIGRATE_PARAM_RING_DEPTH) ||
-            g_str_equal(f, VRM_MIGRATE_PARAM_HELPER_SOCKET))
-            continue;
-        vrmReportError(VRM_ERR_INVALID_ARG,
-                       _("unknown migration parameter '%1$s'"), f);
-        return -1;
-    }
-
-    if (virTypedParamsGetULLong(params, nparams, VRM_MIGRATE_PARAM_CHUNK_SIZE, &ull) == 1) {
-        if (ull > G_MAXUINT) {
+        if (!(info = vrmMigrateParamFind(params[i].field))) {
             vrmReportError(VRM_ERR_INVALID_ARG,
-                           _("chunk size %1$llu is too large"), ull);
+                           _("unknown migration parameter '%1$s'"), params[i].field);
             return -1;
         }
-        overrides->chunkSize = ull;
+        if (vrmMigrateParamApply(info, &params[i], o, helperSocket) < 0)
+            return -1;
     }
-    if (virTypedParamsGetUInt(params, nparams, VRM_MIGRATE_PARAM_CHANNELS, &ui) == 1)
-        overrides->channels = ui;
-    if (virTypedParamsGetUInt(params, nparams, VRM_MIGRATE_PARAM_RING_DEPTH, &ui) == 1)
-        overrides->ringDepth = ui;
-    if (virTypedParamsGetUInt(params, nparams, VRM_MIGRATE_PARAM_DEVICE_PORT, &ui) == 1)
-        overrides->devicePort = ui;
-    if (virTypedParamsGetString(params, nparams, VRM_MIGRATE_PARAM_DEVICE, &str) == 1)
-        overrides->device = g_strdup(str);
-    if (virTypedParamsGetString(params, nparams, VRM_MIGRATE_PARAM_ADDRESS, &str) == 1)
-        overrides->address = g_strdup(str);
-    if (virTypedParamsGetString(params, nparams, VRM_MIGRATE_PARAM_HELPER_SOCKET, &str) == 1)
-        *helperSocket = str;
-
+    /* libvirt's own flag for pin-all, as `virsh migrate --rdma-pin-all` */
     if (flags & VIR_MIGRATE_RDMA_PIN_ALL)
-        overrides->capsOn |= VRM_CAP_PIN_ALL;
-
-    /* QEMU opens one connection per multifd channel plus the main one. */
-    if (flags & VIR_MIGRATE_PARALLEL) {
-        if (virTypedParamsGetInt(params, nparams,
-                                 VIR_MIGRATE_PARAM_PARALLEL_CONNECTIONS, &parallel) != 1)
-            parallel = VRM_LIBVIRT_DEFAULT_PARALLEL;
-        if (parallel < 1) {
-            vrmReportError(VRM_ERR_INVALID_ARG,
-                           _("parallel connections must be at least 1, not %1$d"),
-                           parallel);
-            return -1;
-        }
-        if (overrides->channels && overrides->channels != (unsigned int)parallel + 1) {
-            vrmReportError(VRM_ERR_INVALID_ARG,
-                           _("%1$u RDMA channels were asked for, but %2$d parallel connections need %3$d (one more for the main stream)"),
-                           overrides->channels, parallel, parallel + 1);
-            return -1;
-        }
-        overrides->channels = parallel + 1;
-    } else if (overrides->channels > 1) {
-        vrmReportError(VRM_ERR_INVALID_ARG,
-                       _("%1$u RDMA channels need a parallel migration with %2$u parallel connections"),
-                       overrides->channels, overrides->channels - 1);
-        return -1;
-    }
-    return 0;
+        o->capsOn |= VRM_CAP_PIN_ALL;
+    return vrmMigrateChannels(params, nparams, flags, o);
 }
 
 static int
@@ -157,9 +236,6 @@ vrmTypedParamCopy(virTypedParameterPtr *params, int *nparams, int *maxparams,
     case VIR_TYPED_PARAM_STRING:
         return virTypedParamsAddString(params, nparams, maxparams, p->field, p->value.s);
     }
-    vrmReportError(VRM_ERR_INVALID_ARG,
-                   _("migration parameter '%1$s' has an unknown type %2$d"),
-                   p->field, p->type);
     return -1;
 }
 
@@ -170,147 +246,95 @@ vrmMigrateJobFree(vrmMigrateJob *job)
         return;
     g_free(job->helperSocket);
     g_free(job->uri);
-    g_free(job->destXML);
-    g_free(job->persistXML);
     if (job->params)
         virTypedParamsFree(job->params, job->nparams);
     vrmJobRecordFree(job->record);
     g_free(job);
 }
 
-/* Open the RDMA job and build the parameters libvirt gets. */
-vrmMigrateJob *
-vrmMigratePrepare(virDomainPtr domain,
-                  virTypedParameterPtr params,
-                  unsigned int nparams,
-                  unsigned int flags)
+/* The intent: the helper answers with the per-domain path */
+static int
+vrmMigrateRegister(vrmMigrateJob *job, virDomainPtr domain,
+                   vrmMigrationParams *overrides)
 {
-    g_autoptr(vrmMigrateJob) job = g_new0(vrmMigrateJob, 1);
-    g_autoptr(vrmControlMessage) req = vrmControlMessageNew(VRM_CONTROL_JOB_OPEN);
+    g_autoptr(vrmControlMessage) req = vrmControlMessageNew(VRM_CONTROL_JOB_PREPARE);
     g_autoptr(vrmControlMessage) reply = NULL;
-    g_autoptr(vrmMigrationParams) overrides = g_new0(vrmMigrationParams, 1);
-    g_autofree char *xml = NULL;
-    const char *callerXML = NULL;
-    const char *helperSocket = NULL;
     char uuid[VIR_UUID_STRING_BUFLEN];
-    vrmMigrationDef *def = NULL;
-    const vrmOffer *offer;
-    unsigned long long bw;
-    unsigned int i;
-    int found;
 
-    if (vrmMigrateOverridesFromParams(params, nparams, flags, overrides, &helperSocket) < 0)
-        return NULL;
-    job->helperSocket = g_strdup(helperSocket ? helperSocket : vrmHelperSocketPath());
-
-    if (virTypedParamsGetString(params, nparams, VIR_MIGRATE_PARAM_DEST_XML, &callerXML) == 1) {
-        xml = g_strdup(callerXML);
-    } else if (!(xml = virDomainGetXMLDesc(domain, VIR_DOMAIN_XML_SECURE |
-                                                   VIR_DOMAIN_XML_MIGRATABLE))) {
-        vrmLibReportLibvirtError(_("cannot read the domain XML"));
-        return NULL;
+    if (virDomainGetUUIDString(domain, uuid) < 0) {
+        vrmLibReportLibvirtError(_("cannot read the domain's UUID"));
+        return -1;
     }
-    /* An offer left over from an earlier attempt must not travel again. */
-    {
-        g_autofree char *clean = vrmDomainXMLStripNegotiation(xml);
-        if (!clean)
-            return NULL;
-        g_free(xml);
-        xml = g_steal_pointer(&clean);
-    }
-    if ((found = vrmDomainXMLGetMigration(xml, &def)) < 0)
-        return NULL;
-
     req->domainName = g_strdup(virDomainGetName(domain));
-    if (virDomainGetUUIDString(domain, uuid) == 0)
-        req->domainUUID = g_strdup(uuid);
-    req->migration = found ? def : NULL;
-    if (!found)
-        def = NULL;
-    req->overrides = g_steal_pointer(&overrides);
-
+    req->domainUUID = g_strdup(uuid);
+    if (!vrmMigrationParamsIsEmpty(overrides)) {
+        req->overrides = g_new0(vrmMigrationParams, 1);
+        vrmMigrationParamsCopy(req->overrides, overrides);
+    }
     if (!(reply = vrmHelperClientCall(job->helperSocket, req,
-                                      VRM_MIGRATE_OPEN_TIMEOUT_MS)))
-        return NULL;
-    if (vrmHelperReplyCheck(reply) < 0)
-        return NULL;
-    if (!reply->jobs || reply->jobs->len != 1) {
+                                      VRM_MIGRATE_HELPER_TIMEOUT_MS)) ||
+        vrmHelperReplyCheck(reply) < 0)
+        return -1;
+    if (!reply->intentRecord || !reply->intentRecord->socketPath) {
         vrmReportError(VRM_ERR_PROTOCOL,
-                       _("virt-rdmad answered the job request without a job"));
-        return NULL;
+                       _("virt-rdmad answered the intent without a per-domain path"));
+        return -1;
     }
-    job->record = g_steal_pointer(&g_ptr_array_index(reply->jobs, 0));
-    if (!job->record->socketPath || !job->record->migration ||
-        !(offer = job->record->migration->offer)) {
-        vrmReportError(VRM_ERR_PROTOCOL,
-                       _("virt-rdmad opened job %1$llu without a socket path or an offer"),
-                       job->record->id);
-        return NULL;
-    }
-    job->id = job->record->id;
+    job->intent = reply->intentRecord->id;
+    job->uri = g_strdup_printf("unix://%s", reply->intentRecord->socketPath);
+    return 0;
+}
 
-    if (!(job->destXML = vrmDomainXMLSetOffer(xml, offer)))
-        goto cancel;
-    job->uri = g_strdup_printf("unix://%s", job->record->socketPath);
+/* libvirt's parameters: the caller's minus ours, with URI=unix://P */
+static int
+vrmMigrateLibvirtParams(vrmMigrateJob *job, virTypedParameterPtr params,
+                        unsigned int nparams)
+{
+    unsigned int i;
 
-    /* libvirt's parameters: the caller's minus ours, plus ours for libvirt. */
     for (i = 0; i < nparams; i++) {
         const char *f = params[i].field;
 
-        if (vrmIsOurParam(f) ||
-            g_str_equal(f, VIR_MIGRATE_PARAM_URI) ||
-            g_str_equal(f, VIR_MIGRATE_PARAM_DEST_XML))
+        if (g_str_has_prefix(f, "rdma.") || g_str_equal(f, VIR_MIGRATE_PARAM_URI))
             continue;
         if (vrmTypedParamCopy(&job->params, &job->nparams, &job->maxparams,
                               &params[i]) < 0)
-            goto libvirt_error;
+            goto error;
     }
     if (virTypedParamsAddString(&job->params, &job->nparams, &job->maxparams,
-                                VIR_MIGRATE_PARAM_URI, job->uri) < 0 ||
-        virTypedParamsAddString(&job->params, &job->nparams, &job->maxparams,
-                                VIR_MIGRATE_PARAM_DEST_XML, job->destXML) < 0)
-        goto libvirt_error;
+                                VIR_MIGRATE_PARAM_URI, job->uri) < 0)
+        goto error;
+    return 0;
 
-    /* The link rate as libvirt's bandwidth cap (MiB/s), unless given. */
-    if (virTypedParamsGetULLong(params, nparams, VIR_MIGRATE_PARAM_BANDWIDTH, &bw) != 1 &&
-        offer->bandwidth > 0) {
-        bw = MAX(1, (unsigned long long)offer->bandwidth * 1000000ULL / 8 / (1024 * 1024));
-        if (virTypedParamsAddULLong(&job->params, &job->nparams, &job->maxparams,
-                                    VIR_MIGRATE_PARAM_BANDWIDTH, bw) < 0)
-            goto libvirt_error;
-        job->bandwidthSet = true;
-    }
-
-    /* The persistent definition on the destination carries no offer. */
-    if ((flags & VIR_MIGRATE_PERSIST_DEST) &&
-        virTypedParamsGet(params, nparams, VIR_MIGRATE_PARAM_PERSIST_XML) == NULL &&
-        virDomainIsPersistent(domain) == 1) {
-        g_autofree char *inactive = virDomainGetXMLDesc(domain,
-                                                        VIR_DOMAIN_XML_INACTIVE |
-                                                        VIR_DOMAIN_XML_SECURE |
-                                                        VIR_DOMAIN_XML_MIGRATABLE);
-        if (!inactive)
-            goto libvirt_error;
-        if (!(job->persistXML = vrmDomainXMLStripNegotiation(inactive)))
-            goto cancel;
-        if (virTypedParamsAddString(&job->params, &job->nparams, &job->maxparams,
-                                    VIR_MIGRATE_PARAM_PERSIST_XML, job->persistXML) < 0)
-            goto libvirt_error;
-    }
-
-    VRM_INFO("RDMA job %llu: %s, %u channel(s), chunk %u bytes, caps 0x%x",
-             job->id, job->uri, offer->channels, offer->chunkSize,
-             offer->capabilities);
-    return g_steal_pointer(&job);
-
- libvirt_error:
+ error:
     vrmLibReportLibvirtError(_("cannot build the migration parameters"));
- cancel:
-    vrmMigrateJobCancel(job);
-    return NULL;
+    return -1;
 }
 
-/* Cancel the helper's job, keeping the error that led here. */
+vrmMigrateJob *
+vrmMigratePrepare(virDomainPtr domain, virTypedParameterPtr params,
+                  unsigned int nparams, unsigned int flags)
+{
+    g_autoptr(vrmMigrateJob) job = g_new0(vrmMigrateJob, 1);
+    g_autoptr(vrmMigrationParams) overrides = g_new0(vrmMigrationParams, 1);
+    const char *helperSocket = NULL;
+
+    if (vrmMigrateOverridesFromParams(params, nparams, flags, overrides,
+                                      &helperSocket) < 0)
+        return NULL;
+    job->helperSocket = helperSocket ? g_strdup(helperSocket) : vrmHelperSocketPath();
+    if (vrmMigrateRegister(job, domain, overrides) < 0)
+        return NULL;
+    if (vrmMigrateLibvirtParams(job, params, nparams) < 0) {
+        vrmMigrateJobCancel(job);
+        return NULL;
+    }
+    VRM_INFO("RDMA intent %llu: %s", job->intent, job->uri);
+    return g_steal_pointer(&job);
+}
+
+/* Withdraw the intent, or cancel the job that used it; the error that
+ * led here stays the one reported */
 void
 vrmMigrateJobCancel(vrmMigrateJob *job)
 {
@@ -319,22 +343,35 @@ vrmMigrateJobCancel(vrmMigrateJob *job)
     g_autofree char *saved = g_strdup(vrmGetLastErrorMessage());
     int code = vrmGetLastErrorCode();
 
-    req->hasId = true;
-    req->id = job->id;
-    reply = vrmHelperClientCall(job->helperSocket, req, VRM_MIGRATE_OPEN_TIMEOUT_MS);
+    req->hasIntent = true;
+    req->intent = job->intent;
+    reply = vrmHelperClientCall(job->helperSocket, req, VRM_MIGRATE_HELPER_TIMEOUT_MS);
     if (!reply || vrmHelperReplyCheck(reply) < 0)
-        VRM_WARN(_("cannot cancel RDMA job %1$llu: %2$s"), job->id,
-                 vrmGetLastErrorMessage());
+        VRM_DEBUG("RDMA intent %llu: %s", job->intent, vrmGetLastErrorMessage());
     vrmSetLastError(code, saved);
 }
 
-/* Query the helper's record of the job. */
+static vrmJobRecord *
+vrmMigrateQuery(const char *helperSocket, vrmControlMessage *req)
+{
+    g_autoptr(vrmControlMessage) reply = NULL;
+
+    if (!(reply = vrmHelperClientCall(helperSocket, req, VRM_MIGRATE_HELPER_TIMEOUT_MS)) ||
+        vrmHelperReplyCheck(reply) < 0)
+        return NULL;
+    if (!reply->jobs || reply->jobs->len == 0) {
+        vrmReportError(VRM_ERR_INVALID_ARG, _("virt-rdmad has no such job"));
+        return NULL;
+    }
+    /* the newest job is the last */
+    return g_steal_pointer(&g_ptr_array_index(reply->jobs, reply->jobs->len - 1));
+}
+
 vrmJobRecord *
 vrmMigrateJobQuery(const char *helperSocket, unsigned long long id,
                    const char *domainName)
 {
     g_autoptr(vrmControlMessage) req = vrmControlMessageNew(VRM_CONTROL_JOB_QUERY);
-    g_autoptr(vrmControlMessage) reply = NULL;
 
     if (domainName) {
         req->domainName = g_strdup(domainName);
@@ -342,19 +379,10 @@ vrmMigrateJobQuery(const char *helperSocket, unsigned long long id,
         req->hasId = true;
         req->id = id;
     }
-    if (!(reply = vrmHelperClientCall(helperSocket, req, VRM_MIGRATE_OPEN_TIMEOUT_MS)))
-        return NULL;
-    if (vrmHelperReplyCheck(reply) < 0)
-        return NULL;
-    if (!reply->jobs || reply->jobs->len == 0) {
-        vrmReportError(VRM_ERR_INVALID_ARG, _("virt-rdmad has no such job"));
-        return NULL;
-    }
-    /* The newest job is the last. */
-    return g_steal_pointer(&g_ptr_array_index(reply->jobs, reply->jobs->len - 1));
+    return vrmMigrateQuery(helperSocket, req);
 }
 
-/* After libvirt succeeded: wait until the engine ended and say how. */
+/* After libvirt succeeded: the job that used the intent, once it ended */
 int
 vrmMigrateFinish(vrmMigrateJob *job)
 {
@@ -362,34 +390,30 @@ vrmMigrateFinish(vrmMigrateJob *job)
                       (gint64)VRM_MIGRATE_FINISH_TIMEOUT_MS * 1000;
 
     for (;;) {
-        g_autoptr(vrmJobRecord) rec = vrmMigrateJobQuery(job->helperSocket,
-                                                         job->id, NULL);
-        if (!rec)
-            return -1;
-        switch (rec->state) {
-        case VRM_JOB_STATE_COMPLETED:
+        g_autoptr(vrmControlMessage) req = vrmControlMessageNew(VRM_CONTROL_JOB_QUERY);
+        g_autoptr(vrmJobRecord) rec = NULL;
+
+        req->hasIntent = true;
+        req->intent = job->intent;
+        if (!(rec = vrmMigrateQuery(job->helperSocket, req))) {
+            /* libvirt migrated, but not through our path (another URI?) */
+            VRM_WARN(_("libvirt completed the migration, but no RDMA job used intent %1$llu: %2$s"),
+                     job->intent, vrmGetLastErrorMessage());
+            return 0;
+        }
+        if (rec->state == VRM_JOB_STATE_COMPLETED || rec->state == VRM_JOB_STATE_FAILED ||
+            rec->state == VRM_JOB_STATE_CANCELLED) {
+            if (rec->state != VRM_JOB_STATE_COMPLETED)
+                VRM_WARN(_("libvirt completed the migration, but RDMA job %1$llu ended %2$s: %3$s"),
+                         rec->id, vrmJobStateTypeToString(rec->state),
+                         rec->error ? rec->error : "");
             vrmJobRecordFree(job->record);
             job->record = g_steal_pointer(&rec);
             return 0;
-        case VRM_JOB_STATE_FAILED:
-        case VRM_JOB_STATE_CANCELLED:
-            /* libvirt says the guest arrived: the transport's failure came
-             * after the last byte (e.g. at teardown). Report, don't fail. */
-            VRM_WARN(_("libvirt completed the migration, but RDMA job %1$llu ended %2$s: %3$s"),
-                     job->id, vrmJobStateTypeToString(rec->state),
-                     rec->error ? rec->error : "");
-            vrmJobRecordFree(job->record);
-            job->record = g_steal_pointer(&rec);
-            return 0;
-        case VRM_JOB_STATE_NEGOTIATING:
-        case VRM_JOB_STATE_CONNECTED:
-        case VRM_JOB_STATE_TRANSFERRING:
-        case VRM_JOB_STATE_LAST:
-            break;
         }
         if (g_get_monotonic_time() >= deadline) {
             VRM_WARN(_("RDMA job %1$llu did not end within %2$d s after the migration"),
-                     job->id, VRM_MIGRATE_FINISH_TIMEOUT_MS / 1000);
+                     rec->id, VRM_MIGRATE_FINISH_TIMEOUT_MS / 1000);
             return 0;
         }
         /* on the command's critical path: the engines end within moments */
@@ -398,10 +422,8 @@ vrmMigrateFinish(vrmMigrateJob *job)
 }
 
 virDomainPtr
-vrmDomainMigrate3(virDomainPtr domain,
-                  virConnectPtr dconn,
-                  virTypedParameterPtr params,
-                  unsigned int nparams,
+vrmDomainMigrate3(virDomainPtr domain, virConnectPtr dconn,
+                  virTypedParameterPtr params, unsigned int nparams,
                   unsigned int flags)
 {
     g_autoptr(vrmMigrateJob) job = NULL;
@@ -425,10 +447,8 @@ vrmDomainMigrate3(virDomainPtr domain,
 }
 
 int
-vrmDomainMigrateToURI3(virDomainPtr domain,
-                       const char *dconnuri,
-                       virTypedParameterPtr params,
-                       unsigned int nparams,
+vrmDomainMigrateToURI3(virDomainPtr domain, const char *dconnuri,
+                       virTypedParameterPtr params, unsigned int nparams,
                        unsigned int flags)
 {
     g_autoptr(vrmMigrateJob) job = NULL;

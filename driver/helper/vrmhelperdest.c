@@ -1,0 +1,344 @@
+/*
+ * vrmhelperdest.c: the destination side of the negotiation
+ *
+ * libvirt's `migrate begin` hook tells this helper that an RDMA-enabled
+ * domain is about to arrive, with the locator the source's helper keeps
+ * in the domain's live metadata. The helper connects to it (TLS, mutually
+ * authenticated), asks for the migration of that domain, takes the offer
+ * if its own policy and pinned-memory budget allow, makes the per-domain
+ * directory for the destination QEMU, starts the destination engine with
+ * the token, waits until channel 0 is connected and authenticated, and
+ * answers. When the source confirms, the hook gets its reply (this host's
+ * locator for the domain's XML) before the destination QEMU starts; any
+ * failure before that is one line for the hook, and libvirt stops there.
+ */
+#include <config.h>
+
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "vrmhelperdpriv.h"
+#include "vrmhelperpolicy.h"
+#include "vrmerror.h"
+#include "vrmi18n.h"
+#include "vrmlog.h"
+
+/* After the offer, the source may take this long to confirm */
+#define VRM_DEST_RESULT_TIMEOUT_S 10
+
+static void
+vrmDestReplyWaiter(vrmHelperJob *job, int code, const char *message)
+{
+    vrmHelperConn *c = job->waiter;
+
+    job->waiter = NULL;
+    if (!c)
+        return;
+    if (code == VRM_ERR_OK) {
+        g_autoptr(vrmControlMessage) msg = vrmControlMessageNew(VRM_CONTROL_REPLY);
+
+        msg->status = VRM_REPLY_OK;
+        g_ptr_array_set_free_func(msg->jobs, NULL);
+        g_ptr_array_add(msg->jobs, job->record);
+        vrmHelperConnReplyMessage(c, msg);
+        return;
+    }
+    vrmHelperConnReplyError(c, code, message);
+}
+
+/* The negotiation failed: tell the source (if it still listens) and the
+ * hook, end the engine, end the job */
+static void
+vrmDestFail(vrmHelperDaemon *d, vrmHelperJob *job, int code, const char *why)
+{
+    if (job->peer) {
+        g_autoptr(vrmPeerMessage) res = vrmPeerResultNewError(code, why);
+
+        vrmPeerConnSend(job->peer, res);
+    }
+    vrmHelperJobsKill(job, SIGTERM);
+    vrmDestReplyWaiter(job, code, why);
+    vrmHelperJobsFinish(d, job, VRM_JOB_STATE_FAILED, why);
+}
+
+static void
+vrmDestFailLast(vrmHelperDaemon *d, vrmHelperJob *job)
+{
+    g_autofree char *why = g_strdup(vrmGetLastErrorMessage());
+
+    vrmDestFail(d, job, vrmGetLastErrorCode(), why);
+}
+
+static gboolean
+vrmDestExpired(gpointer opaque)
+{
+    vrmHelperJobRef *ref = opaque;
+    vrmHelperJob *job = vrmHelperJobsGet(ref->d, ref->id);
+
+    if (!job)
+        return G_SOURCE_REMOVE;
+    if (job->phase == VRM_PHASE_DST_STARTING) {
+        g_autofree char *why =
+            g_strdup_printf(_("the destination engine could not connect to the source engine at %1$s port %2$u within %3$u seconds"),
+                            job->record->migration->offer->address,
+                            job->record->migration->offer->port,
+                            ref->d->connectTimeout);
+
+        vrmDestFail(ref->d, job, VRM_ERR_TIMEOUT, why);
+    } else {
+        vrmDestFail(ref->d, job, VRM_ERR_TIMEOUT,
+                    _("the source host's virt-rdmad did not answer in time"));
+    }
+    return G_SOURCE_REMOVE;
+}
+
+/* Channel 0 connected and authenticated (version 1 engines connect every
+ * channel at once: all of them) */
+static void
+vrmDestStats(vrmHelperDaemon *d, vrmHelperJob *job)
+{
+    g_autoptr(vrmPeerMessage) msg = NULL;
+    const vrmAnswer *answer;
+    unsigned int needed;
+
+    if (job->phase != VRM_PHASE_DST_STARTING || !job->peer)
+        return;
+    answer = job->record->migration->answer;
+    needed = answer->version >= 2 ? 1 : answer->channels;
+    if (job->established < needed)
+        return;
+    msg = vrmPeerMessageNew(VRM_PEER_MIGRATION_ANSWER);
+    msg->answer = vrmAnswerCopy(answer);
+    if (vrmPeerConnSend(job->peer, msg) < 0) {
+        vrmDestFailLast(d, job);
+        return;
+    }
+    vrmHelperJobsSetPhase(d, job, VRM_PHASE_DST_ANSWERED, VRM_DEST_RESULT_TIMEOUT_S,
+                          vrmDestExpired);
+    vrmPeerConnExpect(job->peer, VRM_DEST_RESULT_TIMEOUT_S);
+}
+
+/* The source's offer: our policy, our budget, the directory, the engine */
+static int
+vrmDestTakeOffer(vrmHelperDaemon *d, vrmHelperJob *job, vrmPeerMessage *msg)
+{
+    g_autoptr(vrmAnswer) answer = NULL;
+    g_autofree char *device = NULL;
+    const vrmOffer *offer = msg->offer;
+
+    job->record->migration->offer = vrmOfferCopy(offer);
+    vrmOfferDropToken(job->record->migration->offer);
+    if (g_strcmp0(msg->socketPath, job->record->socketPath) != 0) {
+        vrmReportError(VRM_ERR_CONFIG,
+                       _("the source's per-domain path %1$s is not this host's %2$s: give both hosts the same [paths] run-dir"),
+                       msg->socketPath, job->record->socketPath);
+        return -1;
+    }
+    if (vrmHelperDeviceCheck(d->conf->device, d->conf->devicePort, &device) < 0)
+        return -1;
+    answer = vrmNegotiate(offer, &d->policy);
+    if (answer->status == VRM_ANSWER_ACCEPTED &&
+        vrmHelperJobsReserve(d, job, vrmPinnedBytes(answer->channels, answer->ringDepth,
+                                                    answer->chunkSize)) < 0) {
+        vrmAnswerFree(answer);
+        answer = vrmAnswerNew(VRM_ANSWER_REFUSED);
+        answer->reason = VRM_REFUSAL_BUSY;
+        answer->message = g_strdup(vrmGetLastErrorMessage());
+    }
+    job->record->migration->answer = vrmAnswerCopy(answer);
+    if (answer->status == VRM_ANSWER_REFUSED) {
+        g_autoptr(vrmPeerMessage) no = vrmPeerMessageNew(VRM_PEER_MIGRATION_ANSWER);
+
+        no->answer = vrmAnswerCopy(answer);
+        vrmPeerConnSend(job->peer, no);
+        vrmReportError(answer->reason == VRM_REFUSAL_BUSY ? VRM_ERR_RESOURCE : VRM_ERR_POLICY,
+                       _("virt-rdmad on this host refused the migration: %1$s"),
+                       answer->message ? answer->message :
+                       vrmRefusalReasonTypeToString(answer->reason));
+        return -1;
+    }
+    if (vrmRunDirDomainCreate(d->runDir, job->record->domainUUID, d->qemuUid,
+                              d->engineGid, false, &job->domainDir, NULL) < 0)
+        return -1;
+    job->qemuUid = d->qemuUid;
+    job->token = offer->token;
+    job->hasToken = true;
+    return vrmHelperJobsSpawn(d, job, offer, answer, device);
+}
+
+static void
+vrmDestPeerReady(vrmPeerConn *pc, gpointer opaque)
+{
+    vrmHelperDaemon *d = opaque;
+    vrmHelperJob *job = vrmHelperJobsOfPeer(d, pc);
+    g_autoptr(vrmPeerMessage) req = vrmPeerMessageNew(VRM_PEER_MIGRATION_REQUEST);
+
+    if (!job)
+        return;
+    req->domainName = g_strdup(job->record->domainName);
+    req->domainUUID = g_strdup(job->record->domainUUID);
+    req->requester = vrmLocatorCopy(d->locator);
+    req->maxChannels = d->conf->maxChannels;
+    if (vrmPeerConnSend(pc, req) < 0) {
+        vrmDestFailLast(d, job);
+        return;
+    }
+    /* the source asks its libvirt and starts its engine meanwhile */
+    vrmHelperJobsSetPhase(d, job, VRM_PHASE_DST_REQUESTED,
+                          d->conf->peerTimeout + 15 + 1, vrmDestExpired);
+    vrmPeerConnExpect(pc, d->conf->peerTimeout + 15);
+}
+
+static void
+vrmDestPeerMessage(vrmPeerConn *pc, vrmPeerMessage *msg, gpointer opaque)
+{
+    vrmHelperDaemon *d = opaque;
+    vrmHelperJob *job = vrmHelperJobsOfPeer(d, pc);
+    g_autoptr(vrmPeerMessage) m = msg;
+
+    if (!job)
+        return;
+    if (m->type == VRM_PEER_MIGRATION_RESULT && m->errorCode != VRM_ERR_OK) {
+        g_autofree char *line = vrmLogSanitize(m->errorMessage ? m->errorMessage : "");
+        g_autofree char *why =
+            g_strdup_printf(_("virt-rdmad on the source host (%1$s) refused: %2$s"),
+                            vrmPeerConnPeerName(pc), line);
+
+        g_clear_pointer(&job->peer, vrmPeerConnFree);
+        vrmDestFail(d, job, m->errorCode, why);
+        return;
+    }
+    if (job->phase == VRM_PHASE_DST_REQUESTED && m->type == VRM_PEER_MIGRATION_OFFER) {
+        if (vrmDestTakeOffer(d, job, m) < 0) {
+            vrmDestFailLast(d, job);
+            return;
+        }
+        vrmHelperJobsSetPhase(d, job, VRM_PHASE_DST_STARTING, d->connectTimeout + 1,
+                              vrmDestExpired);
+        vrmPeerConnExpect(pc, 0);
+        vrmHelperJobsWatchWaiters(d);
+        return;
+    }
+    if (job->phase == VRM_PHASE_DST_ANSWERED && m->type == VRM_PEER_MIGRATION_RESULT) {
+        g_clear_pointer(&job->peer, vrmPeerConnFinish);
+        vrmHelperJobsSetPhase(d, job, VRM_PHASE_DST_RUNNING, 0, NULL);
+        vrmHelperJobsSave(d, job);
+        VRM_INFO("job %llu: negotiated; the hook lets libvirt go on", job->record->id);
+        vrmDestReplyWaiter(job, VRM_ERR_OK, NULL);
+        return;
+    }
+    vrmDestFail(d, job, VRM_ERR_PROTOCOL,
+                _("the source host's virt-rdmad sent a message out of turn"));
+}
+
+static void
+vrmDestPeerFailed(vrmPeerConn *pc, gpointer opaque)
+{
+    vrmHelperDaemon *d = opaque;
+    vrmHelperJob *job = vrmHelperJobsOfPeer(d, pc);
+    g_autofree char *why = g_strdup(vrmGetLastErrorMessage());
+    int code = vrmGetLastErrorCode();
+
+    if (!job)
+        return;
+    g_clear_pointer(&job->peer, vrmPeerConnFree);
+    if (job->phase != VRM_PHASE_DST_RUNNING)
+        vrmDestFail(d, job, code, why);
+}
+
+static const vrmPeerConnCallbacks vrmDestCallbacks = {
+    .ready = vrmDestPeerReady,
+    .message = vrmDestPeerMessage,
+    .failed = vrmDestPeerFailed,
+};
+
+static void
+vrmDestEnded(vrmHelperDaemon *d, vrmHelperJob *job, vrmJobState state,
+             const char *reason)
+{
+    if (job->phase != VRM_PHASE_DST_RUNNING && job->phase != 0) {
+        vrmDestFail(d, job, VRM_ERR_PEER, reason ? reason :
+                    _("the destination engine ended during the negotiation"));
+        return;
+    }
+    vrmHelperJobsFinish(d, job, state, reason);
+}
+
+static void
+vrmDestFinishing(vrmHelperDaemon *d, vrmHelperJob *job)
+{
+    /* a cancel or the daemon's end: the hook learns it at once */
+    vrmDestReplyWaiter(job, VRM_ERR_CANCELLED, _("the migration job was ended"));
+}
+
+const vrmHelperRoleOps vrmHelperDestOps = {
+    .stats = vrmDestStats,
+    .ended = vrmDestEnded,
+    .finishing = vrmDestFinishing,
+};
+
+/* What makes an incoming migration impossible here, before asking anybody */
+static int
+vrmDestCheck(vrmHelperDaemon *d, const vrmControlMessage *msg)
+{
+    vrmHelperJob *other;
+
+    if (!msg->migration->locator) {
+        vrmReportError(VRM_ERR_CONFIG,
+                       _("the domain '%1$s' carries no virt-rdma locator: virt-rdmad is not running on the source host, or the domain was started before it; start it there (it adds the locator), or migrate without the unix:// URI"),
+                       msg->domainName);
+        return -1;
+    }
+    if (!d->peerCreds) {
+        vrmReportError(VRM_ERR_CONFIG, "%s", d->peerProblem);
+        return -1;
+    }
+    if ((other = vrmHelperJobsLiveOfDomain(d, msg->domainUUID))) {
+        vrmReportError(VRM_ERR_RESOURCE,
+                       _("a migration job of the domain '%1$s' already runs on this host (job %2$llu)"),
+                       msg->domainName, other->record->id);
+        return -1;
+    }
+    if (d->engineProblem) {
+        vrmReportError(VRM_ERR_CONFIG, "%s", d->engineProblem);
+        return -1;
+    }
+    return vrmHelperCheckJobLimit(vrmHelperJobsLive(d, NULL), d->conf->maxJobs);
+}
+
+void
+vrmHelperDestIncoming(vrmHelperDaemon *d, vrmControlMessage *msg,
+                      vrmHelperConn *c)
+{
+    const vrmHelperCred *cred = vrmHelperConnCred(c);
+    vrmHelperJob *job;
+
+    if (cred->uid != 0 && cred->uid != geteuid()) {
+        vrmHelperConnReplyError(c, VRM_ERR_AUTH,
+                                _("only root (libvirt's hook) may announce an incoming migration"));
+        return;
+    }
+    if (vrmDestCheck(d, msg) < 0) {
+        vrmHelperConnReplyLastError(c);
+        return;
+    }
+    job = vrmHelperJobsCreate(d, VRM_JOB_ROLE_DESTINATION, msg->domainName,
+                              msg->domainUUID);
+    job->record->migration = vrmMigrationDefNew();
+    vrmMigrationParamsCopy(&job->record->migration->params, &msg->migration->params);
+    /* where the domain's helper is once it has arrived: here */
+    job->record->migration->locator = vrmLocatorCopy(d->locator);
+    job->waiter = c;
+    vrmHelperJobsSetPhase(d, job, VRM_PHASE_DST_CONNECTING, d->conf->peerTimeout + 1,
+                          vrmDestExpired);
+    if (!(job->peer = vrmPeerConnConnect(d->peerCreds, msg->migration->locator,
+                                         d->conf->peerTimeout, &vrmDestCallbacks, d))) {
+        vrmDestFailLast(d, job);
+        return;
+    }
+    VRM_INFO("job %llu: %s (%s) migrates in from %s (%s)", job->record->id,
+             msg->domainName, msg->domainUUID, msg->migration->locator->host,
+             vrmPeerConnPeerName(job->peer));
+    vrmHelperJobsSave(d, job);
+}

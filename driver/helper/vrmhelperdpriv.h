@@ -1,0 +1,171 @@
+/*
+ * vrmhelperdpriv.h: the state of virt-rdmad, shared by its parts
+ *
+ * The daemon is split along its seams, each part calling only the parts
+ * below it (tests/layering checks that no two files call each other):
+ *
+ *   vrmhelperd.c       life cycle, the control socket's requests, intents,
+ *                      host information
+ *   vrmhelpersource.c  a peer asks for a domain migrating out of this host
+ *   vrmhelperdest.c    the hook says a domain migrates in: ask its source
+ *   vrmhelperjobs.c    the job table: budget, records, engines (spawn,
+ *                      stats, exit, adoption after a restart), the end of
+ *                      a job
+ *   below:             vrmhelperconn (clients), vrmhelperpeer (TLS),
+ *                      vrmhelpervirt (libvirt), vrmhelperengine,
+ *                      vrmhelperrundir, vrmhelperjob, vrmhelperpolicy
+ *
+ * Calls that go up (an engine answered, ended) go through the function
+ * pointers of vrmHelperRoleOps, which the flows register.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include <glib.h>
+
+#include "vrmhelperd.h"
+#include "vrmhelperconn.h"
+#include "vrmhelperjob.h"
+#include "vrmhelperpeer.h"
+#include "vrmhelperratelimit.h"
+#include "vrmhelperrundir.h"
+#include "vrmhelpervirt.h"
+#include "vrmnegotiation.h"
+
+/* Where a job's flow is. Source: */
+#define VRM_PHASE_SRC_STARTING 1    /* engine spawned, not yet listening */
+#define VRM_PHASE_SRC_OFFERED 2     /* offer sent, waiting for the answer */
+#define VRM_PHASE_SRC_RUNNING 3     /* result ok sent: QEMU's turn */
+#define VRM_PHASE_SRC_OUTCOME 4     /* engine ended: asking libvirt how it went */
+/* Destination: */
+#define VRM_PHASE_DST_CONNECTING 11 /* reaching the source's helper */
+#define VRM_PHASE_DST_REQUESTED 12  /* request sent, waiting for the offer */
+#define VRM_PHASE_DST_STARTING 13   /* engine spawned, not yet connected */
+#define VRM_PHASE_DST_ANSWERED 14   /* answer sent, waiting for the result */
+#define VRM_PHASE_DST_RUNNING 15    /* the hook has its reply: QEMU's turn */
+
+/* A job's engine is polled this often, and this often while a job
+ * negotiates (its wait lies on the migration's critical path) */
+#define VRM_HELPER_POLL_MS 200
+#define VRM_HELPER_WAIT_POLL_MS 20
+/* A live engine must answer a probe within this */
+#define VRM_HELPER_PROBE_TIMEOUT_MS 1000
+/* After a restart, how long an engine may take to answer */
+#define VRM_HELPER_ADOPT_TIMEOUT_S 10
+/* How long libvirt may take to finish after the source engine ended */
+#define VRM_HELPER_OUTCOME_TIMEOUT_S 30
+#define VRM_HELPER_OUTCOME_POLL_MS 250
+/* An intent is used by a migration within this, or forgotten */
+#define VRM_HELPER_INTENT_TTL_S 120
+#define VRM_HELPER_INTENTS_MAX 1024
+#define VRM_HELPER_INTENTS_PER_OWNER 32
+
+/* A job by its id: timers and callbacks carry this, never the job */
+typedef struct {
+    vrmHelperDaemon *d;
+    unsigned long long id;
+} vrmHelperJobRef;
+
+typedef struct _vrmHelperIntent vrmHelperIntent;
+struct _vrmHelperIntent {
+    vrmIntentRecord *record;        /* what its owner sees */
+    uid_t owner;
+    vrmMigrationParams *overrides;  /* NULL: none */
+    gint64 expires;                 /* monotonic us */
+};
+
+typedef struct {
+    /* the engine answered a probe: the job's stats are fresh */
+    void (*stats)(vrmHelperDaemon *d, vrmHelperJob *job);
+    /* the engine ended (exit or, adopted, gone) with @state and @reason,
+     * before the job is finished: the flow may finish it differently */
+    void (*ended)(vrmHelperDaemon *d, vrmHelperJob *job, vrmJobState state,
+                  const char *reason);
+    /* the job is being finished: give up a negotiation or a waiter */
+    void (*finishing)(vrmHelperDaemon *d, vrmHelperJob *job);
+} vrmHelperRoleOps;
+
+struct _vrmHelperDaemon {
+    vrmHelperConfig *conf;
+    vrmHostPolicy policy;
+    char *socketPath;
+    char *enginePath;
+    unsigned int connectTimeout;
+    unsigned int idleTimeout;
+    bool engineDebug;
+    GMainLoop *loop;
+    vrmRunDir *runDir;
+    int listenFd;
+    bool ownSocket;                 /* we bound it: remove it at the end */
+    vrmHelperServer *server;
+    /* the helpers' channel */
+    vrmPeerCreds *peerCreds;        /* NULL: off */
+    char *peerProblem;              /* why it is off or broken, NULL: fine */
+    vrmPeerServer *peerServer;
+    vrmLocator *locator;            /* ours, NULL if the channel is off */
+    vrmHelperVirt *virt;
+    /* users */
+    bool haveGroup;
+    gid_t accessGid;
+    bool engineUserOk;
+    char *engineProblem;            /* why engines cannot run */
+    uid_t engineUid;
+    gid_t engineGid;
+    uid_t qemuUid;                  /* the destination QEMU's user */
+    /* sources */
+    guint pollTimer;
+    guint waitTimer;                /* runs while some job negotiates */
+    guint intentTimer;
+    guint sigterm;
+    guint sigint;
+    GHashTable *jobs;               /* id -> vrmHelperJob */
+    GHashTable *intents;            /* id -> vrmHelperIntent */
+    unsigned long long nextId;
+    unsigned long long nextIntent;
+    unsigned int lastPort;
+    const vrmHelperRoleOps *ops[VRM_JOB_ROLE_LAST];
+    vrmRateLimit peerLog;           /* refused peer requests */
+    vrmRateLimit clientLog;         /* refused clients */
+};
+
+/* ---- vrmhelperjobs.c ---- */
+vrmHelperJob *vrmHelperJobsCreate(vrmHelperDaemon *d, vrmJobRole role,
+                                  const char *name, const char *uuid);
+vrmHelperJob *vrmHelperJobsGet(vrmHelperDaemon *d, unsigned long long id);
+GPtrArray *vrmHelperJobsSorted(vrmHelperDaemon *d);
+vrmHelperJob *vrmHelperJobsLiveOfDomain(vrmHelperDaemon *d, const char *uuid);
+unsigned int vrmHelperJobsLive(vrmHelperDaemon *d, GHashTable *ports);
+unsigned long long vrmHelperJobsPinned(vrmHelperDaemon *d);
+int vrmHelperJobsReserve(vrmHelperDaemon *d, vrmHelperJob *job,
+                         unsigned long long allowance);
+void vrmHelperJobsSave(vrmHelperDaemon *d, vrmHelperJob *job);
+/* @expired gets a vrmHelperJobRef * (valid during the call) */
+void vrmHelperJobsSetPhase(vrmHelperDaemon *d, vrmHelperJob *job, int phase,
+                           unsigned int timeoutS, GSourceFunc expired);
+vrmHelperJob *vrmHelperJobsOfPeer(vrmHelperDaemon *d, vrmPeerConn *pc);
+int vrmHelperJobsSpawn(vrmHelperDaemon *d, vrmHelperJob *job,
+                       const vrmOffer *offer, const vrmAnswer *answer,
+                       const char *device);
+void vrmHelperJobsKill(vrmHelperJob *job, int sig);
+void vrmHelperJobsFinish(vrmHelperDaemon *d, vrmHelperJob *job,
+                         vrmJobState state, const char *error);
+void vrmHelperJobsWatchWaiters(vrmHelperDaemon *d);
+void vrmHelperJobsStartPolling(vrmHelperDaemon *d);
+void vrmHelperJobsRecover(vrmHelperDaemon *d);
+void vrmHelperJobsDropToken(vrmHelperJob *job);
+
+vrmHelperIntent *vrmHelperIntentsTake(vrmHelperDaemon *d, const char *uuid,
+                                      unsigned long long jobId);
+void vrmHelperIntentsExpire(vrmHelperDaemon *d);
+void vrmHelperIntentFree(vrmHelperIntent *intent);
+
+/* ---- vrmhelpersource.c ---- */
+extern const vrmHelperRoleOps vrmHelperSourceOps;
+void vrmHelperSourceAccept(vrmPeerConn *pc, gpointer opaque);
+
+/* ---- vrmhelperdest.c ---- */
+extern const vrmHelperRoleOps vrmHelperDestOps;
+void vrmHelperDestIncoming(vrmHelperDaemon *d, vrmControlMessage *msg,
+                           vrmHelperConn *c);

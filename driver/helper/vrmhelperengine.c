@@ -1,0 +1,451 @@
+/*
+ * vrmhelperengine.c: virt-rdmad's engines: started with least privilege,
+ * followed without blocking, found again only if they are ours
+ */
+#include <config.h>
+
+#ifndef _GNU_SOURCE
+# define _GNU_SOURCE /* SO_PEERCRED, struct ucred */
+#endif
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include <linux/capability.h>
+
+#include <glib-unix.h>
+
+#include "vrmhelperengine.h"
+#include "vrmerror.h"
+#include "vrmi18n.h"
+#include "vrmlog.h"
+
+/* Where the child tells why it could not become the engine */
+#define VRM_ENGINE_FD_SETUP_STATUS 9
+/* The whole record of a live engine */
+#define VRM_ENGINE_PROBE_MAX (64 * 1024)
+
+/* The steps of the child's set-up, named in the failure message */
+typedef enum {
+    VRM_SETUP_OK,
+    VRM_SETUP_MEMLOCK,
+    VRM_SETUP_NO_NEW_PRIVS,
+    VRM_SETUP_GROUPS,
+    VRM_SETUP_GID,
+    VRM_SETUP_UID,
+    VRM_SETUP_CAPS,
+} vrmSetupStep;
+
+typedef struct {
+    rlim_t memlock;
+    bool drop;
+    uid_t uid;
+    gid_t gid;
+} vrmEngineSetup;
+
+/* Async-signal-safe: report @step and @err on the status pipe, end */
+static void G_GNUC_NORETURN
+vrmEngineSetupFail(vrmSetupStep step, int err)
+{
+    int msg[2] = { step, err };
+
+    if (write(VRM_ENGINE_FD_SETUP_STATUS, msg, sizeof(msg)) < 0)
+        _exit(126);
+    _exit(126);
+}
+
+/* In the child, between fork and exec: async-signal-safe calls only */
+static void
+vrmEngineChildSetup(gpointer opaque)
+{
+    vrmEngineSetup *s = opaque;
+    struct rlimit rl = { s->memlock, s->memlock };
+    int cap;
+
+    /* the status pipe must not reach the engine */
+    fcntl(VRM_ENGINE_FD_SETUP_STATUS, F_SETFD, FD_CLOEXEC);
+    /* its own process group: a signal to the helper's group (Ctrl-C in
+     * a terminal) does not end the migrations, a restart finds them */
+    setpgid(0, 0);
+    /* the limit first, while we may still raise it */
+    if (setrlimit(RLIMIT_MEMLOCK, &rl) < 0)
+        vrmEngineSetupFail(VRM_SETUP_MEMLOCK, errno);
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+        vrmEngineSetupFail(VRM_SETUP_NO_NEW_PRIVS, errno);
+    if (s->drop) {
+        if (setgroups(0, NULL) < 0)
+            vrmEngineSetupFail(VRM_SETUP_GROUPS, errno);
+        if (setresgid(s->gid, s->gid, s->gid) < 0)
+            vrmEngineSetupFail(VRM_SETUP_GID, errno);
+        /* no PR_SET_KEEPCAPS: every capability goes with uid 0 */
+        if (setresuid(s->uid, s->uid, s->uid) < 0)
+            vrmEngineSetupFail(VRM_SETUP_UID, errno);
+    } else if (geteuid() == 0) {
+        /* root without an engine user (tests): at least no CAP_IPC_LOCK,
+         * so that the memlock limit above holds */
+        for (cap = 0; cap <= CAP_LAST_CAP; cap++) {
+            if (cap != CAP_DAC_OVERRIDE && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 &&
+                errno != EINVAL)
+                vrmEngineSetupFail(VRM_SETUP_CAPS, errno);
+        }
+    }
+}
+
+static const char *
+vrmSetupStepName(int step)
+{
+    switch ((vrmSetupStep)step) {
+    case VRM_SETUP_MEMLOCK:
+        return _("setting its locked-memory limit");
+    case VRM_SETUP_NO_NEW_PRIVS:
+        return _("forbidding new privileges");
+    case VRM_SETUP_GROUPS:
+        return _("dropping its supplementary groups");
+    case VRM_SETUP_GID:
+        return _("switching to the engine group");
+    case VRM_SETUP_UID:
+        return _("switching to the engine user");
+    case VRM_SETUP_CAPS:
+        return _("dropping its capabilities");
+    case VRM_SETUP_OK:
+        break;
+    }
+    return "?";
+}
+
+/* What the child said before exec: 0 it is the engine now, -1 it failed */
+static int
+vrmEngineSetupStatus(int fd, const vrmEngineLaunch *l)
+{
+    struct pollfd pfd = { .fd = fd, .events = POLLIN };
+    int msg[2] = { 0, 0 };
+    ssize_t n = 0;
+
+    /* exec closes the pipe, a failed set-up writes first: milliseconds */
+    if (poll(&pfd, 1, 5000) == 1)
+        n = read(fd, msg, sizeof(msg));
+    if (n != sizeof(msg))
+        return 0;
+    if (msg[0] == VRM_SETUP_MEMLOCK)
+        vrmReportError(VRM_ERR_RESOURCE,
+                       _("cannot start the transport engine: setting its locked-memory limit to %1$llu bytes (the job's allowance) failed: %2$s; raise virt-rdmad's own limit (LimitMEMLOCK= in its unit)"),
+                       l->allowance, g_strerror(msg[1]));
+    else
+        vrmReportError(VRM_ERR_SYSTEM,
+                       _("cannot start the transport engine: %1$s failed: %2$s"),
+                       vrmSetupStepName(msg[0]), g_strerror(msg[1]));
+    return -1;
+}
+
+static char *
+vrmFormatEndpoint(const char *address, unsigned int port)
+{
+    return strchr(address, ':') ? g_strdup_printf("[%s]:%u", address, port) :
+        g_strdup_printf("%s:%u", address, port);
+}
+
+static char **
+vrmEngineArgv(const vrmEngineLaunch *l)
+{
+    GPtrArray *argv = g_ptr_array_new();
+
+#define ADD(...) g_ptr_array_add(argv, g_strdup_printf(__VA_ARGS__))
+    ADD("%s", l->program);
+    ADD("--role");
+    ADD("%s", l->source ? "source" : "destination");
+    ADD("--unix");
+    ADD("%s", l->qemuPath);
+    if (l->source) {
+        ADD("--unix-mode=0660");
+        g_ptr_array_add(argv, g_strdup("--listen"));
+    } else {
+        g_ptr_array_add(argv, g_strdup("--connect"));
+    }
+    g_ptr_array_add(argv, vrmFormatEndpoint(l->address, l->port));
+    ADD("--channels=%u", l->channels);
+    ADD("--chunk-size=%u", l->chunkSize);
+    ADD("--ring-depth=%u", l->ringDepth);
+    if (l->pinAll)
+        ADD("--pin-all");
+    if (!l->writeImm)
+        ADD("--no-write-imm");
+    ADD("--max-pinned=%llu", l->allowance);
+    ADD("--stats-socket");
+    ADD("%s", l->statsSocket);
+    ADD("--stats-file");
+    ADD("%s", l->statsFile);
+    ADD("--deadline-connect=%u", l->connectTimeout);
+    ADD("--idle-timeout=%u", l->idleTimeout);
+    if (l->device) {
+        ADD("--device");
+        ADD("%s", l->device);
+    }
+    ADD("%s", l->debug ? "--debug" : "--verbose");
+#undef ADD
+    g_ptr_array_add(argv, NULL);
+    return (char **)g_ptr_array_free(argv, FALSE);
+}
+
+int
+vrmHelperEngineSpawn(const vrmEngineLaunch *l, GPid *pid, guint64 *startTime)
+{
+    g_auto(GStrv) argv = vrmEngineArgv(l);
+    g_auto(GStrv) envp = NULL;
+    g_autoptr(GError) err = NULL;
+    vrmEngineSetup setup = {
+        .memlock = l->allowance, .drop = l->dropPrivileges,
+        .uid = l->uid, .gid = l->gid,
+    };
+    char token[VRM_TOKEN_HEX_LEN + 1];
+    int status[2] = { -1, -1 };
+    int srcFds[1];
+    int dstFds[1];
+    int logfd = -1;
+    int ret = -1;
+
+    if ((logfd = open(l->logFile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
+                      O_NOFOLLOW, 0600)) < 0) {
+        vrmReportSystemError(errno, _("Cannot create the engine log %1$s"), l->logFile);
+        return -1;
+    }
+    if (!g_unix_open_pipe(status, FD_CLOEXEC, NULL)) {
+        vrmReportSystemError(errno, _("Cannot create a pipe"));
+        goto cleanup;
+    }
+    /* The token goes through the environment, which only the engine's own
+     * user can read (the engine reads it and unsets it) */
+    vrmTokenFormat(l->token, token);
+    envp = g_environ_setenv(g_get_environ(), VRM_ENGINE_TOKEN_ENV, token, TRUE);
+    explicit_bzero(token, sizeof(token));
+    srcFds[0] = status[1];
+    dstFds[0] = VRM_ENGINE_FD_SETUP_STATUS;
+    if (!g_spawn_async_with_pipes_and_fds(NULL, (const char *const *)argv,
+                                          (const char *const *)envp,
+                                          G_SPAWN_DO_NOT_REAP_CHILD |
+                                          G_SPAWN_STDOUT_TO_DEV_NULL,
+                                          vrmEngineChildSetup, &setup,
+                                          -1, -1, logfd, srcFds, dstFds, 1,
+                                          pid, NULL, NULL, NULL, &err)) {
+        vrmReportError(VRM_ERR_SYSTEM,
+                       _("Cannot start the transport engine %1$s: %2$s"),
+                       l->program, err->message);
+        goto cleanup;
+    }
+    close(status[1]);
+    status[1] = -1;
+    if (vrmEngineSetupStatus(status[0], l) < 0) {
+        /* it ends by itself (126); the child watch reaps it */
+        goto cleanup;
+    }
+    *startTime = vrmProcStartTime(*pid);
+    ret = 0;
+
+ cleanup:
+    if (envp) {
+        size_t i;
+
+        for (i = 0; envp[i]; i++)
+            explicit_bzero(envp[i], strlen(envp[i]));
+    }
+    if (status[0] >= 0)
+        close(status[0]);
+    if (status[1] >= 0)
+        close(status[1]);
+    close(logfd);
+    return ret;
+}
+
+
+/* ---- the stats probe --------------------------------------------------- */
+
+struct _vrmStatsProbe {
+    int fd;
+    guint watch;
+    guint timer;
+    GByteArray *buf;
+    vrmStatsProbeFunc done;
+    gpointer opaque;
+};
+
+static void
+vrmStatsProbeFree(vrmStatsProbe *p)
+{
+    if (p->watch)
+        g_source_remove(p->watch);
+    if (p->timer)
+        g_source_remove(p->timer);
+    if (p->fd >= 0)
+        close(p->fd);
+    g_byte_array_unref(p->buf);
+    g_free(p);
+}
+
+void
+vrmStatsProbeCancel(vrmStatsProbe *probe)
+{
+    if (probe)
+        vrmStatsProbeFree(probe);
+}
+
+/* The end of a probe: report and free (the callback may start another) */
+static void
+vrmStatsProbeEnd(vrmStatsProbe *p, bool answered)
+{
+    vrmStatsProbeFunc done = p->done;
+    gpointer opaque = p->opaque;
+    g_autofree char *text = NULL;
+
+    if (answered)
+        text = g_strndup((const char *)p->buf->data, p->buf->len);
+    vrmStatsProbeFree(p);
+    done(text, opaque);
+}
+
+static gboolean
+vrmStatsProbeTimeout(gpointer opaque)
+{
+    vrmStatsProbe *p = opaque;
+
+    p->timer = 0;
+    vrmStatsProbeEnd(p, false);
+    return G_SOURCE_REMOVE;
+}
+
+static gboolean
+vrmStatsProbeReadable(gint fd, GIOCondition cond, gpointer opaque)
+{
+    vrmStatsProbe *p = opaque;
+    guint8 chunk[4096];
+
+    for (;;) {
+        ssize_t r = recv(fd, chunk, sizeof(chunk), MSG_DONTWAIT);
+
+        if (r > 0) {
+            if (p->buf->len + r > VRM_ENGINE_PROBE_MAX)
+                break;
+            g_byte_array_append(p->buf, chunk, r);
+            continue;
+        }
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return G_SOURCE_CONTINUE;
+        p->watch = 0;
+        vrmStatsProbeEnd(p, r == 0 && p->buf->len > 0);
+        return G_SOURCE_REMOVE;
+    }
+    p->watch = 0;
+    vrmStatsProbeEnd(p, false);
+    return G_SOURCE_REMOVE;
+}
+
+vrmStatsProbe *
+vrmStatsProbeStart(const char *path, pid_t pid, unsigned int timeoutMs,
+                   vrmStatsProbeFunc done, gpointer opaque)
+{
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    struct ucred cred;
+    socklen_t clen = sizeof(cred);
+    vrmStatsProbe *p;
+    int fd;
+
+    if (!path || strlen(path) >= sizeof(sa.sun_path))
+        return NULL;
+    g_strlcpy(sa.sun_path, path, sizeof(sa.sun_path));
+    if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0)
+        return NULL;
+    /* a UNIX stream connect never waits: queued, refused or EAGAIN (a
+     * full backlog, i.e. an engine that does not accept) */
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        close(fd);
+        return NULL;
+    }
+    /* the listener must be the engine itself, not whoever took its path */
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 ||
+        (pid > 0 && cred.pid != pid)) {
+        VRM_DEBUG("stats socket %s is served by pid %d, not by the engine %d",
+                  path, (int)cred.pid, (int)pid);
+        close(fd);
+        return NULL;
+    }
+    p = g_new0(vrmStatsProbe, 1);
+    p->fd = fd;
+    p->buf = g_byte_array_new();
+    p->done = done;
+    p->opaque = opaque;
+    p->watch = g_unix_fd_add(fd, G_IO_IN | G_IO_HUP | G_IO_ERR,
+                             vrmStatsProbeReadable, p);
+    p->timer = g_timeout_add(timeoutMs, vrmStatsProbeTimeout, p);
+    return p;
+}
+
+
+/* ---- processes --------------------------------------------------------- */
+
+/* Field 22 of /proc/PID/stat: the start time in clock ticks since boot */
+guint64
+vrmProcStartTime(pid_t pid)
+{
+    g_autofree char *path = g_strdup_printf("/proc/%d/stat", (int)pid);
+    g_autofree char *data = NULL;
+    g_auto(GStrv) fields = NULL;
+    const char *paren;
+
+    if (!g_file_get_contents(path, &data, NULL, NULL) ||
+        !(paren = strrchr(data, ')')))
+        return 0;
+    /* after "PID (COMM) ": field 3 (state) is the first */
+    fields = g_strsplit(paren + 2, " ", 0);
+    if (g_strv_length(fields) < 20)
+        return 0;
+    return g_ascii_strtoull(fields[19], NULL, 10);
+}
+
+bool
+vrmProcIsOurEngine(pid_t pid, uid_t uid, const char *exe, guint64 startTime)
+{
+    g_autofree char *link = g_strdup_printf("/proc/%d/exe", (int)pid);
+    g_autofree char *status = g_strdup_printf("/proc/%d/status", (int)pid);
+    g_autofree char *target = NULL;
+    g_autofree char *real = NULL;
+    g_autofree char *data = NULL;
+    const char *line;
+
+    if (pid <= 0 || startTime == 0 || vrmProcStartTime(pid) != startTime)
+        return false;
+    if (!(target = g_file_read_link(link, NULL)))
+        return false;
+    real = exe ? realpath(exe, NULL) : NULL;
+    if (!real || g_strcmp0(target, real) != 0)
+        return false;
+    if (!g_file_get_contents(status, &data, NULL, NULL) ||
+        !(line = strstr(data, "\nUid:")))
+        return false;
+    return (uid_t)g_ascii_strtoull(line + 5, NULL, 10) == uid;
+}
+
+bool
+vrmProcGone(pid_t pid)
+{
+    g_autofree char *path = g_strdup_printf("/proc/%d/stat", (int)pid);
+    g_autofree char *stat = NULL;
+    const char *paren;
+
+    if (kill(pid, 0) < 0 && errno == ESRCH)
+        return true;
+    if (!g_file_get_contents(path, &stat, NULL, NULL))
+        return true;
+    /* a zombie its new parent has not reaped yet is gone too */
+    if ((paren = strrchr(stat, ')')) && paren[1] == ' ' &&
+        (paren[2] == 'Z' || paren[2] == 'X'))
+        return true;
+    return false;
+}

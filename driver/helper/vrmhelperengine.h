@@ -1,0 +1,81 @@
+/*
+ * vrmhelperengine.h: virt-rdmad's engines: started with least privilege,
+ * followed without blocking, found again only if they are ours
+ *
+ * Start: the engine program with the job's values, in its own process
+ * group; as root, it runs as the engine user and group (no supplementary
+ * groups, no capabilities, PR_SET_NO_NEW_PRIVS) with RLIMIT_MEMLOCK set
+ * to exactly the job's allowance before the switch; a failure of any of
+ * these ends the child before exec, and the job fails with the reason.
+ * The token goes through a pipe, never argv or the environment.
+ *
+ * Follow: vrmStatsProbe connects to the engine's stats socket without
+ * blocking, checks that the process that listens there is the engine
+ * (SO_PEERCRED pid), reads its record with a deadline and a size limit,
+ * and calls back; a stalled or impostor listener only costs its own probe.
+ *
+ * Find again after a restart: vrmProcIsOurEngine() holds a recorded pid
+ * to the uid, the executable and the start time (field 22 of
+ * /proc/PID/stat) recorded at spawn.
+ *
+ * Public API summary
+ * ------------------
+ *   vrmHelperEngineSpawn(&launch, &pid, &startTime)
+ *   vrmStatsProbeStart(path, pid, timeoutMs, done, opaque)  vrmStatsProbeCancel(p)
+ *   vrmProcStartTime(pid)  vrmProcIsOurEngine(pid, uid, exe, start)  vrmProcGone(pid)
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include <glib.h>
+
+#include "vrmtoken.h"
+
+/* Everything an engine is started with */
+typedef struct {
+    const char *program;
+    bool source;
+    const char *domainUUID;
+    const char *qemuPath;           /* the per-domain socket */
+    int qemuListenFd;               /* source: bound by the helper, -1: none */
+    long long qemuUid;              /* expected QEMU uid, -1 unknown */
+    long long qemuPid;              /* source: expected QEMU pid, -1 unknown */
+    const char *address;            /* rdma_cm: source listens, destination connects */
+    unsigned int port;
+    unsigned int channels;
+    unsigned int chunkSize;
+    unsigned int ringDepth;
+    bool pinAll;
+    bool writeImm;
+    unsigned long long allowance;   /* RLIMIT_MEMLOCK and --max-pinned */
+    const char *device;
+    const vrmToken *token;
+    const char *statsSocket;
+    const char *statsFile;          /* final record (opened here, passed as a fd) */
+    const char *logFile;            /* standard error: for people, never parsed */
+    unsigned int connectTimeout;
+    unsigned int idleTimeout;
+    bool debug;
+    bool dropPrivileges;            /* as root: become uid:gid below */
+    uid_t uid;
+    gid_t gid;
+} vrmEngineLaunch;
+
+int vrmHelperEngineSpawn(const vrmEngineLaunch *launch, GPid *pid,
+                         guint64 *startTime);
+
+typedef struct _vrmStatsProbe vrmStatsProbe;
+/* @text: the record, or NULL if the engine did not answer in time */
+typedef void (*vrmStatsProbeFunc)(const char *text, gpointer opaque);
+
+vrmStatsProbe *vrmStatsProbeStart(const char *path, pid_t pid,
+                                  unsigned int timeoutMs,
+                                  vrmStatsProbeFunc done, gpointer opaque);
+void vrmStatsProbeCancel(vrmStatsProbe *probe);
+
+guint64 vrmProcStartTime(pid_t pid);
+bool vrmProcIsOurEngine(pid_t pid, uid_t uid, const char *exe,
+                        guint64 startTime);
+bool vrmProcGone(pid_t pid);

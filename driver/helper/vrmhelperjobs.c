@@ -1,0 +1,721 @@
+/*
+ * vrmhelperjobs.c: virt-rdmad's job table: the budget, the records, the
+ * engines (spawn, stats, exit, adoption after a restart), the end of a job
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "vrmhelperdpriv.h"
+#include "vrmhelperengine.h"
+#include "vrmhelperpolicy.h"
+#include "vrmerror.h"
+#include "vrmi18n.h"
+#include "vrmlog.h"
+
+static vrmHelperJobRef *
+vrmHelperJobRefNew(vrmHelperDaemon *d, vrmHelperJob *job)
+{
+    vrmHelperJobRef *ref = g_new0(vrmHelperJobRef, 1);
+
+    ref->d = d;
+    ref->id = job->record->id;
+    return ref;
+}
+
+
+/* ---- the table ---------------------------------------------------------- */
+
+vrmHelperJob *
+vrmHelperJobsCreate(vrmHelperDaemon *d, vrmJobRole role, const char *name,
+                    const char *uuid)
+{
+    vrmHelperJob *job = vrmHelperJobNew(d->nextId++, role);
+    unsigned long long *id = g_new(unsigned long long, 1);
+
+    job->record->domainName = g_strdup(name);
+    job->record->domainUUID = g_ascii_strdown(uuid, -1);
+    job->record->socketPath = vrmHelperConfigDomainSocket(d->conf, uuid);
+    job->record->hasOwner = true;
+    job->record->owner = 0;
+    *id = job->record->id;
+    g_hash_table_insert(d->jobs, id, job);
+    return job;
+}
+
+vrmHelperJob *
+vrmHelperJobsGet(vrmHelperDaemon *d, unsigned long long id)
+{
+    return g_hash_table_lookup(d->jobs, &id);
+}
+
+static gint
+vrmHelperJobCmp(gconstpointer a, gconstpointer b)
+{
+    const vrmHelperJob *ja = *(vrmHelperJob *const *)a;
+    const vrmHelperJob *jb = *(vrmHelperJob *const *)b;
+
+    return ja->record->id < jb->record->id ? -1 : ja->record->id > jb->record->id;
+}
+
+GPtrArray *
+vrmHelperJobsSorted(vrmHelperDaemon *d)
+{
+    GPtrArray *all = g_ptr_array_new();
+    GHashTableIter it;
+    gpointer v;
+
+    g_hash_table_iter_init(&it, d->jobs);
+    while (g_hash_table_iter_next(&it, NULL, &v))
+        g_ptr_array_add(all, v);
+    g_ptr_array_sort(all, vrmHelperJobCmp);
+    return all;
+}
+
+vrmHelperJob *
+vrmHelperJobsOfPeer(vrmHelperDaemon *d, vrmPeerConn *pc)
+{
+    GHashTableIter it;
+    gpointer v;
+
+    g_hash_table_iter_init(&it, d->jobs);
+    while (g_hash_table_iter_next(&it, NULL, &v)) {
+        vrmHelperJob *job = v;
+
+        if (job->peer == pc)
+            return job;
+    }
+    return NULL;
+}
+
+vrmHelperJob *
+vrmHelperJobsLiveOfDomain(vrmHelperDaemon *d, const char *uuid)
+{
+    GHashTableIter it;
+    gpointer v;
+
+    g_hash_table_iter_init(&it, d->jobs);
+    while (g_hash_table_iter_next(&it, NULL, &v)) {
+        vrmHelperJob *job = v;
+
+        if (!vrmJobStateIsFinal(job->record->state) &&
+            g_ascii_strcasecmp(job->record->domainUUID ? job->record->domainUUID : "",
+                               uuid) == 0)
+            return job;
+    }
+    return NULL;
+}
+
+unsigned int
+vrmHelperJobsLive(vrmHelperDaemon *d, GHashTable *ports)
+{
+    GHashTableIter it;
+    gpointer v;
+    unsigned int n = 0;
+
+    g_hash_table_iter_init(&it, d->jobs);
+    while (g_hash_table_iter_next(&it, NULL, &v)) {
+        vrmHelperJob *job = v;
+
+        if (vrmJobStateIsFinal(job->record->state))
+            continue;
+        n++;
+        if (ports && job->cmPort)
+            g_hash_table_add(ports, GUINT_TO_POINTER(job->cmPort));
+    }
+    return n;
+}
+
+unsigned long long
+vrmHelperJobsPinned(vrmHelperDaemon *d)
+{
+    GHashTableIter it;
+    gpointer v;
+    unsigned long long sum = 0;
+
+    g_hash_table_iter_init(&it, d->jobs);
+    while (g_hash_table_iter_next(&it, NULL, &v)) {
+        vrmHelperJob *job = v;
+
+        if (!vrmJobStateIsFinal(job->record->state))
+            sum += job->allowance;
+    }
+    return sum;
+}
+
+int
+vrmHelperJobsReserve(vrmHelperDaemon *d, vrmHelperJob *job,
+                     unsigned long long allowance)
+{
+    unsigned long long used = vrmHelperJobsPinned(d) - job->allowance;
+    unsigned long long budget = d->conf->maxPinnedBytes;
+
+    if (used > budget || allowance > budget - used) {
+        vrmReportError(VRM_ERR_RESOURCE,
+                       _("this migration needs %1$llu bytes of locked memory, but this host's budget ([limits] max-pinned-bytes = %2$llu) has %3$llu bytes left"),
+                       allowance, budget, used > budget ? 0 : budget - used);
+        return -1;
+    }
+    job->allowance = allowance;
+    return 0;
+}
+
+void
+vrmHelperJobsSave(vrmHelperDaemon *d, vrmHelperJob *job)
+{
+    if (vrmHelperJobSave(job, d->conf->stateDir) < 0)
+        VRM_WARN("%s", vrmGetLastErrorMessage());
+}
+
+/* Keep at most history-size finished jobs */
+static void
+vrmHelperJobsPrune(vrmHelperDaemon *d)
+{
+    g_autoptr(GPtrArray) all = vrmHelperJobsSorted(d);
+    unsigned int finished = 0;
+    guint i;
+
+    for (i = 0; i < all->len; i++) {
+        vrmHelperJob *job = all->pdata[i];
+
+        if (vrmJobStateIsFinal(job->record->state))
+            finished++;
+    }
+    for (i = 0; i < all->len && finished > d->conf->historySize; i++) {
+        vrmHelperJob *job = all->pdata[i];
+        unsigned long long id = job->record->id;
+
+        if (!vrmJobStateIsFinal(job->record->state))
+            continue;
+        vrmHelperJobRemoveFiles(d->conf->stateDir, id);
+        g_hash_table_remove(d->jobs, &id);
+        finished--;
+    }
+}
+
+typedef struct {
+    vrmHelperJobRef ref;
+    GSourceFunc expired;
+} vrmHelperPhaseRef;
+
+static gboolean
+vrmHelperJobsPhaseTimeout(gpointer opaque)
+{
+    vrmHelperPhaseRef *p = opaque;
+    vrmHelperJob *job = vrmHelperJobsGet(p->ref.d, p->ref.id);
+
+    if (!job)
+        return G_SOURCE_REMOVE;
+    job->phaseTimer = 0;
+    /* the flow's function takes a vrmHelperJobRef-shaped pointer */
+    p->expired(&p->ref);
+    return G_SOURCE_REMOVE;
+}
+
+void
+vrmHelperJobsSetPhase(vrmHelperDaemon *d, vrmHelperJob *job, int phase,
+                      unsigned int timeoutS, GSourceFunc expired)
+{
+    if (job->phaseTimer) {
+        g_source_remove(job->phaseTimer);
+        job->phaseTimer = 0;
+    }
+    job->phase = phase;
+    if (timeoutS && expired) {
+        vrmHelperPhaseRef *p = g_new0(vrmHelperPhaseRef, 1);
+
+        p->ref.d = d;
+        p->ref.id = job->record->id;
+        p->expired = expired;
+        job->phaseTimer = g_timeout_add_seconds_full(G_PRIORITY_DEFAULT, timeoutS,
+                                                     vrmHelperJobsPhaseTimeout,
+                                                     p, g_free);
+    }
+}
+
+void
+vrmHelperJobsDropToken(vrmHelperJob *job)
+{
+    vrmTokenClear(&job->token);
+    job->hasToken = false;
+}
+
+
+/* ---- the end of a job --------------------------------------------------- */
+
+static void
+vrmHelperJobsReadFinalStats(vrmHelperJob *job, vrmEngineSnapshot *es, bool *have)
+{
+    g_autofree char *data = NULL;
+    gsize len = 0;
+
+    *have = false;
+    if (job->statsFile && g_file_get_contents(job->statsFile, &data, &len, NULL) &&
+        len < 64 * 1024 && vrmHelperEngineStatsParse(g_strstrip(data), es) == 0)
+        *have = true;
+    vrmResetLastError();
+}
+
+void
+vrmHelperJobsFinish(vrmHelperDaemon *d, vrmHelperJob *job, vrmJobState state,
+                    const char *error)
+{
+    const vrmHelperRoleOps *ops = d->ops[job->record->role];
+    vrmEngineSnapshot es = { 0 };
+    bool have;
+    g_autofree char *why = g_strdup(error);
+
+    if (vrmJobStateIsFinal(job->record->state) && !job->pid && !job->phaseTimer &&
+        !job->peer && !job->waiter && !job->domainDir.uuid)
+        return;
+    if (ops && ops->finishing)
+        ops->finishing(d, job);
+    vrmHelperJobsReadFinalStats(job, &es, &have);
+    if (have)
+        vrmHelperJobApplyStats(job, &es);
+    vrmEngineSnapshotClear(&es);
+    if (job->cancelRequested)
+        state = VRM_JOB_STATE_CANCELLED;
+    if (!vrmJobStateIsFinal(job->record->state))
+        vrmHelperJobSetState(job, state, why);
+    if (job->childWatch) {
+        g_source_remove(job->childWatch);
+        job->childWatch = 0;
+    }
+    if (job->pid > 0 && !job->adopted)
+        g_spawn_close_pid(job->pid);
+    job->pid = 0;
+    job->cmPort = 0;
+    vrmHelperJobsSetPhase(d, job, 0, 0, NULL);
+    g_clear_pointer(&job->probe, vrmStatsProbeCancel);
+    /* what was sent to the peer still goes out */
+    g_clear_pointer(&job->peer, vrmPeerConnFinish);
+    if (job->outcomeTimer) {
+        g_source_remove(job->outcomeTimer);
+        job->outcomeTimer = 0;
+    }
+    vrmHelperJobsDropToken(job);
+    vrmRunDirDomainRemove(d->runDir, &job->domainDir);
+    vrmHelperJobsSave(d, job);
+    vrmHelperJobsPrune(d);
+}
+
+void
+vrmHelperJobsKill(vrmHelperJob *job, int sig)
+{
+    if (job->pid > 0)
+        kill(job->pid, sig);
+}
+
+/* The engine has ended: its record says how; the flow decides the rest */
+static void
+vrmHelperJobsEngineEnded(vrmHelperDaemon *d, vrmHelperJob *job, int status,
+                         bool haveStatus)
+{
+    const vrmHelperRoleOps *ops = d->ops[job->record->role];
+    vrmEngineSnapshot fin = { 0 };
+    g_autofree char *reason = NULL;
+    vrmJobState state = VRM_JOB_STATE_FAILED;
+    GPid pid = job->pid;
+    bool have;
+
+    vrmHelperJobsReadFinalStats(job, &fin, &have);
+    if (have)
+        vrmHelperJobApplyStats(job, &fin);
+    if (have && fin.state == VRM_ENGINE_STATE_COMPLETED &&
+        (!haveStatus || (WIFEXITED(status) && WEXITSTATUS(status) == 0))) {
+        state = VRM_JOB_STATE_COMPLETED;
+    } else if (have && fin.error) {
+        /* the engine's one line, from its record, never from its log */
+        reason = vrmLogSanitize(fin.error);
+    } else if (haveStatus && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+        state = VRM_JOB_STATE_COMPLETED;
+    } else if (haveStatus && WIFSIGNALED(status)) {
+        reason = g_strdup_printf(_("the transport engine (pid %1$d) was killed by signal %2$d"),
+                                 (int)pid, WTERMSIG(status));
+    } else if (haveStatus) {
+        reason = g_strdup_printf(_("the transport engine (pid %1$d) ended with status %2$d"),
+                                 (int)pid, WEXITSTATUS(status));
+    } else {
+        reason = g_strdup(_("the transport engine ended while the helper was not watching it"));
+    }
+    vrmEngineSnapshotClear(&fin);
+    g_clear_pointer(&job->probe, vrmStatsProbeCancel);
+    if (ops && ops->ended) {
+        ops->ended(d, job, state, reason);
+        return;
+    }
+    vrmHelperJobsFinish(d, job, state, reason);
+}
+
+static void
+vrmHelperJobsChildExited(GPid pid, gint status, gpointer opaque)
+{
+    vrmHelperJobRef *ref = opaque;
+    vrmHelperJob *job = vrmHelperJobsGet(ref->d, ref->id);
+
+    if (!job || job->pid != pid)
+        return;
+    job->childWatch = 0;    /* this source is being removed */
+    vrmHelperJobsEngineEnded(ref->d, job, status, true);
+}
+
+
+/* ---- engines ------------------------------------------------------------ */
+
+/*
+ * Tests only: with $VRM_HELPER_TEST_TOKEN_DIR set, each job's token is
+ * written there (0600), so that the end-to-end tests can look for it in
+ * every domain XML. Never set in production (virt-rdmad(8)).
+ */
+static void
+vrmHelperJobsTestToken(vrmHelperJob *job)
+{
+    const char *dir = g_getenv("VRM_HELPER_TEST_TOKEN_DIR");
+    char hex[VRM_TOKEN_HEX_LEN + 2];
+    g_autofree char *path = NULL;
+
+    if (!dir || !*dir || !g_file_test(dir, G_FILE_TEST_IS_DIR))
+        return;
+    vrmTokenFormat(&job->token, hex);
+    hex[VRM_TOKEN_HEX_LEN] = '\n';
+    hex[VRM_TOKEN_HEX_LEN + 1] = '\0';
+    path = g_strdup_printf("%s/job-%llu.token", dir, job->record->id);
+    g_file_set_contents_full(path, hex, -1, G_FILE_SET_CONTENTS_NONE, 0600, NULL);
+}
+
+int
+vrmHelperJobsSpawn(vrmHelperDaemon *d, vrmHelperJob *job, const vrmOffer *offer,
+                   const vrmAnswer *answer, const char *device)
+{
+    bool source = job->record->role == VRM_JOB_ROLE_SOURCE;
+    guint32 caps = source ? offer->capabilities : answer->capabilities;
+    vrmEngineLaunch l = { 0 };
+    GPid pid;
+
+    g_free(job->statsSocket);
+    g_free(job->statsFile);
+    g_free(job->logFile);
+    job->statsSocket = vrmRunDirEngineSocket(d->runDir, job->record->id);
+    job->statsFile = g_strdup_printf("%s/job-%llu.stats.json", d->conf->stateDir,
+                                     job->record->id);
+    job->logFile = g_strdup_printf("%s/job-%llu.log", d->conf->stateDir,
+                                   job->record->id);
+    unlink(job->statsSocket);
+    unlink(job->statsFile);
+
+    l.program = d->enginePath;
+    l.source = source;
+    l.domainUUID = job->record->domainUUID;
+    l.qemuPath = job->record->socketPath;
+    l.qemuListenFd = -1;
+    l.qemuUid = job->qemuUid;
+    l.qemuPid = job->qemuPid;
+    l.address = offer->address;
+    l.port = offer->port;
+    l.channels = source ? offer->channels : answer->channels;
+    l.chunkSize = source ? offer->chunkSize : answer->chunkSize;
+    l.ringDepth = source ? offer->ringDepth : answer->ringDepth;
+    l.pinAll = caps & VRM_CAP_PIN_ALL;
+    l.writeImm = caps & VRM_CAP_WRITE_IMM;
+    l.allowance = job->allowance;
+    l.device = device;
+    l.token = &job->token;
+    l.statsSocket = job->statsSocket;
+    l.statsFile = job->statsFile;
+    l.logFile = job->logFile;
+    l.connectTimeout = d->connectTimeout;
+    l.idleTimeout = d->idleTimeout;
+    l.debug = d->engineDebug;
+    /* the first engine binds QEMU's socket itself: it runs as root until
+     * the helper passes a bound socket to it */
+    l.dropPrivileges = false;
+    l.uid = d->engineUid;
+    l.gid = d->engineGid;
+    vrmHelperJobsTestToken(job);
+    if (vrmHelperEngineSpawn(&l, &pid, &job->startTime) < 0)
+        return -1;
+    vrmHelperJobsDropToken(job);
+    job->pid = pid;
+    job->engineUid = l.dropPrivileges ? l.uid : geteuid();
+    job->childWatch = g_child_watch_add_full(G_PRIORITY_DEFAULT, pid,
+                                             vrmHelperJobsChildExited,
+                                             vrmHelperJobRefNew(d, job), g_free);
+    VRM_INFO("job %llu: engine pid %d: %s %s, %u channel(s), allowance %llu bytes",
+             job->record->id, (int)pid, source ? "source" : "destination",
+             job->record->socketPath, l.channels, l.allowance);
+    vrmHelperJobsSave(d, job);
+    return 0;
+}
+
+
+/* ---- following the engines ---------------------------------------------- */
+
+static void
+vrmHelperJobsProbeDone(const char *text, gpointer opaque)
+{
+    vrmHelperJobRef *ref = opaque;
+    vrmHelperDaemon *d = ref->d;
+    vrmHelperJob *job = vrmHelperJobsGet(d, ref->id);
+    const vrmHelperRoleOps *ops;
+    vrmEngineSnapshot es = { 0 };
+    vrmJobState before;
+
+    g_free(ref);
+    if (!job)
+        return;
+    job->probe = NULL;
+    if (!text || vrmHelperEngineStatsParse(text, &es) < 0) {
+        vrmResetLastError();
+        return;
+    }
+    before = job->record->state;
+    job->statsSeen = true;
+    vrmHelperJobApplyStats(job, &es);
+    vrmEngineSnapshotClear(&es);
+    if (job->record->state != before)
+        vrmHelperJobsSave(d, job);
+    ops = d->ops[job->record->role];
+    if (ops && ops->stats)
+        ops->stats(d, job);
+}
+
+static void
+vrmHelperJobsProbe(vrmHelperDaemon *d, vrmHelperJob *job)
+{
+    vrmHelperJobRef *ref;
+
+    if (job->probe || job->pid <= 0)
+        return;
+    ref = vrmHelperJobRefNew(d, job);
+    if (!(job->probe = vrmStatsProbeStart(job->statsSocket, job->pid,
+                                          VRM_HELPER_PROBE_TIMEOUT_MS,
+                                          vrmHelperJobsProbeDone, ref)))
+        g_free(ref);
+}
+
+/* An engine found after a restart: not our child, so watch it here */
+static bool
+vrmHelperJobsCheckAdopted(vrmHelperDaemon *d, vrmHelperJob *job)
+{
+    if (!job->adopted || job->pid <= 0)
+        return true;
+    if (vrmProcGone(job->pid)) {
+        vrmHelperJobsEngineEnded(d, job, 0, false);
+        return false;
+    }
+    if (!job->statsSeen && g_get_monotonic_time() > job->adoptDeadline) {
+        VRM_WARN(_("job %1$llu: its engine (pid %2$d) does not answer since the helper restarted; ending it"),
+                 job->record->id, (int)job->pid);
+        vrmHelperJobsKill(job, SIGTERM);
+        vrmHelperJobsFinish(d, job, VRM_JOB_STATE_FAILED,
+                            _("the helper restarted and could not reach the transport engine, so it ended it"));
+        return false;
+    }
+    return true;
+}
+
+/* Probe the engines (only those of negotiating jobs with @waitersOnly);
+ * true if some job still negotiates */
+static bool
+vrmHelperJobsPoll(vrmHelperDaemon *d, bool waitersOnly)
+{
+    g_autoptr(GPtrArray) all = vrmHelperJobsSorted(d);
+    g_autofree unsigned long long *ids = g_new(unsigned long long, all->len + 1);
+    bool waiting = false;
+    guint i;
+
+    for (i = 0; i < all->len; i++)
+        ids[i] = ((vrmHelperJob *)all->pdata[i])->record->id;
+    for (i = 0; i < all->len; i++) {
+        vrmHelperJob *job = vrmHelperJobsGet(d, ids[i]);
+        bool negotiating;
+
+        if (!job || job->pid <= 0)
+            continue;
+        negotiating = job->phase == VRM_PHASE_SRC_STARTING ||
+            job->phase == VRM_PHASE_DST_STARTING;
+        if (negotiating)
+            waiting = true;
+        if (waitersOnly && !negotiating)
+            continue;
+        if (!vrmHelperJobsCheckAdopted(d, job))
+            continue;
+        vrmHelperJobsProbe(d, job);
+    }
+    return waiting;
+}
+
+static gboolean
+vrmHelperJobsPollTimer(gpointer opaque)
+{
+    vrmHelperJobsPoll(opaque, false);
+    return G_SOURCE_CONTINUE;
+}
+
+static gboolean
+vrmHelperJobsWaitTimer(gpointer opaque)
+{
+    vrmHelperDaemon *d = opaque;
+
+    if (vrmHelperJobsPoll(d, true))
+        return G_SOURCE_CONTINUE;
+    d->waitTimer = 0;
+    return G_SOURCE_REMOVE;
+}
+
+void
+vrmHelperJobsWatchWaiters(vrmHelperDaemon *d)
+{
+    if (!d->waitTimer)
+        d->waitTimer = g_timeout_add(VRM_HELPER_WAIT_POLL_MS,
+                                     vrmHelperJobsWaitTimer, d);
+}
+
+void
+vrmHelperJobsStartPolling(vrmHelperDaemon *d)
+{
+    if (!d->pollTimer)
+        d->pollTimer = g_timeout_add(VRM_HELPER_POLL_MS, vrmHelperJobsPollTimer, d);
+}
+
+
+/* ---- after a restart ---------------------------------------------------- */
+
+static void
+vrmHelperJobsRecoverOne(vrmHelperDaemon *d, vrmHelperJob *job)
+{
+    if (vrmJobStateIsFinal(job->record->state)) {
+        job->pid = 0;
+        return;
+    }
+    vrmRunDirDomainAdopt(d->runDir, &job->domainDir);
+    if (job->pid > 0 &&
+        vrmProcIsOurEngine(job->pid, job->engineUid, d->enginePath, job->startTime)) {
+        VRM_INFO("job %llu: following its engine again (pid %d)",
+                 job->record->id, (int)job->pid);
+        job->adopted = true;
+        job->adoptDeadline = g_get_monotonic_time() +
+            VRM_HELPER_ADOPT_TIMEOUT_S * G_USEC_PER_SEC;
+        job->phase = job->record->role == VRM_JOB_ROLE_SOURCE ?
+            VRM_PHASE_SRC_RUNNING : VRM_PHASE_DST_RUNNING;
+        return;
+    }
+    if (job->pid > 0 && !vrmProcGone(job->pid))
+        VRM_WARN(_("job %1$llu: pid %2$d is not the engine this helper started (user, program or start time differ); leaving it alone"),
+                 job->record->id, (int)job->pid);
+    /* the engine is gone: its final record tells the outcome */
+    job->adopted = true;
+    vrmHelperJobsEngineEnded(d, job, 0, false);
+}
+
+void
+vrmHelperJobsRecover(vrmHelperDaemon *d)
+{
+    g_autoptr(GPtrArray) jobs = vrmHelperJobLoadDir(d->conf->stateDir);
+    guint i;
+
+    if (!jobs) {
+        VRM_WARN("%s", vrmGetLastErrorMessage());
+        return;
+    }
+    for (i = 0; i < jobs->len; i++) {
+        vrmHelperJob *job = g_steal_pointer(&jobs->pdata[i]);
+
+        unsigned long long *id = g_new(unsigned long long, 1);
+
+        *id = job->record->id;
+        d->nextId = MAX(d->nextId, job->record->id + 1);
+        g_hash_table_insert(d->jobs, id, job);
+    }
+    {
+        g_autoptr(GPtrArray) all = vrmHelperJobsSorted(d);
+        g_autofree unsigned long long *ids = g_new(unsigned long long, all->len + 1);
+        guint n = all->len;
+
+        /* by id: recovering one job may prune another from the history */
+        for (i = 0; i < n; i++)
+            ids[i] = ((vrmHelperJob *)all->pdata[i])->record->id;
+        for (i = 0; i < n; i++) {
+            vrmHelperJob *job = vrmHelperJobsGet(d, ids[i]);
+
+            if (job && !vrmJobStateIsFinal(job->record->state))
+                vrmHelperJobsRecoverOne(d, job);
+        }
+    }
+    vrmHelperJobsPrune(d);
+}
+
+
+/* ---- intents ------------------------------------------------------------ */
+
+void
+vrmHelperIntentFree(vrmHelperIntent *intent)
+{
+    if (!intent)
+        return;
+    vrmIntentRecordFree(intent->record);
+    vrmMigrationParamsFree(intent->overrides);
+    g_free(intent);
+}
+
+vrmHelperIntent *
+vrmHelperIntentsTake(vrmHelperDaemon *d, const char *uuid,
+                     unsigned long long jobId)
+{
+    GHashTableIter it;
+    gpointer v;
+    vrmHelperIntent *best = NULL;
+    gint64 now = g_get_monotonic_time();
+
+    g_hash_table_iter_init(&it, d->intents);
+    while (g_hash_table_iter_next(&it, NULL, &v)) {
+        vrmHelperIntent *intent = v;
+
+        if (intent->record->state != VRM_INTENT_STATE_PENDING ||
+            intent->expires < now ||
+            g_ascii_strcasecmp(intent->record->domainUUID, uuid) != 0)
+            continue;
+        if (!best || intent->record->id > best->record->id)
+            best = intent;
+    }
+    if (!best)
+        return NULL;
+    best->record->state = VRM_INTENT_STATE_USED;
+    best->record->hasJob = true;
+    best->record->job = jobId;
+    return best;
+}
+
+void
+vrmHelperIntentsExpire(vrmHelperDaemon *d)
+{
+    g_autoptr(GPtrArray) ended = g_ptr_array_new();
+    GHashTableIter it;
+    gpointer k;
+    gpointer v;
+    gint64 now = g_get_monotonic_time();
+    guint i;
+
+    g_hash_table_iter_init(&it, d->intents);
+    while (g_hash_table_iter_next(&it, &k, &v)) {
+        vrmHelperIntent *intent = v;
+
+        if (intent->record->state == VRM_INTENT_STATE_PENDING && intent->expires < now)
+            intent->record->state = VRM_INTENT_STATE_EXPIRED;
+        /* an ended intent is kept as long as a pending one would be, so
+         * that its owner can still ask about it; then it goes */
+        if (intent->record->state != VRM_INTENT_STATE_PENDING &&
+            intent->expires + VRM_HELPER_INTENT_TTL_S * G_USEC_PER_SEC < now &&
+            (!intent->record->hasJob ||
+             !vrmHelperJobsGet(d, intent->record->job) ||
+             vrmJobStateIsFinal(vrmHelperJobsGet(d, intent->record->job)->record->state)))
+            g_ptr_array_add(ended, k);
+    }
+    for (i = 0; i < ended->len; i++)
+        g_hash_table_remove(d->intents, ended->pdata[i]);
+}

@@ -1,0 +1,553 @@
+/*
+ * vrmhelpersource.c: the source side of the negotiation
+ *
+ * A peer helper (authenticated by the channel) asks for the migration of
+ * a domain. This host's libvirt must confirm that the domain runs here
+ * and migrates out of here right now, and that it is RDMA-enabled; then
+ * the helper applies its policy and the pending intent of
+ * `virt-rdma migrate` if there is one, reserves the job's locked memory,
+ * makes the per-domain directory, starts the source engine, waits until
+ * it listens, and offers (with the token, only on this channel). The
+ * destination answers; the answer is checked (version, capabilities,
+ * sizes within the offer) and the exchange ends with a result. When the
+ * engine ends, libvirt is asked how the migration ended (issue 13 item 8).
+ */
+#include <config.h>
+
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "vrmhelperdpriv.h"
+#include "vrmhelperpolicy.h"
+#include "vrmerror.h"
+#include "vrmi18n.h"
+#include "vrmlog.h"
+
+/* How long the source engine may take to listen */
+#define VRM_SOURCE_LISTEN_TIMEOUT_S 15
+
+/* A peer's request, from its arrival until a job takes the channel */
+typedef struct {
+    vrmHelperDaemon *d;
+    vrmPeerConn *pc;                /* NULL once it failed */
+    vrmPeerMessage *request;
+    bool querying;                  /* libvirt is being asked */
+} vrmSourceRequest;
+
+static void
+vrmSourceRequestFree(vrmSourceRequest *req)
+{
+    vrmPeerConnFinish(req->pc);
+    vrmPeerMessageFree(req->request);
+    g_free(req);
+}
+
+/* Say no to the peer, log it (a peer can trigger it: rate limited), and
+ * close; the error is this thread's last */
+static void
+vrmHelperJobRefuse(vrmSourceRequest *req)
+{
+    g_autoptr(vrmPeerMessage) res = vrmPeerResultNewError(vrmGetLastErrorCode(),
+                                                          vrmGetLastErrorMessage());
+
+    VRM_WARN_LIMITED(&req->d->peerLog, _("refused the request of the peer helper at %1$s: %2$s"),
+                     req->pc ? vrmPeerConnPeerName(req->pc) : "?",
+                     vrmGetLastErrorMessage());
+    if (req->pc)
+        vrmPeerConnSend(req->pc, res);
+    vrmSourceRequestFree(req);
+}
+
+
+/* ---- a job's channel to the destination -------------------------------- */
+
+static void vrmSourcePeerMessage(vrmPeerConn *pc, vrmPeerMessage *msg, gpointer opaque);
+static void vrmSourcePeerFailed(vrmPeerConn *pc, gpointer opaque);
+
+static const vrmPeerConnCallbacks vrmSourceJobCallbacks = {
+    .message = vrmSourcePeerMessage,
+    .failed = vrmSourcePeerFailed,
+};
+
+/* The negotiation failed here: tell the destination, end the engine */
+static void
+vrmSourceFail(vrmHelperDaemon *d, vrmHelperJob *job, int code, const char *why)
+{
+    if (job->peer) {
+        g_autoptr(vrmPeerMessage) res = vrmPeerResultNewError(code, why);
+
+        vrmPeerConnSend(job->peer, res);
+    }
+    vrmHelperJobsKill(job, SIGTERM);
+    vrmHelperJobsFinish(d, job, VRM_JOB_STATE_FAILED, why);
+}
+
+static void
+vrmSourceFailLast(vrmHelperDaemon *d, vrmHelperJob *job)
+{
+    g_autofree char *why = g_strdup(vrmGetLastErrorMessage());
+
+    vrmSourceFail(d, job, vrmGetLastErrorCode(), why);
+}
+
+static gboolean
+vrmSourceListenExpired(gpointer opaque)
+{
+    vrmHelperJobRef *ref = opaque;
+    vrmHelperJob *job = vrmHelperJobsGet(ref->d, ref->id);
+
+    if (job)
+        vrmSourceFail(ref->d, job, VRM_ERR_TIMEOUT,
+                      _("the source engine did not start listening in time"));
+    return G_SOURCE_REMOVE;
+}
+
+static gboolean
+vrmSourceAnswerExpired(gpointer opaque)
+{
+    vrmHelperJobRef *ref = opaque;
+    vrmHelperJob *job = vrmHelperJobsGet(ref->d, ref->id);
+
+    if (job)
+        vrmSourceFail(ref->d, job, VRM_ERR_TIMEOUT,
+                      _("the destination's helper did not answer the offer in time"));
+    return G_SOURCE_REMOVE;
+}
+
+/* The engine answered: once it listens, offer */
+static void
+vrmSourceStats(vrmHelperDaemon *d, vrmHelperJob *job)
+{
+    g_autoptr(vrmPeerMessage) msg = NULL;
+    vrmOffer *offer;
+
+    if (job->phase != VRM_PHASE_SRC_STARTING || !job->peer)
+        return;
+    offer = job->record->migration->offer;
+    msg = vrmPeerMessageNew(VRM_PEER_MIGRATION_OFFER);
+    msg->socketPath = g_strdup(job->record->socketPath);
+    msg->offer = vrmOfferCopy(offer);
+    if (vrmPeerConnSend(job->peer, msg) < 0) {
+        vrmSourceFailLast(d, job);
+        return;
+    }
+    /* the token has gone where it had to: not kept here any longer */
+    vrmOfferDropToken(offer);
+    vrmHelperJobsSetPhase(d, job, VRM_PHASE_SRC_OFFERED,
+                          d->connectTimeout + d->conf->peerTimeout + 5,
+                          vrmSourceAnswerExpired);
+    vrmPeerConnExpect(job->peer, d->connectTimeout + d->conf->peerTimeout + 5);
+    VRM_INFO("job %llu: offered to %s", job->record->id, vrmPeerConnPeerName(job->peer));
+}
+
+static void
+vrmSourceAnswer(vrmHelperDaemon *d, vrmHelperJob *job, vrmAnswer *answer)
+{
+    g_autoptr(vrmPeerMessage) ok = vrmPeerMessageNew(VRM_PEER_MIGRATION_RESULT);
+
+    job->record->migration->answer = vrmAnswerCopy(answer);
+    if (vrmNegotiationCheckAnswer(job->record->migration->offer, answer) < 0) {
+        vrmSourceFailLast(d, job);
+        return;
+    }
+    vrmPeerConnSend(job->peer, ok);
+    g_clear_pointer(&job->peer, vrmPeerConnFinish);
+    vrmHelperJobsSetPhase(d, job, VRM_PHASE_SRC_RUNNING, 0, NULL);
+    vrmHelperJobsSave(d, job);
+    VRM_INFO("job %llu: the destination accepted; QEMU's turn", job->record->id);
+}
+
+static void
+vrmSourcePeerMessage(vrmPeerConn *pc, vrmPeerMessage *msg, gpointer opaque)
+{
+    vrmHelperDaemon *d = opaque;
+    vrmHelperJob *job = vrmHelperJobsOfPeer(d, pc);
+    g_autoptr(vrmPeerMessage) m = msg;
+
+    if (!job)
+        return;
+    if (job->phase == VRM_PHASE_SRC_OFFERED && m->type == VRM_PEER_MIGRATION_ANSWER) {
+        vrmSourceAnswer(d, job, m->answer);
+        return;
+    }
+    if (m->type == VRM_PEER_MIGRATION_RESULT && m->errorCode != VRM_ERR_OK) {
+        g_autofree char *line = vrmLogSanitize(m->errorMessage ? m->errorMessage : "");
+        g_autofree char *why =
+            g_strdup_printf(_("the destination's helper gave up: %1$s"), line);
+
+        g_clear_pointer(&job->peer, vrmPeerConnFree);
+        vrmSourceFail(d, job, VRM_ERR_PEER, why);
+        return;
+    }
+    vrmSourceFail(d, job, VRM_ERR_PROTOCOL,
+                  _("the destination's helper sent a message out of turn"));
+}
+
+static void
+vrmSourcePeerFailed(vrmPeerConn *pc, gpointer opaque)
+{
+    vrmHelperDaemon *d = opaque;
+    vrmHelperJob *job = vrmHelperJobsOfPeer(d, pc);
+    g_autofree char *why = g_strdup(vrmGetLastErrorMessage());
+
+    if (!job)
+        return;
+    g_clear_pointer(&job->peer, vrmPeerConnFree);
+    if (job->phase == VRM_PHASE_SRC_STARTING || job->phase == VRM_PHASE_SRC_OFFERED)
+        vrmSourceFail(d, job, VRM_ERR_PEER, why);
+}
+
+
+/* ---- the end: how did libvirt's migration end? ------------------------- */
+
+static void vrmSourceAskOutcome(vrmHelperDaemon *d, vrmHelperJob *job);
+
+static gboolean
+vrmSourceOutcomeAgain(gpointer opaque)
+{
+    vrmHelperJobRef *ref = opaque;
+    vrmHelperJob *job = vrmHelperJobsGet(ref->d, ref->id);
+
+    if (job) {
+        job->outcomeTimer = 0;
+        vrmSourceAskOutcome(ref->d, job);
+    }
+    return G_SOURCE_REMOVE;
+}
+
+static void
+vrmSourceOutcome(vrmOutcome outcome, const char *detail, gpointer opaque)
+{
+    vrmHelperJobRef *ref = opaque;
+    vrmHelperDaemon *d = ref->d;
+    vrmHelperJob *job = vrmHelperJobsGet(d, ref->id);
+
+    if (!job || job->phase != VRM_PHASE_SRC_OUTCOME) {
+        g_free(ref);
+        return;
+    }
+    switch (outcome) {
+    case VRM_OUTCOME_SUCCEEDED:
+        vrmHelperJobsFinish(d, job, VRM_JOB_STATE_COMPLETED, NULL);
+        break;
+    case VRM_OUTCOME_FAILED:
+        vrmHelperJobsFinish(d, job, VRM_JOB_STATE_FAILED,
+                            _("the transport engine completed, but libvirt reports that the migration failed: the domain still runs on this host"));
+        break;
+    case VRM_OUTCOME_UNKNOWN:
+        VRM_WARN(_("job %1$llu: cannot ask libvirt how the migration ended (%2$s); recording the engine's outcome"),
+                 job->record->id, detail ? detail : "");
+        vrmHelperJobsFinish(d, job, VRM_JOB_STATE_COMPLETED, NULL);
+        break;
+    case VRM_OUTCOME_PENDING:
+        if (g_get_monotonic_time() > job->outcomeDeadline) {
+            vrmHelperJobsFinish(d, job, VRM_JOB_STATE_FAILED,
+                                _("the transport engine completed, but libvirt did not finish the migration in time"));
+            break;
+        }
+        job->outcomeTimer = g_timeout_add_full(G_PRIORITY_DEFAULT,
+                                               VRM_HELPER_OUTCOME_POLL_MS,
+                                               vrmSourceOutcomeAgain,
+                                               g_steal_pointer(&ref), g_free);
+        break;
+    }
+    g_free(ref);
+}
+
+static void
+vrmSourceAskOutcome(vrmHelperDaemon *d, vrmHelperJob *job)
+{
+    vrmHelperJobRef *ref = g_new0(vrmHelperJobRef, 1);
+
+    ref->d = d;
+    ref->id = job->record->id;
+    vrmHelperVirtQueryOutcome(d->virt, job->record->domainUUID,
+                              vrmSourceOutcome, ref);
+}
+
+static void
+vrmSourceEnded(vrmHelperDaemon *d, vrmHelperJob *job, vrmJobState state,
+               const char *reason)
+{
+    if (job->phase == VRM_PHASE_SRC_RUNNING && state == VRM_JOB_STATE_COMPLETED &&
+        !job->cancelRequested) {
+        /* the engine's view is not the migration's: ask libvirt */
+        if (job->childWatch) {
+            g_source_remove(job->childWatch);
+            job->childWatch = 0;
+        }
+        if (job->pid > 0 && !job->adopted)
+            g_spawn_close_pid(job->pid);
+        job->pid = 0;
+        job->outcomeDeadline = g_get_monotonic_time() +
+            VRM_HELPER_OUTCOME_TIMEOUT_S * G_USEC_PER_SEC;
+        vrmHelperJobsSetPhase(d, job, VRM_PHASE_SRC_OUTCOME, 0, NULL);
+        vrmSourceAskOutcome(d, job);
+        return;
+    }
+    if (job->phase == VRM_PHASE_SRC_STARTING || job->phase == VRM_PHASE_SRC_OFFERED) {
+        vrmSourceFail(d, job, VRM_ERR_PEER, reason ? reason :
+                      _("the source engine ended during the negotiation"));
+        return;
+    }
+    vrmHelperJobsFinish(d, job, state, reason);
+}
+
+static void
+vrmSourceFinishing(vrmHelperDaemon *d, vrmHelperJob *job)
+{
+    g_clear_pointer(&job->peer, vrmPeerConnFree);
+}
+
+const vrmHelperRoleOps vrmHelperSourceOps = {
+    .stats = vrmSourceStats,
+    .ended = vrmSourceEnded,
+    .finishing = vrmSourceFinishing,
+};
+
+
+/* ---- a request: libvirt's facts, then the job -------------------------- */
+
+/* Why the domain cannot be migrated out from here, or 0 */
+static int
+vrmSourceCheckFacts(vrmHelperDaemon *d, const vrmDomainFacts *f)
+{
+    const char *host = d->locator ? d->locator->host : g_get_host_name();
+    vrmHelperJob *other;
+
+    if (f->error) {
+        vrmReportError(VRM_ERR_LIBVIRT,
+                       _("virt-rdmad on %1$s cannot ask its libvirt about the domain: %2$s"),
+                       host, f->error);
+        return -1;
+    }
+    if (!f->found || !f->active) {
+        vrmReportError(VRM_ERR_INVALID_ARG,
+                       _("no running domain with UUID %1$s on %2$s"), f->uuid, host);
+        return -1;
+    }
+    if (!f->migratingOut) {
+        vrmReportError(VRM_ERR_POLICY,
+                       _("the domain '%1$s' runs on %2$s but is not migrating out of it"),
+                       f->name, host);
+        return -1;
+    }
+    if (!f->rdmaEnabled) {
+        vrmReportError(VRM_ERR_POLICY,
+                       _("the domain '%1$s' has no <rdma:migration> metadata on %2$s: it is not RDMA-enabled"),
+                       f->name, host);
+        return -1;
+    }
+    if (!f->def) {
+        vrmReportError(VRM_ERR_XML,
+                       _("the virt-rdma metadata of the domain '%1$s' on %2$s is invalid: %3$s"),
+                       f->name, host, f->defError ? f->defError : "");
+        return -1;
+    }
+    if ((other = vrmHelperJobsLiveOfDomain(d, f->uuid))) {
+        vrmReportError(VRM_ERR_RESOURCE,
+                       _("a migration job of the domain '%1$s' already runs on %2$s (job %3$llu)"),
+                       f->name, host, other->record->id);
+        return -1;
+    }
+    if (d->engineProblem) {
+        vrmReportError(VRM_ERR_CONFIG, "%s", d->engineProblem);
+        return -1;
+    }
+    return vrmHelperCheckJobLimit(vrmHelperJobsLive(d, NULL), d->conf->maxJobs);
+}
+
+/*
+ * The parameters of the offer: the domain's metadata, the pin-all flag of
+ * libvirt's job, the intent's overrides; pin-all is on if any of the
+ * three says so ("on" wins). Channels: the most both policies allow,
+ * unless the metadata or the intent names fewer.
+ */
+static void
+vrmSourceParams(vrmHelperDaemon *d, const vrmDomainFacts *f,
+                const vrmHelperIntent *intent, unsigned int peerMax,
+                vrmMigrationParams *params)
+{
+    guint32 pinOn;
+    unsigned int max = MIN(d->conf->maxChannels, peerMax);
+
+    vrmMigrationParamsCopy(params, &f->def->params);
+    pinOn = (params->capsOn & VRM_CAP_PIN_ALL) |
+        (f->pinAllFlag ? VRM_CAP_PIN_ALL : 0) |
+        (intent && intent->overrides ? intent->overrides->capsOn & VRM_CAP_PIN_ALL : 0);
+    if (intent && intent->overrides)
+        vrmMigrationParamsMerge(params, intent->overrides);
+    params->capsOn |= pinOn;
+    params->capsOff &= ~pinOn;
+    params->channels = params->channels ? MIN(params->channels, max) : max;
+}
+
+static const char *
+vrmSourceDevice(vrmHelperDaemon *d, const vrmMigrationParams *params,
+                unsigned int *devPort)
+{
+    *devPort = params->devicePort ? params->devicePort : d->conf->devicePort;
+    return params->device ? params->device : d->conf->device;
+}
+
+/* Device, address, port; the offer; the budget; directory; engine.
+ * The job exists even when this fails (-1): the caller ends it. */
+static int
+vrmSourceStartJob(vrmSourceRequest *req, const vrmDomainFacts *f,
+                  vrmHelperJob **jobp)
+{
+    vrmHelperDaemon *d = req->d;
+    g_autoptr(vrmMigrationParams) params = g_new0(vrmMigrationParams, 1);
+    g_autoptr(GHashTable) ports = g_hash_table_new(NULL, NULL);
+    g_autofree char *device = NULL;
+    g_autofree char *address = NULL;
+    g_autoptr(vrmOffer) offer = NULL;
+    vrmHelperIntent *intent;
+    unsigned int devPort = 1;
+    unsigned int port;
+    vrmHelperJob *job;
+
+    *jobp = job = vrmHelperJobsCreate(d, VRM_JOB_ROLE_SOURCE, f->name, f->uuid);
+    if ((intent = vrmHelperIntentsTake(d, f->uuid, job->record->id))) {
+        job->record->owner = intent->owner;
+        job->record->hasIntent = true;
+        job->record->intent = intent->record->id;
+    }
+    vrmSourceParams(d, f, intent, req->request->maxChannels, params);
+    job->record->migration = vrmMigrationDefNew();
+    vrmMigrationParamsCopy(&job->record->migration->params, params);
+    job->record->migration->locator = vrmLocatorCopy(req->request->requester);
+    job->qemuUid = f->qemuUid >= 0 ? f->qemuUid : d->qemuUid;
+    job->qemuPid = f->qemuPid;
+
+    vrmHelperJobsLive(d, ports);
+    if (vrmHelperDeviceCheck(vrmSourceDevice(d, params, &devPort), devPort, &device) < 0)
+        return -1;
+    if (params->address)
+        address = g_strdup(params->address);
+    else if (d->conf->address)
+        address = g_strdup(d->conf->address);
+    else if (!(address = vrmHelperDeviceAddress(device, devPort)))
+        return -1;
+    if (!(port = vrmHelperPortPick(d->conf->cmPortMin, d->conf->cmPortMax,
+                                   ports, d->lastPort))) {
+        vrmReportError(VRM_ERR_RESOURCE,
+                       _("every rdma_cm port from %1$u to %2$u is in use by a migration job"),
+                       d->conf->cmPortMin, d->conf->cmPortMax);
+        return -1;
+    }
+    if (!(offer = vrmOfferFromParams(params, &d->policy, address, port)))
+        return -1;
+    g_free(offer->device);
+    offer->device = g_strdup(device);
+    offer->devicePort = devPort;
+    d->lastPort = port;
+    job->cmPort = port;
+    if (vrmHelperJobsReserve(d, job, vrmPinnedBytes(offer->channels, offer->ringDepth,
+                                                    offer->chunkSize)) < 0)
+        return -1;
+    job->record->migration->offer = vrmOfferCopy(offer);
+    job->token = offer->token;
+    job->hasToken = true;
+    if (vrmRunDirDomainCreate(d->runDir, f->uuid, job->qemuUid, d->engineGid,
+                              false, &job->domainDir, NULL) < 0)
+        return -1;
+    return vrmHelperJobsSpawn(d, job, offer, NULL, device);
+}
+
+static void
+vrmSourceFacts(vrmDomainFacts *facts, gpointer opaque)
+{
+    vrmSourceRequest *req = opaque;
+    g_autoptr(vrmDomainFacts) f = facts;
+    vrmHelperDaemon *d = req->d;
+    vrmHelperJob *job = NULL;
+
+    req->querying = false;
+    if (!req->pc) {
+        /* the peer went away meanwhile */
+        vrmSourceRequestFree(req);
+        return;
+    }
+    vrmResetLastError();
+    if (vrmSourceCheckFacts(d, f) < 0) {
+        vrmHelperJobRefuse(req);
+        return;
+    }
+    if (vrmSourceStartJob(req, f, &job) < 0) {
+        g_autofree char *why = g_strdup(vrmGetLastErrorMessage());
+        int code = vrmGetLastErrorCode();
+
+        vrmHelperJobsFinish(d, job, VRM_JOB_STATE_FAILED, why);
+        vrmSetLastError(code, why);
+        vrmHelperJobRefuse(req);
+        return;
+    }
+    /* the job takes the channel */
+    job->peer = g_steal_pointer(&req->pc);
+    vrmPeerConnSetCallbacks(job->peer, &vrmSourceJobCallbacks, d);
+    vrmPeerConnExpect(job->peer, 0);
+    vrmHelperJobsSetPhase(d, job, VRM_PHASE_SRC_STARTING, VRM_SOURCE_LISTEN_TIMEOUT_S,
+                          vrmSourceListenExpired);
+    vrmHelperJobsWatchWaiters(d);
+    VRM_INFO("job %llu: %s (%s) migrates out to %s, owner %u%s", job->record->id,
+             f->name, f->uuid, vrmPeerConnPeerName(job->peer), job->record->owner,
+             job->record->hasIntent ? ", with an intent" : "");
+    vrmSourceRequestFree(req);
+}
+
+static void
+vrmSourceRequestMessage(vrmPeerConn *pc, vrmPeerMessage *msg, gpointer opaque)
+{
+    vrmSourceRequest *req = opaque;
+
+    if (req->request || req->querying) {
+        vrmPeerMessageFree(msg);
+        vrmReportError(VRM_ERR_PROTOCOL, _("a second request on one channel"));
+        vrmHelperJobRefuse(req);
+        return;
+    }
+    if (msg->type != VRM_PEER_MIGRATION_REQUEST || msg->version != VRM_PEER_VERSION) {
+        vrmReportError(msg->type != VRM_PEER_MIGRATION_REQUEST ? VRM_ERR_PROTOCOL :
+                       VRM_ERR_VERSION,
+                       _("expected a migration request of version %1$d, got <%2$s> version %3$u"),
+                       VRM_PEER_VERSION, vrmPeerTypeTypeToString(msg->type), msg->version);
+        vrmPeerMessageFree(msg);
+        vrmHelperJobRefuse(req);
+        return;
+    }
+    req->request = msg;
+    req->querying = true;
+    vrmPeerConnExpect(pc, 0);
+    vrmHelperVirtQueryDomain(req->d->virt, msg->domainUUID, vrmSourceFacts, req);
+}
+
+static void
+vrmSourceRequestFailed(vrmPeerConn *pc, gpointer opaque)
+{
+    vrmSourceRequest *req = opaque;
+
+    VRM_DEBUG("peer %s: %s", vrmPeerConnPeerName(pc), vrmGetLastErrorMessage());
+    g_clear_pointer(&req->pc, vrmPeerConnFree);
+    /* libvirt's answer is still to come: it frees the request */
+    if (!req->querying)
+        vrmSourceRequestFree(req);
+}
+
+static const vrmPeerConnCallbacks vrmSourceRequestCallbacks = {
+    .message = vrmSourceRequestMessage,
+    .failed = vrmSourceRequestFailed,
+};
+
+void
+vrmHelperSourceAccept(vrmPeerConn *pc, gpointer opaque)
+{
+    vrmHelperDaemon *d = opaque;
+    vrmSourceRequest *req = g_new0(vrmSourceRequest, 1);
+
+    req->d = d;
+    req->pc = pc;
+    vrmPeerConnSetCallbacks(pc, &vrmSourceRequestCallbacks, req);
+    vrmPeerConnExpect(pc, d->conf->peerTimeout);
+}

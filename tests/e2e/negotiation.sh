@@ -1,0 +1,198 @@
+#!/bin/bash
+# negotiation.sh SCENARIO: the helpers negotiate every RDMA migration over
+# their own TLS channel (issue 11); libvirt clients only point the
+# migration URI at the domain's per-domain path. Host a drives, host b
+# runs what a asks (remote). Every migration ends with the guest's own
+# memory check on the host it lands on, RDMA bytes >= memory processed,
+# no token in any domain XML of either host (live, persistent, read-only,
+# during and after), and nothing left behind.
+#
+#   migrations  a->b plain `virsh migrate --migrateuri unix://...` (one
+#               channel), b->a `virt-rdma migrate --parallel 4`, a->b
+#               libvirt-python migrateToURI3 (parallel 4), b->a plain virsh
+#               --parallel 4 --rdma-pin-all (pin-all from virsh's flag)
+#   refusals    helper channel with another cluster key; a peer asking for
+#               a domain that runs but is not migrating; destination helper
+#               down; source helper down; a migration aborted mid-way; the
+#               source helper restarted mid-migration (it follows its
+#               engine again) -- each refusal one line from virsh migrate,
+#               the guest still running on a, nothing left behind
+set -u
+. "$(dirname "$0")/e2e-lib.sh"
+scenario=$1
+virt_rdma=$VRM_BUILD_DIR/tools/cli/virt-rdma
+dest_b=qemu+tcp://198.18.0.2/system
+dest_a=qemu+tcp://198.18.0.1/system
+export PATH=$VRM_BUILD_DIR/tools/cli:$PATH
+
+# ---- host b: services, then whatever host a asks ---------------------------
+if [ "$VRM_SANDBOX_HOST" = b ]; then
+    start_virt_rdma
+    start_libvirt
+    flag ready-b
+    serve_remote
+    say "done"
+    exit 0
+fi
+
+# ---- helpers of host a -----------------------------------------------------
+
+# XML watchers: every 0.3 s, the read-only live XML on both hosts
+start_xml_watch() {
+    rm -f "$SHARED/xml-stop"
+    ( while [ ! -e "$SHARED/xml-stop" ]; do
+          virsh -r dumpxml g1 >> "$SHARED/xml-watch-a" 2>/dev/null; nap 0.3
+      done ) &
+    XML_WATCH=$!
+    remote "( while [ ! -e \$SHARED/xml-stop ]; do virsh -r dumpxml g1 >> \$SHARED/xml-watch-b 2>/dev/null; nap 0.3; done ) >/dev/null 2>&1 &"
+}
+
+stop_xml_watch() {
+    touch "$SHARED/xml-stop"
+    wait "$XML_WATCH" 2>/dev/null
+    nap 0.5
+}
+
+# no_token: the tokens of every job either helper made appear in no
+# domain XML: the watched ones and the current ones (live, read-only,
+# persistent) of both hosts
+no_token() {
+    local tokens=$SHARED/all-tokens dumps=$SHARED/xml-now
+    cat "$SHARED"/tokens-a/*.token "$SHARED"/tokens-b/*.token 2>/dev/null | sort -u > "$tokens"
+    [ -s "$tokens" ] || fail "no token was recorded: the test cannot look for it"
+    { virsh -r dumpxml g1; virsh dumpxml --security-info g1; virsh dumpxml --inactive g1; } > "$dumps" 2>/dev/null
+    remote "virsh -r dumpxml g1; virsh dumpxml --security-info g1; virsh dumpxml --inactive g1" >> "$dumps" 2>/dev/null
+    cat "$SHARED"/xml-watch-a "$SHARED"/xml-watch-b >> "$dumps" 2>/dev/null
+    if grep -F -f "$tokens" "$dumps"; then
+        fail "a token is in a domain XML"
+    fi
+    grep -q "<offer\|<answer" "$dumps" && fail "an offer or an answer is in a domain XML"
+    say "no-token grep: $(wc -l < "$tokens") token(s) looked for in $(grep -c '<domain' "$dumps") domain XML dumps of both hosts (during and after): none found"
+}
+
+# rdma_vs_memory HOST: the RDMA bytes of the last job >= libvirt's memory
+# processed, from `virt-rdma jobinfo --completed` on the source
+rdma_vs_memory() {
+    /usr/bin/python3 - "$1" <<'PY' || fail "RDMA bytes sent are fewer than the memory libvirt moved"
+import re, sys
+text = open("/tmp/jobinfo.txt").read()
+units = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+def size(label):
+    m = re.search(r"^%s\s+([\d.]+) (\w+)" % re.escape(label), text, re.M)
+    if not m:
+        sys.exit("no '%s' line" % label)
+    return float(m.group(1)) * units[m.group(2)]
+mem, rdma = size("Memory processed:"), size("RDMA bytes sent:")
+print("%s: memory processed %.0f bytes, RDMA bytes sent %.0f bytes" % (sys.argv[1], mem, rdma))
+sys.exit(0 if rdma >= mem else 1)
+PY
+}
+
+# arrived_on_b BEFORE WHAT CHANNELS: g1 left a (shut off, persistent) and
+# arrived on b intact, through an RDMA job of CHANNELS channels
+arrived_on_b() {
+    local before=$1 what=$2 channels=$3
+    [ "$(virsh domstate g1)" = "shut off" ] || fail "after $what g1 is '$(virsh domstate g1)' on a"
+    virt-rdma jobinfo --completed g1 > /tmp/jobinfo.txt || fail "virt-rdma jobinfo --completed failed on a"
+    grep -E "^(Memory processed|RDMA (job|bytes sent|channels|engine CPU)):" /tmp/jobinfo.txt | sed 's/^/  [a] /'
+    rdma_vs_memory "$what (source a)"
+    grep -qE "^RDMA channels: +$channels *$" /tmp/jobinfo.txt ||
+        fail "the RDMA job did not carry $channels channel(s)"
+    remote "check_arrived g1 $before" || fail "g1 did not arrive on b intact"
+    remote "virt-rdma jobinfo g1 | grep -E '^RDMA (job|bytes received)'" || fail "no RDMA job of g1 on b"
+    remote "wait_locator g1 sandbox-b" || fail "g1 on b does not carry b's locator"
+}
+
+arrived_on_a() {
+    local before=$1 what=$2 channels=$3
+    check_arrived g1 "$before"
+    wait_locator g1 sandbox-a
+    remote "[ \"\$(virsh domstate g1)\" = 'shut off' ] && virt-rdma jobinfo --completed g1 > /tmp/jobinfo.txt && grep -E '^(Memory processed|RDMA (job|bytes sent|channels|engine CPU)):' /tmp/jobinfo.txt && rdma_vs_memory '$what (source b)' && grep -qE '^RDMA channels: +$channels *\$' /tmp/jobinfo.txt" ||
+        fail "$what: the source b's job is not what it should be"
+    virt-rdma jobinfo g1 | grep -E '^RDMA (job|bytes received)' || fail "no RDMA job of g1 on a"
+}
+
+leftovers_both() {
+    check_no_leftovers
+    remote check_no_leftovers || fail "something was left behind on b"
+}
+
+timed() {
+    local start=$SECONDS
+    "$@"
+    local rc=$?
+    say "took $((SECONDS - start)) s: $*"
+    return $rc
+}
+
+# ---- host a ----------------------------------------------------------------
+start_virt_rdma
+start_libvirt
+define_guest g1 128 "dirty_kb=2048"
+enable_rdma g1
+wait_flag ready-b 180
+uri=$(virt-rdma uri g1) || fail "virt-rdma uri failed"
+uuid=$(virsh domuuid g1)
+[ "$uri" = "unix:///run/virt-rdma/qemu/$uuid/migrate.sock" ] || fail "virt-rdma uri printed '$uri'"
+say "virt-rdma uri g1: $uri"
+
+case "$scenario" in
+migrations)
+    # 1. a -> b: plain virsh, one channel
+    before=$(remote verify_count g1 | sed 's/.* //')
+    start_xml_watch
+    say "virsh migrate --live --p2p --persistent --migrateuri $uri g1 $dest_b"
+    timed virsh migrate --live --p2p --persistent --migrateuri "$uri" g1 "$dest_b" ||
+        fail "plain virsh migrate failed"
+    stop_xml_watch
+    arrived_on_b "$before" "virsh a->b" 1
+    no_token
+    leftovers_both
+
+    # 2. b -> a: virt-rdma migrate, parallel 4
+    before=$(verify_count g1)
+    start_xml_watch
+    timed remote "virt-rdma migrate --live --p2p --persistent --parallel --parallel-connections 4 g1 $dest_a" ||
+        fail "virt-rdma migrate b->a failed"
+    stop_xml_watch
+    arrived_on_a "$before" "virt-rdma migrate b->a" 5
+    no_token
+    leftovers_both
+
+    # 3. a -> b: libvirt-python, as a management application, parallel 4
+    before=$(remote verify_count g1 | sed 's/.* //')
+    start_xml_watch
+    say "libvirt-python: dom.migrateToURI3('$dest_b', {'migrate_uri': '$uri', 'parallel.connections': 4}, LIVE|PEER2PEER|PERSIST_DEST|PARALLEL)"
+    timed /usr/bin/python3 - "$dest_b" "$uri" <<'PY' || fail "libvirt-python migrateToURI3 failed"
+import sys, libvirt
+conn = libvirt.open("qemu:///system")
+dom = conn.lookupByName("g1")
+flags = (libvirt.VIR_MIGRATE_LIVE | libvirt.VIR_MIGRATE_PEER2PEER |
+         libvirt.VIR_MIGRATE_PERSIST_DEST | libvirt.VIR_MIGRATE_PARALLEL)
+dom.migrateToURI3(sys.argv[1], {libvirt.VIR_MIGRATE_PARAM_URI: sys.argv[2],
+                                libvirt.VIR_MIGRATE_PARAM_PARALLEL_CONNECTIONS: 4}, flags)
+print("migrateToURI3 returned")
+PY
+    stop_xml_watch
+    arrived_on_b "$before" "libvirt-python a->b" 5
+    no_token
+    leftovers_both
+
+    # 4. b -> a: plain virsh, parallel 4, pin-all from virsh's own flag
+    before=$(verify_count g1)
+    start_xml_watch
+    timed remote "virsh migrate --live --p2p --persistent --parallel --parallel-connections 4 --rdma-pin-all --migrateuri $uri g1 $dest_a" ||
+        fail "virsh migrate --rdma-pin-all b->a failed"
+    stop_xml_watch
+    arrived_on_a "$before" "virsh --rdma-pin-all b->a" 5
+    remote "grep -l 'capabilities=\"0x0000000[13]\"' \$(ls -t /var/lib/virt-rdma/job-*.xml | head -1)" ||
+        fail "the pin-all flag of virsh did not reach the offer"
+    no_token
+    leftovers_both
+    ;;
+*)
+    fail "unknown scenario '$scenario'"
+    ;;
+esac
+remote_stop
+say "done"

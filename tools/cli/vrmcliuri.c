@@ -1,0 +1,70 @@
+/*
+ * vrmcliuri.c: virt-rdma uri DOMAIN
+ *
+ * The migration URI of a domain's RDMA migration, to give to any libvirt
+ * client: `virsh migrate --migrateuri "$(virt-rdma uri web1)" ...`. It is
+ * the per-domain path under the helper's run directory, from the domain's
+ * UUID (every domain name libvirt accepts works, the length is fixed), the
+ * same string on every host with the same [paths] run-dir.
+ */
+#include <config.h>
+
+#include <stdio.h>
+
+#include <libvirt/libvirt.h>
+#include <libvirt/virterror.h>
+
+#include "vrmcli.h"
+#include "vrmerror.h"
+#include "vrmhelperconf.h"
+#include "vrmi18n.h"
+#include "vrmlibpriv.h"
+
+int
+vrmCmdUri(int argc, char **argv)
+{
+    g_autofree char *connectURI = NULL;
+    GOptionEntry entries[] = {
+        { "connect", 'c', 0, G_OPTION_ARG_STRING, &connectURI,
+          N_("libvirt URI (default: libvirt's)"), N_("URI") },
+        { NULL, 0, 0, 0, NULL, NULL, NULL },
+    };
+    g_autoptr(GOptionContext) ctx = g_option_context_new(_("DOMAIN - print the migration URI of a domain's RDMA migration"));
+    g_autoptr(GError) err = NULL;
+    g_autoptr(vrmHelperConfig) conf = NULL;
+    g_autoptr(virConnect) conn = NULL;
+    g_autoptr(virDomain) dom = NULL;
+    g_autofree char *path = NULL;
+    char uuid[VIR_UUID_STRING_BUFLEN];
+
+    g_option_context_add_main_entries(ctx, entries, GETTEXT_PACKAGE);
+    g_option_context_set_summary(ctx,
+        _("Prints unix://PATH, PATH being the domain's per-domain socket under virt-rdmad's\n"
+          "run directory. Give it to any libvirt client as the migration URI:\n"
+          "  virsh migrate --live --p2p --migrateuri \"$(virt-rdma uri web1)\" web1 qemu+tls://dst/system"));
+    if (!g_option_context_parse(ctx, &argc, &argv, &err)) {
+        vrmCliError("%s", err->message);
+        return 2;
+    }
+    if (argc != 2) {
+        vrmCliError(_("uri takes one domain (name, ID or UUID), e.g. 'virt-rdma uri web1'"));
+        return 2;
+    }
+    if (!(conf = vrmHelperConfigLoadDefault())) {
+        vrmCliError("%s", vrmGetLastErrorMessage());
+        return 1;
+    }
+    if (!(conn = virConnectOpenReadOnly(connectURI))) {
+        vrmCliError("%s", virGetLastErrorMessage());
+        return 1;
+    }
+    if (!(dom = vrmCliLookupDomain(conn, argv[1])))
+        return 1;
+    if (virDomainGetUUIDString(dom, uuid) < 0) {
+        vrmCliError("%s", virGetLastErrorMessage());
+        return 1;
+    }
+    path = vrmHelperConfigDomainSocket(conf, uuid);
+    printf("unix://%s\n", path);
+    return 0;
+}
