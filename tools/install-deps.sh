@@ -8,6 +8,10 @@ packages=(
     gcc clang libclang-rt-14-dev meson ninja-build pkg-config gettext
     libibverbs-dev librdmacm-dev libvirt-dev libxml2-dev libxml2-utils
     libglib2.0-dev python3-docutils
+    # the helpers' TLS channel (virt-rdmad)
+    libgnutls28-dev
+    # tests: certtool makes the x509 PKI of vrmhelperpeertest
+    gnutls-bin
     # sandbox: QEMU (TCG), Debian's kernel (ships rdma_rxe), busybox initramfs
     qemu-system-x86 linux-image-amd64 busybox-static cpio gzip kmod
     # inside the sandbox: RDMA user space and reference tools
@@ -15,6 +19,8 @@ packages=(
     # inside the sandbox: libvirt hosts for the end-to-end tests
     libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients
     python3 procps
+    # e2e: a management application's migration (libvirt-python migrateToURI3)
+    python3-libvirt
 )
 
 if [ "$(id -u)" != 0 ]; then

@@ -153,6 +153,9 @@ for load in $loads; do
                 # raises QEMU's memlock limit to the memtune hard limit.
                 # Every method gets the same domain.
                 define_guest "$name" "$mem" "$cmdline" 512
+                # RDMA-enabled for virt-rdma only: the destination's helper
+                # negotiates for every migration of an enabled domain
+                case $method in vrm*) enable_rdma "$name" ;; esac
                 hash=
                 if [ "$load" = idle ]; then
                     wait_serial "$name" "vrm-guest: idle" 60

@@ -23,7 +23,7 @@ scenario=$1
 virt_rdma=$VRM_BUILD_DIR/tools/cli/virt-rdma
 dest_b=qemu+tcp://198.18.0.2/system
 dest_a=qemu+tcp://198.18.0.1/system
-export PATH=$VRM_BUILD_DIR/tools/cli:$PATH
+export PATH=$VRM_BUILD_DIR/tools/cli:$VRM_BUILD_DIR/tests/helper:$PATH
 
 # ---- host b: services, then whatever host a asks ---------------------------
 if [ "$VRM_SANDBOX_HOST" = b ]; then
@@ -187,6 +187,86 @@ PY
     arrived_on_a "$before" "virsh --rdma-pin-all b->a" 5
     remote "grep -l 'capabilities=\"0x0000000[13]\"' \$(ls -t /var/lib/virt-rdma/job-*.xml | head -1)" ||
         fail "the pin-all flag of virsh did not reach the offer"
+    no_token
+    leftovers_both
+    ;;
+refusals)
+    # refused LABEL EXPECTED ARGS...: virsh migrate ARGS fails with one line
+    # naming EXPECTED; the guest still runs on a, nothing is left behind
+    refused() {
+        local label=$1 want=$2 out
+        shift 2
+        out=$(virsh migrate "$@" 2>&1) && fail "$label: virsh migrate succeeded"
+        say "$label: virsh migrate: $out"
+        [ "$(printf '%s\n' "$out" | grep -c .)" = 1 ] || fail "$label: the error is not one line"
+        grep -qF "$want" <<<"$out" || fail "$label: the error does not say '$want'"
+        [ "$(virsh domstate g1)" = running ] || fail "$label: g1 is not running on a"
+        remote "! virsh -q list --all --name | grep -qx g1" || fail "$label: g1 exists on b"
+        leftovers_both
+    }
+    migrate_args=(--live --p2p --persistent --migrateuri "$uri" g1 "$dest_b")
+
+    # 1. the destination's helper has another cluster key
+    remote "stop_helper; cluster_key other; run_helper" || fail "cannot restart b's helper with another key"
+    refused "wrong credentials" "the TLS handshake with the virt-rdma helper at 198.18.0.1:16530 failed" "${migrate_args[@]}"
+    grep -F "uses another cluster key" /tmp/virt-rdmad.log | tail -1 | sed 's/^/  [a log] /'
+    grep -qF "uses another cluster key" /tmp/virt-rdmad.log || fail "a did not log the wrong key"
+    remote "stop_helper; cluster_key; run_helper" || fail "cannot restart b's helper"
+
+    # 2. a peer asks for a domain that runs here but is not migrating
+    out=$(remote "vrmhelperctl peer-request /etc/virt-rdma/cluster.key 198.18.0.1 16530 g1 $uuid") &&
+        fail "a's helper offered a domain that is not migrating"
+    grep -qF "refused: the domain 'g1' runs on sandbox-a but is not migrating out of it" <<<"$out" ||
+        fail "the refusal does not say why: $out"
+    say "not migrating: $out"
+    grep -F "refused the request of the peer helper at 198.18.0.2" /tmp/virt-rdmad.log | tail -1 | sed 's/^/  [a log] /'
+    ls /var/lib/virt-rdma/job-*.xml >/dev/null 2>&1 && fail "a refused request left a job record"
+    leftovers_both
+
+    # 3. the destination's helper is down
+    remote stop_helper || fail "cannot stop b's helper"
+    refused "destination helper down" "the virt-rdma helper (virt-rdmad) is not running on this host" "${migrate_args[@]}"
+    remote run_helper || fail "cannot start b's helper"
+
+    # 4. the source's helper is down
+    stop_helper
+    refused "source helper down" "cannot reach the virt-rdma helper at 198.18.0.1:16530" "${migrate_args[@]}"
+    run_helper
+    wait_locator g1 sandbox-a
+
+    # 5. a migration aborted half-way: engines end on both hosts
+    virsh migrate --live --p2p --persistent --bandwidth 2 --migrateuri "$uri" g1 "$dest_b" > /tmp/abort.out 2>&1 &
+    mpid=$!
+    deadline=$((SECONDS + 120))
+    until virsh domjobinfo g1 2>/dev/null | grep -qE "^Data processed: +[1-9]"; do
+        [ $SECONDS -ge $deadline ] && fail "the migration to abort never moved data"
+        nap 0.3
+    done
+    say "aborting the migration with virsh domjobabort"
+    virsh domjobabort g1 || fail "virsh domjobabort failed"
+    wait "$mpid" && fail "the aborted migration succeeded"
+    say "aborted: virsh migrate: $(cat /tmp/abort.out)"
+    [ "$(virsh domstate g1)" = running ] || fail "g1 is not running on a after the abort"
+    leftovers_both
+    virt-rdma jobinfo g1 | grep -E "^RDMA (job|error):" || fail "no RDMA job of the aborted migration on a"
+
+    # 6. the source's helper restarts in the middle of a migration: it
+    #    follows its engine again and the migration completes
+    before=$(remote verify_count g1 | sed 's/.* //')
+    virsh migrate --live --p2p --persistent --bandwidth 6 --migrateuri "$uri" g1 "$dest_b" > /tmp/restart.out 2>&1 &
+    mpid=$!
+    deadline=$((SECONDS + 120))
+    until virsh domjobinfo g1 2>/dev/null | grep -qE "^Data processed: +[1-9]"; do
+        [ $SECONDS -ge $deadline ] && fail "the migration never moved data"
+        nap 0.3
+    done
+    say "restarting a's virt-rdmad mid-migration"
+    stop_helper
+    run_helper
+    grep -F "following its engine again" /tmp/virt-rdmad.log | tail -1 | sed 's/^/  [a log] /'
+    grep -qF "following its engine again" /tmp/virt-rdmad.log || fail "the restarted helper did not follow its engine"
+    wait "$mpid" || { cat /tmp/restart.out; fail "the migration failed across the helper's restart"; }
+    arrived_on_b "$before" "virsh a->b across a helper restart" 1
     no_token
     leftovers_both
     ;;

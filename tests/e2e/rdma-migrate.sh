@@ -43,6 +43,7 @@ fi
 start_virt_rdma
 start_libvirt
 define_guest g1 128 "dirty_kb=2048"
+enable_rdma g1
 wait_flag ready-b 180
 [ "$scenario" = demo ] && { say "virt-rdma capabilities:"; "$virt_rdma" capabilities; }
 
