@@ -37,54 +37,6 @@
 #define vrm_container_of(ptr, type, member) \
     ((type *)((char *)(ptr) - offsetof(type, member)))
 
-static const char *const vrmRoleNames[] = { "source", "destination" };
-G_STATIC_ASSERT(G_N_ELEMENTS(vrmRoleNames) == VRM_ROLE_LAST);
-
-const char *
-vrmRoleTypeToString(int role)
-{
-    if (role < 0 || role >= VRM_ROLE_LAST)
-        return NULL;
-    return vrmRoleNames[role];
-}
-
-int
-vrmRoleTypeFromString(const char *name)
-{
-    int i;
-
-    for (i = 0; name && i < VRM_ROLE_LAST; i++) {
-        if (g_str_equal(name, vrmRoleNames[i]))
-            return i;
-    }
-    return -1;
-}
-
-static const char *const vrmFaultNames[] = {
-    "none", "version", "malformed", "kill",
-};
-G_STATIC_ASSERT(G_N_ELEMENTS(vrmFaultNames) == VRM_FAULT_LAST);
-
-const char *
-vrmFaultTypeToString(int fault)
-{
-    if (fault < 0 || fault >= VRM_FAULT_LAST)
-        return NULL;
-    return vrmFaultNames[fault];
-}
-
-int
-vrmFaultTypeFromString(const char *name)
-{
-    int i;
-
-    for (i = 0; name && i < VRM_FAULT_LAST; i++) {
-        if (g_str_equal(name, vrmFaultNames[i]))
-            return i;
-    }
-    return -1;
-}
-
 /* ------------------------------------------------------------------ */
 /* Set-up and teardown (main thread)                                   */
 
@@ -182,8 +134,8 @@ vrmChannelWake(vrmChannel *ch)
 int
 vrmChannelSetup(vrmChannel *ch, vrmRdmaDevice *dev)
 {
-    const vrmSettings *s = &ch->engine->s;
-    guint32 depth = s->ring_depth;
+    const vrmEngineSettings *s = &ch->engine->s;
+    guint32 depth = s->ringDepth;
     guint32 min_sq = depth + 2 + VRM_CHANNEL_CTL_RESERVE;
     int access = IBV_ACCESS_LOCAL_WRITE;
     int cqe;
@@ -230,8 +182,8 @@ vrmChannelSetup(vrmChannel *ch, vrmRdmaDevice *dev)
     ch->rx_len = g_new0(guint32, depth);
     ch->rx_regd = g_new0(guint8, depth);
 
-    if (vrmRingAlloc(&ch->rx, depth, s->chunk_size) < 0 ||
-        vrmRingAlloc(&ch->stage, depth, s->chunk_size) < 0)
+    if (vrmRingAlloc(&ch->rx, depth, s->chunkSize) < 0 ||
+        vrmRingAlloc(&ch->stage, depth, s->chunkSize) < 0)
         return -1;
     ch->ctl_send = g_malloc0((size_t)ch->sq_size * VRM_CONTROL_MESSAGE_MAX);
     ch->ctl_recv = g_malloc0((size_t)ch->rq_size * VRM_CONTROL_MESSAGE_MAX);
@@ -247,7 +199,7 @@ vrmChannelSetup(vrmChannel *ch, vrmRdmaDevice *dev)
 
     /* Pin-all is decided by the local setting here; the agreed set can only
      * be smaller, and an unused registration is harmless. */
-    if (s->pin_all) {
+    if (s->pinAll) {
         if (vrmRingRegisterAll(ch, &ch->rx, access | IBV_ACCESS_REMOTE_WRITE) < 0 ||
             vrmRingRegisterAll(ch, &ch->stage, access) < 0)
             return -1;
@@ -285,6 +237,7 @@ vrmChannelPostRecvs(vrmChannel *ch, const guint32 *which, guint32 n)
                              ch->index);
         return -1;
     }
+    vrmStatsAdd(&ch->stats, VRM_STAT_DOORBELLS, 1);
     return 0;
 }
 
@@ -451,6 +404,7 @@ vrmChannelPostBatch(vrmChannel *ch, guint32 n, bool force_last)
         return -1;
     }
     ch->post_seq += n;
+    vrmStatsAdd(&ch->stats, VRM_STAT_DOORBELLS, 1);
     return 0;
 }
 
@@ -488,7 +442,7 @@ vrmChannelQueueRegRequests(vrmChannel *ch)
 static int
 vrmChannelPumpControl(vrmChannel *ch, bool *progress)
 {
-    const vrmSettings *s = &ch->engine->s;
+    const vrmEngineSettings *s = &ch->engine->s;
 
 #define ROOM() (vrmChannelSqFree(ch) > 0)
 
@@ -520,7 +474,7 @@ vrmChannelPumpControl(vrmChannel *ch, bool *progress)
     if (!ch->desc_sent)
         return 0;
 
-    if (s->role == VRM_ROLE_SOURCE && ch->opened && !ch->open_sent && ROOM()) {
+    if (s->role == VRM_ENGINE_ROLE_SOURCE && ch->opened && !ch->open_sent && ROOM()) {
         size_t len = vrmProtoBuildU32Pair(vrmChannelCtlBuf(ch, 0),
                                           VRM_MSG_CHANNEL_OPEN, ch->index, 0);
         if (vrmChannelPostCtl(ch, len, false) < 0)
@@ -575,7 +529,7 @@ vrmChannelPumpControl(vrmChannel *ch, bool *progress)
         VRM_DEBUG("channel %u: EOF_ACK %" G_GUINT64_FORMAT " sent",
                   ch->index, ch->peer_total);
     }
-    if (s->role == VRM_ROLE_SOURCE && !ch->opened && !ch->unused_sent &&
+    if (s->role == VRM_ENGINE_ROLE_SOURCE && !ch->opened && !ch->unused_sent &&
         ch->unused_wanted && ROOM()) {
         size_t len = vrmProtoBuildU32Pair(vrmChannelCtlBuf(ch, 0),
                                           VRM_MSG_CHANNEL_UNUSED, ch->index, 0);
@@ -584,8 +538,8 @@ vrmChannelPumpControl(vrmChannel *ch, bool *progress)
         ch->unused_sent = true;
         *progress = true;
     }
-    if (s->fault == VRM_FAULT_MALFORMED && !ch->fault_done &&
-        ch->tx_total >= s->fault_bytes && ch->opened && ROOM()) {
+    if (s->fault == VRM_ENGINE_FAULT_MALFORMED && !ch->fault_done &&
+        ch->tx_total >= s->faultBytes && ch->opened && ROOM()) {
         /* Test hook: a header that announces more bytes than it carries */
         guint8 *buf = vrmChannelCtlBuf(ch, 0);
         size_t len = vrmProtoBuildU32Pair(buf, VRM_MSG_READY, 1, 0);
@@ -759,7 +713,7 @@ vrmChannelPumpTx(vrmChannel *ch, bool *progress)
 static int
 vrmChannelPumpRx(vrmChannel *ch, bool *progress)
 {
-    const vrmSettings *s = &ch->engine->s;
+    const vrmEngineSettings *s = &ch->engine->s;
 
     while (ch->sock >= 0 && ch->rxf.filled > 0 && !ch->rx_blocked) {
         guint32 idx = ch->rxf.drain;
@@ -784,11 +738,11 @@ vrmChannelPumpRx(vrmChannel *ch, bool *progress)
             ch->rx_off = 0;
             vrmRxFlowDrained(&ch->rxf);
         }
-        if (s->fault == VRM_FAULT_KILL && !ch->fault_done &&
+        if (s->fault == VRM_ENGINE_FAULT_KILL && !ch->fault_done &&
             __atomic_load_n(&ch->stats.v[VRM_STAT_BYTES_RECEIVED], __ATOMIC_RELAXED) >=
-            s->fault_bytes) {
-            VRM_WARN("test hook: killing this engine after %" G_GUINT64_FORMAT " bytes",
-                     s->fault_bytes);
+            s->faultBytes) {
+            VRM_WARN("test hook: killing this engine after %llu bytes",
+                     s->faultBytes);
             ch->fault_done = true;
             kill(getpid(), SIGKILL);
         }
@@ -915,7 +869,7 @@ vrmChannelHandleRegResult(vrmChannel *ch, const vrmProtoMsg *msg)
 static int
 vrmChannelHandleMessage(vrmChannel *ch, const guint8 *buf, size_t len)
 {
-    vrmRole role = ch->engine->s.role;
+    vrmEngineRole role = ch->engine->s.role;
     vrmProtoMsg msg;
     guint32 a, i;
 
@@ -959,7 +913,7 @@ vrmChannelHandleMessage(vrmChannel *ch, const guint8 *buf, size_t len)
         return vrmChannelHandleRegResult(ch, &msg);
     case VRM_MSG_CHANNEL_OPEN:
         vrmProtoGetU32Pair(&msg, 0, &a, NULL);
-        if (role != VRM_ROLE_DESTINATION)
+        if (role != VRM_ENGINE_ROLE_DESTINATION)
             return vrmChannelUnexpected(ch, &msg, _("only the source opens channels"));
         if (a != ch->index)
             return vrmChannelUnexpected(ch, &msg, _("it names another channel"));
@@ -973,7 +927,7 @@ vrmChannelHandleMessage(vrmChannel *ch, const guint8 *buf, size_t len)
         return 0;
     case VRM_MSG_CHANNEL_UNUSED:
         vrmProtoGetU32Pair(&msg, 0, &a, NULL);
-        if (role != VRM_ROLE_DESTINATION || a != ch->index || ch->open_requested)
+        if (role != VRM_ENGINE_ROLE_DESTINATION || a != ch->index || ch->open_requested)
             return vrmChannelUnexpected(ch, &msg, _("the channel is open"));
         ch->unused = true;
         return 0;

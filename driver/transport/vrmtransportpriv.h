@@ -172,7 +172,8 @@ struct _vrmChannel {
 };
 
 struct _vrmEngine {
-    vrmSettings s;              /* copy of the settings */
+    vrmEngineSettings s;        /* copy of the settings */
+    vrmToken token;             /* the job's secret, wiped at the end */
     GMainContext *ctx;
     GMainLoop *loop;
     struct rdma_event_channel *cm;
@@ -186,6 +187,9 @@ struct _vrmEngine {
     guint32 rejects;            /* source: connection requests refused */
     int last_reject;            /* source: reason of the last one */
     int unix_fd;                /* source: QEMU's listening socket */
+    bool unix_own;              /* we bound it (--qemu-path): unlink at the end */
+    char *port_str;             /* rdma_cm port as text, for rdma_getaddrinfo */
+    guint32 rdma_port;          /* source: the port listened on */
     int stats_fd;               /* stats socket */
     int wakefd;                 /* eventfd: progress threads -> main */
     gint64 start_us;
