@@ -177,7 +177,6 @@ vrmChannelSetup(vrmChannel *ch, vrmRdmaDevice *dev)
     ch->rwrs = g_new0(struct ibv_recv_wr, ch->rq_size);
     ch->rsges = g_new0(struct ibv_sge, ch->rq_size);
     ch->dents = g_new0(vrmProtoDataEntry, VRM_CHANNEL_BATCH_MAX);
-    ch->reg_req = g_new0(guint32, depth);
     ch->reg_res = g_new0(vrmProtoRegResult, depth);
     ch->rx_len = g_new0(guint32, depth);
     ch->rx_regd = g_new0(guint8, depth);
@@ -314,13 +313,9 @@ vrmChannelFree(vrmChannel *ch)
     g_free(ch->rwrs);
     g_free(ch->rsges);
     g_free(ch->dents);
-    g_free(ch->reg_req);
     g_free(ch->reg_res);
     g_free(ch->rx_len);
-    g_free(ch->remote.addr);
-    g_free(ch->remote.rkey);
-    g_free(ch->remote.state);
-    g_free(ch->remote.req_time);
+    vrmRemoteRingClear(&ch->remote);
     if (ch->wakefd >= 0)
         close(ch->wakefd);
     g_free(ch->rx_regd);
@@ -421,23 +416,6 @@ vrmChannelPostCtl(vrmChannel *ch, size_t len, bool signal)
     return vrmChannelPostBatch(ch, 1, signal);
 }
 
-static int
-vrmChannelQueueRegRequests(vrmChannel *ch)
-{
-    guint32 credits = vrmTxFlowCredits(&ch->txf);
-    guint32 k;
-
-    for (k = 0; k < MIN(credits, VRM_CHANNEL_REG_WINDOW); k++) {
-        guint32 idx = vrmTxFlowPeek(&ch->txf, k);
-        if (ch->remote.state[idx] != VRM_REMOTE_UNKNOWN)
-            continue;
-        ch->remote.state[idx] = VRM_REMOTE_REQUESTED;
-        ch->remote.req_time[idx] = g_get_monotonic_time();
-        ch->reg_req[ch->n_reg_req++] = idx;
-    }
-    return 0;
-}
-
 /* Everything except data WRITEs: in protocol order, while there is room */
 static int
 vrmChannelPumpControl(vrmChannel *ch, bool *progress)
@@ -493,14 +471,14 @@ vrmChannelPumpControl(vrmChannel *ch, bool *progress)
         ch->n_reg_res -= n;
         *progress = true;
     }
-    if (ch->n_reg_req && ROOM()) {
-        guint32 n = MIN(ch->n_reg_req, vrmProtoMaxEntries(VRM_MSG_REGISTER_REQUEST));
-        size_t len = vrmProtoBuildRegRequest(vrmChannelCtlBuf(ch, 0), ch->reg_req, n);
+    if (ch->remote.queued && ROOM()) {
+        g_autofree guint32 *idx = g_new(guint32, ch->remote.queued);
+        guint32 n = vrmRemoteRingTakeRequests(&ch->remote, idx,
+                                              vrmProtoMaxEntries(VRM_MSG_REGISTER_REQUEST));
+        size_t len = vrmProtoBuildRegRequest(vrmChannelCtlBuf(ch, 0), idx, n);
+
         if (vrmChannelPostCtl(ch, len, false) < 0)
             return -1;
-        memmove(ch->reg_req, ch->reg_req + n,
-                (ch->n_reg_req - n) * sizeof(*ch->reg_req));
-        ch->n_reg_req -= n;
         *progress = true;
     }
     if (ch->credits_due && ROOM()) {
@@ -585,7 +563,7 @@ static bool
 vrmChannelTxReady(const vrmChannel *ch)
 {
     return ch->sock >= 0 && !ch->sock_eof && !ch->eof_sent &&
-           ch->remote.depth && ch->remote.described == ch->remote.depth;
+           vrmRemoteRingComplete(&ch->remote);
 }
 
 /* socket -> staging chunks -> RDMA WRITEs, one post per call */
@@ -615,9 +593,9 @@ vrmChannelPumpTx(vrmChannel *ch, bool *progress)
             break;
         }
         ridx = vrmTxFlowPeek(&ch->txf, 0);
-        if (!(ch->caps & VRM_CAP_PIN_ALL) &&
-            ch->remote.state[ridx] != VRM_REMOTE_REGISTERED) {
-            vrmChannelQueueRegRequests(ch);
+        if (!(ch->caps & VRM_CAP_PIN_ALL) && !vrmRemoteRingUsable(&ch->remote, ridx)) {
+            vrmRemoteRingQueueRequests(&ch->remote, &ch->txf, VRM_CHANNEL_REG_WINDOW,
+                                       g_get_monotonic_time());
             break;
         }
         if (vrmChannelSqFree(ch) < n + 2 + VRM_CHANNEL_CTL_RESERVE)
@@ -695,8 +673,7 @@ vrmChannelPumpTx(vrmChannel *ch, bool *progress)
 
  eof:
     if (ch->sock_eof && ch->stage_fill == 0 && !ch->eof_sent &&
-        vrmChannelSqFree(ch) > 0 && ch->remote.depth &&
-        ch->remote.described == ch->remote.depth) {
+        vrmChannelSqFree(ch) > 0 && vrmRemoteRingComplete(&ch->remote)) {
         size_t len = vrmProtoBuildU64(vrmChannelCtlBuf(ch, 0), VRM_MSG_EOF,
                                       ch->tx_total);
         if (vrmChannelPostCtl(ch, len, true) < 0)
@@ -769,31 +746,16 @@ vrmChannelHandleRing(vrmChannel *ch, const vrmProtoMsg *msg)
     vrmRemoteRing *rr = &ch->remote;
     guint32 i;
 
-    if (rr->depth && rr->described == rr->depth)
+    if (vrmRemoteRingComplete(rr))
         return vrmChannelUnexpected(ch, msg, _("the ring is already described"));
     for (i = 0; i < msg->hdr.repeat; i++) {
         vrmProtoRingEntry e;
 
         vrmProtoGetRing(msg, i, &e);
-        if (vrmProtoRingEntryCheck(&e, rr->described, rr->depth, rr->chunk) < 0)
+        if (vrmRemoteRingDescribe(rr, &e, ch->caps & VRM_CAP_PIN_ALL) < 0)
             return -1;
-        if (rr->depth == 0) {
-            rr->depth = e.depth;
-            rr->chunk = e.length;
-            rr->addr = g_new0(guint64, e.depth);
-            rr->rkey = g_new0(guint32, e.depth);
-            rr->state = g_new0(guint8, e.depth);
-            rr->req_time = g_new0(gint64, e.depth);
-        }
-        if (rr->described >= rr->depth)
-            return vrmChannelUnexpected(ch, msg, _("more entries than the ring depth"));
-        rr->addr[e.index] = e.addr;
-        rr->rkey[e.index] = e.rkey;
-        rr->state[e.index] = (ch->caps & VRM_CAP_PIN_ALL) ?
-            VRM_REMOTE_REGISTERED : VRM_REMOTE_UNKNOWN;
-        rr->described++;
     }
-    if (rr->described == rr->depth) {
+    if (vrmRemoteRingComplete(rr)) {
         vrmTxFlowInit(&ch->txf, rr->depth);
         VRM_DEBUG("channel %u: peer ring %u x %u bytes", ch->index,
                   rr->depth, rr->chunk);
@@ -842,26 +804,21 @@ vrmChannelHandleRegRequest(vrmChannel *ch, const vrmProtoMsg *msg)
 static int
 vrmChannelHandleRegResult(vrmChannel *ch, const vrmProtoMsg *msg)
 {
-    vrmRemoteRing *rr = &ch->remote;
     guint32 i;
 
     if (ch->caps & VRM_CAP_PIN_ALL)
         return vrmChannelUnexpected(ch, msg, _("every chunk is pinned already"));
     for (i = 0; i < msg->hdr.repeat; i++) {
         vrmProtoRegResult r;
+        gint64 waited;
 
         vrmProtoGetRegResult(msg, i, &r);
-        if (r.index >= rr->depth || rr->state[r.index] != VRM_REMOTE_REQUESTED ||
-            r.addr != rr->addr[r.index]) {
-            vrmReportError(VRM_ERR_PROTOCOL,
-                           _("Channel %1$u: registration result for chunk %2$u does not match a request."),
-                           ch->index, r.index);
+        if (vrmRemoteRingRegistered(&ch->remote, &r, g_get_monotonic_time(), &waited) < 0) {
+            g_autofree char *why = g_strdup(vrmGetLastErrorMessage());
+            vrmReportError(VRM_ERR_PROTOCOL, _("Channel %1$u: %2$s"), ch->index, why);
             return -1;
         }
-        rr->rkey[r.index] = r.rkey;
-        rr->state[r.index] = VRM_REMOTE_REGISTERED;
-        vrmStatsAdd(&ch->stats, VRM_STAT_REGISTRATION_US,
-                    g_get_monotonic_time() - rr->req_time[r.index]);
+        vrmStatsAdd(&ch->stats, VRM_STAT_REGISTRATION_US, waited);
     }
     return 0;
 }
@@ -882,7 +839,7 @@ vrmChannelHandleMessage(vrmChannel *ch, const guint8 *buf, size_t len)
     }
     if (msg.hdr.type != VRM_MSG_RAM_BLOCKS && msg.hdr.type != VRM_MSG_ERROR &&
         msg.hdr.type != VRM_MSG_REGISTER_REQUEST &&
-        (ch->remote.depth == 0 || ch->remote.described < ch->remote.depth))
+        !vrmRemoteRingComplete(&ch->remote))
         return vrmChannelUnexpected(ch, &msg, _("the ring description is incomplete"));
 
     switch ((vrmProtoMsgType)msg.hdr.type) {
@@ -1287,7 +1244,7 @@ vrmChannelThread(gpointer opaque)
             if (vrmChannelTxReady(ch) && vrmTxFlowCredits(&ch->txf) > 0 &&
                 ch->stage_used < ch->stage.depth &&
                 ((ch->caps & VRM_CAP_PIN_ALL) ||
-                 ch->remote.state[vrmTxFlowPeek(&ch->txf, 0)] == VRM_REMOTE_REGISTERED))
+                 vrmRemoteRingUsable(&ch->remote, vrmTxFlowPeek(&ch->txf, 0))))
                 ev |= POLLIN;
             if (ch->rx_blocked)
                 ev |= POLLOUT;

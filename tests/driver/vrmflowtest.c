@@ -130,6 +130,96 @@ testConservation(void)
 }
 
 static void
+describeRing(vrmRemoteRing *rr, guint32 depth, bool pinAll)
+{
+    guint32 i;
+
+    for (i = 0; i < depth; i++) {
+        vrmProtoRingEntry e = {
+            .index = i, .depth = depth, .length = 65536, .rkey = pinAll ? 100 + i : 0,
+            .addr = 0x10000000ull + (guint64)i * 65536,
+        };
+        g_assert_cmpint(vrmRemoteRingDescribe(rr, &e, pinAll), ==, 0);
+    }
+    g_assert_true(vrmRemoteRingComplete(rr));
+}
+
+/*
+ * Issue 13 item 4: the request queue was sized by the LOCAL ring depth but
+ * filled with up to four indexes of the PEER's ring (a destination with
+ * max-ring-depth 2 or 3, a source with depth 4, no pin-all). Every array
+ * of the remote ring now has the peer's depth; under ASan (the CI's unit
+ * tier) an undersized queue is a heap overflow here.
+ */
+static void
+testRemoteRingRequests(void)
+{
+    guint32 peer;
+
+    for (peer = 2; peer <= 8; peer++) {
+        vrmRemoteRing rr = { 0 };
+        vrmTxFlow tx;
+        guint32 out[16], n, i;
+        gint64 waited;
+
+        describeRing(&rr, peer, false);
+        vrmTxFlowInit(&tx, peer);
+        /* the writer's window (4 in the channel) and more */
+        vrmRemoteRingQueueRequests(&rr, &tx, 16, 1000);
+        g_assert_cmpuint(rr.queued, ==, peer);
+        /* queued once only */
+        vrmRemoteRingQueueRequests(&rr, &tx, 16, 2000);
+        g_assert_cmpuint(rr.queued, ==, peer);
+        n = vrmRemoteRingTakeRequests(&rr, out, 3);
+        g_assert_cmpuint(n, ==, MIN(3, peer));
+        n += vrmRemoteRingTakeRequests(&rr, out + n, 16);
+        g_assert_cmpuint(n, ==, peer);
+        g_assert_cmpuint(rr.queued, ==, 0);
+        for (i = 0; i < n; i++) {
+            vrmProtoRegResult r = { .index = out[i], .rkey = 7,
+                                    .addr = 0x10000000ull + (guint64)out[i] * 65536 };
+
+            g_assert_cmpuint(out[i], ==, i);
+            g_assert_false(vrmRemoteRingUsable(&rr, out[i]));
+            g_assert_cmpint(vrmRemoteRingRegistered(&rr, &r, 1500, &waited), ==, 0);
+            g_assert_cmpint(waited, ==, 500);
+            g_assert_true(vrmRemoteRingUsable(&rr, out[i]));
+            /* a second result for the same chunk answers no request */
+            g_assert_cmpint(vrmRemoteRingRegistered(&rr, &r, 1500, &waited), ==, -1);
+        }
+        vrmRemoteRingClear(&rr);
+    }
+}
+
+static void
+testRemoteRingChecks(void)
+{
+    vrmRemoteRing rr = { 0 };
+    vrmProtoRingEntry e = { .index = 1, .depth = 4, .length = 65536 };
+    vrmProtoRegResult r = { .index = 0, .addr = 0x10000000ull };
+    gint64 waited;
+
+    /* entries in order from 0 */
+    g_assert_cmpint(vrmRemoteRingDescribe(&rr, &e, false), ==, -1);
+    describeRing(&rr, 4, false);
+    /* no fifth entry */
+    e.index = 4;
+    g_assert_cmpint(vrmRemoteRingDescribe(&rr, &e, false), ==, -1);
+    g_assert_nonnull(strstr(vrmGetLastErrorMessage(), "described its ring again"));
+    /* a result nobody asked for, a wrong address, an index past the ring */
+    g_assert_cmpint(vrmRemoteRingRegistered(&rr, &r, 0, &waited), ==, -1);
+    r.index = 9;
+    g_assert_cmpint(vrmRemoteRingRegistered(&rr, &r, 0, &waited), ==, -1);
+    vrmRemoteRingClear(&rr);
+
+    /* pin-all: every chunk usable from the description */
+    describeRing(&rr, 3, true);
+    g_assert_true(vrmRemoteRingUsable(&rr, 2));
+    g_assert_false(vrmRemoteRingUsable(&rr, 3));
+    vrmRemoteRingClear(&rr);
+}
+
+static void
 testPinnedBound(void)
 {
     g_auto(vrmEngineSettings) s = { 0 };
@@ -172,6 +262,8 @@ main(int argc, char **argv)
     g_test_add_func("/flow/rx/tags", testRxTags);
     g_test_add_func("/flow/rx/coalescing", testCreditCoalescing);
     g_test_add_func("/flow/conservation", testConservation);
+    g_test_add_func("/flow/remote/requests", testRemoteRingRequests);
+    g_test_add_func("/flow/remote/checks", testRemoteRingChecks);
     g_test_add_func("/settings/pinned", testPinnedBound);
     g_test_add_func("/stats/counters", testStatsCounters);
     return g_test_run();
