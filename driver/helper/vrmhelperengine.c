@@ -24,11 +24,13 @@
 #include <glib-unix.h>
 
 #include "vrmhelperengine.h"
+#include "vrmenginesettings.h"
 #include "vrmerror.h"
 #include "vrmi18n.h"
 #include "vrmlog.h"
 
-/* Where the child tells why it could not become the engine */
+/* Where the child tells why it could not become the engine (above the
+ * contract's descriptors) */
 #define VRM_ENGINE_FD_SETUP_STATUS 9
 /* The whole record of a live engine */
 #define VRM_ENGINE_PROBE_MAX (64 * 1024)
@@ -145,94 +147,95 @@ vrmEngineSetupStatus(int fd, const vrmEngineLaunch *l)
     return -1;
 }
 
-static char *
-vrmFormatEndpoint(const char *address, unsigned int port)
+/* The contract's settings (driver/contract/vrmenginesettings.h) */
+static void
+vrmEngineLaunchSettings(const vrmEngineLaunch *l, vrmEngineSettings *es)
 {
-    return strchr(address, ':') ? g_strdup_printf("[%s]:%u", address, port) :
-        g_strdup_printf("%s:%u", address, port);
-}
-
-static char **
-vrmEngineArgv(const vrmEngineLaunch *l)
-{
-    GPtrArray *argv = g_ptr_array_new();
-
-#define ADD(...) g_ptr_array_add(argv, g_strdup_printf(__VA_ARGS__))
-    ADD("%s", l->program);
-    ADD("--role");
-    ADD("%s", l->source ? "source" : "destination");
-    ADD("--unix");
-    ADD("%s", l->qemuPath);
-    if (l->source) {
-        ADD("--unix-mode=0660");
-        g_ptr_array_add(argv, g_strdup("--listen"));
-    } else {
-        g_ptr_array_add(argv, g_strdup("--connect"));
-    }
-    g_ptr_array_add(argv, vrmFormatEndpoint(l->address, l->port));
-    ADD("--channels=%u", l->channels);
-    ADD("--chunk-size=%u", l->chunkSize);
-    ADD("--ring-depth=%u", l->ringDepth);
-    if (l->pinAll)
-        ADD("--pin-all");
-    if (!l->writeImm)
-        ADD("--no-write-imm");
-    ADD("--max-pinned=%llu", l->allowance);
-    ADD("--stats-socket");
-    ADD("%s", l->statsSocket);
-    ADD("--stats-file");
-    ADD("%s", l->statsFile);
-    ADD("--deadline-connect=%u", l->connectTimeout);
-    ADD("--idle-timeout=%u", l->idleTimeout);
-    if (l->device) {
-        ADD("--device");
-        ADD("%s", l->device);
-    }
-    ADD("%s", l->debug ? "--debug" : "--verbose");
-#undef ADD
-    g_ptr_array_add(argv, NULL);
-    return (char **)g_ptr_array_free(argv, FALSE);
+    vrmEngineSettingsInit(es);
+    es->role = l->source ? VRM_ENGINE_ROLE_SOURCE : VRM_ENGINE_ROLE_DESTINATION;
+    es->domainUUID = g_strdup(l->domainUUID);
+    if (l->source)
+        es->qemuListenFd = VRM_ENGINE_FD_QEMU_LISTEN;
+    else
+        es->qemuPath = g_strdup(l->qemuPath);
+    es->qemuUid = l->qemuUid;
+    es->qemuPid = l->source ? l->qemuPid : -1;
+    es->address = g_strdup(l->address);
+    es->port = l->port;
+    es->channels = l->channels;
+    es->chunkSize = l->chunkSize;
+    es->ringDepth = l->ringDepth;
+    es->pinAll = l->pinAll;
+    es->noWriteImm = !l->writeImm;
+    es->maxPinned = l->allowance;
+    es->device = g_strdup(l->device);
+    es->tokenFd = VRM_ENGINE_FD_TOKEN;
+    es->statsSocket = g_strdup(l->statsSocket);
+    es->statsFd = VRM_ENGINE_FD_STATS;
+    es->deadlineConnect = l->connectTimeout;
+    es->idleTimeout = l->idleTimeout;
+    es->debug = l->debug;
+    es->verbose = !l->debug;
 }
 
 int
 vrmHelperEngineSpawn(const vrmEngineLaunch *l, GPid *pid, guint64 *startTime)
 {
-    g_auto(GStrv) argv = vrmEngineArgv(l);
-    g_auto(GStrv) envp = NULL;
+    g_auto(vrmEngineSettings) es = { 0 };
+    g_auto(GStrv) argv = NULL;
     g_autoptr(GError) err = NULL;
     vrmEngineSetup setup = {
         .memlock = l->allowance, .drop = l->dropPrivileges,
         .uid = l->uid, .gid = l->gid,
     };
-    char token[VRM_TOKEN_HEX_LEN + 1];
     int status[2] = { -1, -1 };
-    int srcFds[1];
-    int dstFds[1];
+    int srcFds[4];
+    int dstFds[4];
+    guint nfds = 0;
     int logfd = -1;
+    int statsFd = -1;
+    int tokenFd = -1;
     int ret = -1;
 
+    vrmEngineLaunchSettings(l, &es);
+    argv = vrmEngineSettingsEncode(&es, l->program);
+    /* its standard error to a file, not a pipe: a pipe would break
+     * (SIGPIPE) when the helper restarts while the engine runs */
     if ((logfd = open(l->logFile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
                       O_NOFOLLOW, 0600)) < 0) {
         vrmReportSystemError(errno, _("Cannot create the engine log %1$s"), l->logFile);
-        return -1;
+        goto cleanup;
     }
+    /* the final record: a descriptor of the helper's state directory,
+     * which the engine (another user) could not open itself */
+    if ((statsFd = open(l->statsFile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
+                        O_NOFOLLOW, 0600)) < 0) {
+        vrmReportSystemError(errno, _("Cannot create the engine's stats file %1$s"),
+                             l->statsFile);
+        goto cleanup;
+    }
+    /* the token through a pipe: never argv, never the environment */
+    if ((tokenFd = vrmEngineTokenPipe(l->token)) < 0)
+        goto cleanup;
     if (!g_unix_open_pipe(status, FD_CLOEXEC, NULL)) {
         vrmReportSystemError(errno, _("Cannot create a pipe"));
         goto cleanup;
     }
-    /* The token goes through the environment, which only the engine's own
-     * user can read (the engine reads it and unsets it) */
-    vrmTokenFormat(l->token, token);
-    envp = g_environ_setenv(g_get_environ(), VRM_ENGINE_TOKEN_ENV, token, TRUE);
-    explicit_bzero(token, sizeof(token));
-    srcFds[0] = status[1];
-    dstFds[0] = VRM_ENGINE_FD_SETUP_STATUS;
-    if (!g_spawn_async_with_pipes_and_fds(NULL, (const char *const *)argv,
-                                          (const char *const *)envp,
+    srcFds[nfds] = tokenFd;
+    dstFds[nfds++] = VRM_ENGINE_FD_TOKEN;
+    srcFds[nfds] = statsFd;
+    dstFds[nfds++] = VRM_ENGINE_FD_STATS;
+    if (l->source) {
+        srcFds[nfds] = l->qemuListenFd;
+        dstFds[nfds++] = VRM_ENGINE_FD_QEMU_LISTEN;
+    }
+    srcFds[nfds] = status[1];
+    dstFds[nfds++] = VRM_ENGINE_FD_SETUP_STATUS;
+    if (!g_spawn_async_with_pipes_and_fds(NULL, (const char *const *)argv, NULL,
                                           G_SPAWN_DO_NOT_REAP_CHILD |
                                           G_SPAWN_STDOUT_TO_DEV_NULL,
                                           vrmEngineChildSetup, &setup,
-                                          -1, -1, logfd, srcFds, dstFds, 1,
+                                          -1, -1, logfd, srcFds, dstFds, nfds,
                                           pid, NULL, NULL, NULL, &err)) {
         vrmReportError(VRM_ERR_SYSTEM,
                        _("Cannot start the transport engine %1$s: %2$s"),
@@ -249,17 +252,16 @@ vrmHelperEngineSpawn(const vrmEngineLaunch *l, GPid *pid, guint64 *startTime)
     ret = 0;
 
  cleanup:
-    if (envp) {
-        size_t i;
-
-        for (i = 0; envp[i]; i++)
-            explicit_bzero(envp[i], strlen(envp[i]));
-    }
     if (status[0] >= 0)
         close(status[0]);
     if (status[1] >= 0)
         close(status[1]);
-    close(logfd);
+    if (tokenFd >= 0)
+        close(tokenFd);
+    if (statsFd >= 0)
+        close(statsFd);
+    if (logfd >= 0)
+        close(logfd);
     return ret;
 }
 

@@ -22,7 +22,7 @@
  *   vrmJobStateIsFinal(state)
  *   vrmJobStateCanChange(from, to)
  *   vrmHelperJobSetState(job, state, error)   checked transition, -1 if refused
- *   vrmHelperEngineStatsParse(json, &es)      the engine's stats JSON
+ *   vrmHelperEngineStatsParse(json, &es)      the engine's stats record
  *   vrmHelperJobApplyStats(job, &es)          stats + state from a snapshot
  *   vrmHelperJobReadLog(job)                  the end of the engine's log
  *   vrmHelperJobKey(token)                    name of a job's UNIX socket,
@@ -40,23 +40,17 @@
 
 #include "vrmcontrol.h"
 #include "vrmhelperrundir.h"
+#include "vrmenginestats.h"
 
-typedef enum {
-    VRM_ENGINE_STATE_RUNNING,
-    VRM_ENGINE_STATE_COMPLETED,
-    VRM_ENGINE_STATE_FAILED,
-
-    VRM_ENGINE_STATE_LAST
-} vrmEngineState;
-VRM_ENUM_DECL(vrmEngineState);
-
-/* What the engine's stats JSON says (driver/transport/vrmengine.c) */
+/* What the engine's stats record says (driver/contract/vrmenginestats.h) */
 typedef struct {
     vrmEngineState state;
     char *error;                    /* failed: the engine's reason */
     unsigned int channels;          /* channels of the job */
     unsigned int established;       /* channels whose QP is connected */
     unsigned int qemuConnections;   /* QEMU sockets joined so far */
+    unsigned int rdmaPort;          /* source: the rdma_cm port it listens on */
+    bool qemuGone;                  /* QEMU had exited when its stream ended */
     vrmJobStats stats;
 } vrmEngineSnapshot;
 
@@ -82,6 +76,9 @@ struct _vrmHelperJob {
     gpointer peer;                  /* vrmPeerConn of the negotiation, or NULL */
     bool hasToken;                  /* the token, until the engine has it */
     vrmToken token;
+    vrmOffer *pendingOffer;         /* source: the offer (with its token) until
+                                     * its engine listens and it is sent */
+    int qemuListenFd;               /* source: QEMU's socket, until the engine has it */
     guint phaseTimer;               /* the deadline of the phase */
     gpointer probe;                 /* vrmStatsProbe in flight, or NULL */
     bool statsSeen;                 /* the engine answered at least once */

@@ -412,7 +412,7 @@ vrmHelperJobsSpawn(vrmHelperDaemon *d, vrmHelperJob *job, const vrmOffer *offer,
     l.source = source;
     l.domainUUID = job->record->domainUUID;
     l.qemuPath = job->record->socketPath;
-    l.qemuListenFd = -1;
+    l.qemuListenFd = job->qemuListenFd;
     l.qemuUid = job->qemuUid;
     l.qemuPid = job->qemuPid;
     l.address = offer->address;
@@ -431,17 +431,24 @@ vrmHelperJobsSpawn(vrmHelperDaemon *d, vrmHelperJob *job, const vrmOffer *offer,
     l.connectTimeout = d->connectTimeout;
     l.idleTimeout = d->idleTimeout;
     l.debug = d->engineDebug;
-    /* the first engine binds QEMU's socket itself: it runs as root until
-     * the helper passes a bound socket to it */
-    l.dropPrivileges = false;
+    /* as root: the engine user, with nothing else (its QEMU socket, token,
+     * records and log come as descriptors) */
+    l.dropPrivileges = geteuid() == 0 && !d->engineProblem && d->engineUid != 0;
     l.uid = d->engineUid;
     l.gid = d->engineGid;
     vrmHelperJobsTestToken(job);
     if (vrmHelperEngineSpawn(&l, &pid, &job->startTime) < 0)
         return -1;
     vrmHelperJobsDropToken(job);
+    if (job->qemuListenFd >= 0) {
+        close(job->qemuListenFd);
+        job->qemuListenFd = -1;
+    }
     job->pid = pid;
     job->engineUid = l.dropPrivileges ? l.uid : geteuid();
+    if (l.dropPrivileges)
+        VRM_DEBUG("job %llu: engine as uid %u gid %u, memlock %llu bytes",
+                  job->record->id, (unsigned int)l.uid, (unsigned int)l.gid, l.allowance);
     job->childWatch = g_child_watch_add_full(G_PRIORITY_DEFAULT, pid,
                                              vrmHelperJobsChildExited,
                                              vrmHelperJobRefNew(d, job), g_free);

@@ -115,16 +115,18 @@ vrmSourceAnswerExpired(gpointer opaque)
     return G_SOURCE_REMOVE;
 }
 
-/* The engine answered: once it listens, offer */
+/* The engine answered: once it listens (on the port the kernel chose),
+ * offer */
 static void
 vrmSourceStats(vrmHelperDaemon *d, vrmHelperJob *job)
 {
     g_autoptr(vrmPeerMessage) msg = NULL;
-    vrmOffer *offer;
+    vrmOffer *offer = job->pendingOffer;
 
-    if (job->phase != VRM_PHASE_SRC_STARTING || !job->peer)
+    if (job->phase != VRM_PHASE_SRC_STARTING || !job->peer || !offer ||
+        !job->rdmaPort)
         return;
-    offer = job->record->migration->offer;
+    offer->port = job->rdmaPort;
     msg = vrmPeerMessageNew(VRM_PEER_MIGRATION_OFFER);
     msg->socketPath = g_strdup(job->record->socketPath);
     msg->offer = vrmOfferCopy(offer);
@@ -134,6 +136,7 @@ vrmSourceStats(vrmHelperDaemon *d, vrmHelperJob *job)
     }
     /* the token has gone where it had to: not kept here any longer */
     vrmOfferDropToken(offer);
+    job->record->migration->offer = g_steal_pointer(&job->pendingOffer);
     vrmHelperJobsSetPhase(d, job, VRM_PHASE_SRC_OFFERED,
                           d->connectTimeout + d->conf->peerTimeout + 5,
                           vrmSourceAnswerExpired);
@@ -399,13 +402,11 @@ vrmSourceStartJob(vrmSourceRequest *req, const vrmDomainFacts *f,
 {
     vrmHelperDaemon *d = req->d;
     g_autoptr(vrmMigrationParams) params = g_new0(vrmMigrationParams, 1);
-    g_autoptr(GHashTable) ports = g_hash_table_new(NULL, NULL);
     g_autofree char *device = NULL;
     g_autofree char *address = NULL;
     g_autoptr(vrmOffer) offer = NULL;
     vrmHelperIntent *intent;
     unsigned int devPort = 1;
-    unsigned int port;
     vrmHelperJob *job;
 
     *jobp = job = vrmHelperJobsCreate(d, VRM_JOB_ROLE_SOURCE, f->name, f->uuid);
@@ -421,7 +422,6 @@ vrmSourceStartJob(vrmSourceRequest *req, const vrmDomainFacts *f,
     job->qemuUid = f->qemuUid >= 0 ? f->qemuUid : d->qemuUid;
     job->qemuPid = f->qemuPid;
 
-    vrmHelperJobsLive(d, ports);
     if (vrmHelperDeviceCheck(vrmSourceDevice(d, params, &devPort), devPort, &device) < 0)
         return -1;
     if (params->address)
@@ -430,30 +430,25 @@ vrmSourceStartJob(vrmSourceRequest *req, const vrmDomainFacts *f,
         address = g_strdup(d->conf->address);
     else if (!(address = vrmHelperDeviceAddress(device, devPort)))
         return -1;
-    if (!(port = vrmHelperPortPick(d->conf->cmPortMin, d->conf->cmPortMax,
-                                   ports, d->lastPort))) {
-        vrmReportError(VRM_ERR_RESOURCE,
-                       _("every rdma_cm port from %1$u to %2$u is in use by a migration job"),
-                       d->conf->cmPortMin, d->conf->cmPortMax);
-        return -1;
-    }
-    if (!(offer = vrmOfferFromParams(params, &d->policy, address, port)))
+    /* port 0: the kernel chooses, the engine reports it, the offer says it */
+    if (!(offer = vrmOfferFromParams(params, &d->policy, address, 0)))
         return -1;
     g_free(offer->device);
     offer->device = g_strdup(device);
     offer->devicePort = devPort;
-    d->lastPort = port;
-    job->cmPort = port;
     if (vrmHelperJobsReserve(d, job, vrmPinnedBytes(offer->channels, offer->ringDepth,
                                                     offer->chunkSize)) < 0)
         return -1;
-    job->record->migration->offer = vrmOfferCopy(offer);
     job->token = offer->token;
     job->hasToken = true;
+    /* QEMU's socket, bound here while its directory is root's alone */
     if (vrmRunDirDomainCreate(d->runDir, f->uuid, job->qemuUid, d->engineGid,
-                              false, &job->domainDir, NULL) < 0)
+                              true, &job->domainDir, &job->qemuListenFd) < 0)
         return -1;
-    return vrmHelperJobsSpawn(d, job, offer, NULL, device);
+    if (vrmHelperJobsSpawn(d, job, offer, NULL, device) < 0)
+        return -1;
+    job->pendingOffer = g_steal_pointer(&offer);
+    return 0;
 }
 
 static void

@@ -53,8 +53,8 @@ def engine_cpu(blob):
             s = json.loads(line)
         except ValueError:
             continue
-        cpu += s.get("cpu_user_s", 0) + s.get("cpu_system_s", 0)
-        sent = max(sent, s["total"]["bytes_sent"])
+        cpu += s.get("cpu-user-s", 0) + s.get("cpu-system-s", 0)
+        sent = max(sent, s["bytes-sent"])
     return cpu, sent
 
 

@@ -121,6 +121,9 @@ helperNew(const char *key, const char *extraConf)
     h->conf = g_strdup_printf("%s/virt-rdmad.conf", h->dir);
     h->state = g_strdup_printf("%s/state", h->dir);
     h->log = g_strdup_printf("%s/engine.log", h->dir);
+    /* the engines run as the engine user (nobody) when the tests run as root */
+    g_assert_true(g_file_set_contents(h->log, "", 0, NULL));
+    g_chmod(h->log, 0666);
     h->tokens = g_strdup_printf("%s/tokens", h->dir);
     h->mode = g_strdup("connect");
     h->peerPort = freePort();
@@ -571,6 +574,20 @@ testIncomingAccepted(void)
     g_assert_nonnull(strstr(log, "--role destination"));
     g_assert_nonnull(strstr(log, "--connect 127.0.0.1:18599"));
     g_assert_nonnull(strstr(log, path));
+    if (geteuid() == 0) {
+        /* root's helper: the engine as the engine user, its limit exact */
+        g_autofree char *uid = g_strdup_printf("uid=%u ", getpwnam("nobody")->pw_uid);
+
+        g_test_message("engine: %s", log);
+        g_assert_nonnull(strstr(log, uid));
+        const char *ml = strstr(log, "memlock=");
+        g_autofree char *pinned = NULL;
+
+        g_assert_nonnull(ml);
+        pinned = g_strdup_printf("--max-pinned %" G_GUINT64_FORMAT " ",
+                                 g_ascii_strtoull(ml + strlen("memlock="), NULL, 10));
+        g_assert_nonnull(strstr(log, pinned));
+    }
     g_assert_cmpint(stat(dir, &st), ==, 0);
     g_assert_true(S_ISDIR(st.st_mode));
     list = call(h, vrmControlMessageNew(VRM_CONTROL_JOB_LIST));
@@ -584,6 +601,16 @@ testIncomingAccepted(void)
     assertNoTokenInState(h);
     vrmFakeSourceFree(fs);
     helperFree(h);
+}
+
+/* The fake engines' log stayed empty: none was started */
+static void
+assertNoEngineStarted(Helper *h)
+{
+    g_autofree char *log = NULL;
+
+    g_assert_true(g_file_get_contents(h->log, &log, NULL, NULL));
+    g_assert_cmpstr(log, ==, "");
 }
 
 /* One line from the hook, nothing left behind: no engine, no directory */
@@ -602,7 +629,7 @@ assertHookRefused(Helper *h, const HookResult *r, const char *want)
     g_assert_cmpstr(strchr(r->err, '\n'), ==, "\n");
     if (!strstr(r->err, want))
         g_error("'%s' does not contain '%s'", r->err, want);
-    g_assert_false(g_file_test(h->log, G_FILE_TEST_EXISTS));
+    assertNoEngineStarted(h);
     if ((d = g_dir_open(qemu, 0, NULL)))
         g_assert_null(g_dir_read_name(d));
 }
@@ -625,7 +652,7 @@ testSourceNotMigrating(void)
     helperStart(dst);
     runHook(dst, xml, &r);
     assertHookRefused(dst, &r, "refused: the domain 'test' runs on localhost but is not migrating out of it");
-    g_assert_false(g_file_test(src->log, G_FILE_TEST_EXISTS));
+    assertNoEngineStarted(src);
     list = call(src, vrmControlMessageNew(VRM_CONTROL_JOB_LIST));
     g_assert_cmpuint(list->jobs->len, ==, 0);
     g_assert_true(g_file_get_contents(logPath, &srcLog, NULL, NULL));
