@@ -14,6 +14,7 @@
 #include "vrmerror.h"
 #include "vrmi18n.h"
 #include "vrmlog.h"
+#include "vrmparse.h"
 
 typedef struct {
     char *role;
@@ -39,46 +40,19 @@ typedef struct {
     char *test_fault;
 } vrmEngineOptions;
 
-/* Parse "4096", "64K", "1M", "2G" (binary multiples) */
+/* A size in the project's one grammar (util/vrmparse.h) */
 static int
-vrmParseSize(const char *str, guint64 *out)
+vrmEngineParseSize(const char *option, const char *str, guint64 *out)
 {
-    char *end = NULL;
-    guint64 v;
+    unsigned long long v;
 
-    if (!str || !g_ascii_isdigit(*str))
-        goto bad;
-    v = g_ascii_strtoull(str, &end, 10);
-    switch (g_ascii_toupper(*end)) {
-    case '\0':
-        break;
-    case 'K':
-        v <<= 10;
-        end++;
-        break;
-    case 'M':
-        v <<= 20;
-        end++;
-        break;
-    case 'G':
-        v <<= 30;
-        end++;
-        break;
-    default:
-        goto bad;
+    if (!vrmParseSize(str, &v)) {
+        vrmReportError(VRM_ERR_INVALID_ARG, _("%1$s '%2$s' is not a size: %3$s"),
+                       option, str ? str : "", vrmSizeSyntaxHelp());
+        return -1;
     }
-    if (*end == 'i' && end[1] == 'B')
-        end += 2;
-    if (*end)
-        goto bad;
     *out = v;
     return 0;
-
- bad:
-    vrmReportError(VRM_ERR_INVALID_ARG,
-                   _("'%1$s' is not a size (a number with an optional K, M or G suffix)."),
-                   str ? str : "");
-    return -1;
 }
 
 /* Split "ADDR:PORT" or "[ADDR]:PORT" */
@@ -143,8 +117,11 @@ vrmOptionsToSettings(const vrmEngineOptions *o, vrmSettings *s)
             return -1;
     }
     if (o->token) {
-        if (vrmProtoTokenParse(o->token, s->token) < 0)
+        if (!vrmTokenParse(o->token, &s->token)) {
+            vrmReportError(VRM_ERR_INVALID_ARG,
+                           _("--token takes 32 lowercase hexadecimal characters"));
             return -1;
+        }
     } else {
         /* virt-rdmad passes it here: unlike argv, the environment is
          * readable only by this process's user. */
@@ -157,8 +134,12 @@ vrmOptionsToSettings(const vrmEngineOptions *o, vrmSettings *s)
             return -1;
         }
         g_unsetenv(VRM_ENGINE_TOKEN_ENV);
-        if (vrmProtoTokenParse(env, s->token) < 0)
+        if (!vrmTokenParse(env, &s->token)) {
+            vrmReportError(VRM_ERR_INVALID_ARG,
+                           _("the token in %1$s is not 32 lowercase hexadecimal characters"),
+                           VRM_ENGINE_TOKEN_ENV);
             return -1;
+        }
     }
     if (o->channels < 1 || vrmProtoCheckChannels(o->channels) < 0) {
         vrmProtoCheckChannels(0);
@@ -166,7 +147,7 @@ vrmOptionsToSettings(const vrmEngineOptions *o, vrmSettings *s)
     }
     s->channels = o->channels;
     if (o->chunk_size) {
-        if (vrmParseSize(o->chunk_size, &v) < 0 || vrmProtoCheckChunkSize(v) < 0)
+        if (vrmEngineParseSize("--chunk-size", o->chunk_size, &v) < 0 || vrmProtoCheckChunkSize(v) < 0)
             return -1;
         s->chunk_size = v;
     }
@@ -175,7 +156,7 @@ vrmOptionsToSettings(const vrmEngineOptions *o, vrmSettings *s)
     s->ring_depth = o->ring_depth;
     s->pin_all = o->pin_all;
     s->write_imm = !o->no_write_imm;
-    if (o->max_pinned && vrmParseSize(o->max_pinned, &s->max_pinned) < 0)
+    if (o->max_pinned && vrmEngineParseSize("--max-pinned", o->max_pinned, &s->max_pinned) < 0)
         return -1;
     s->stats_socket = g_strdup(o->stats_socket);
     if (o->deadline_connect < 1) {
@@ -196,7 +177,7 @@ vrmOptionsToSettings(const vrmEngineOptions *o, vrmSettings *s)
         int f = vrmFaultTypeFromString(parts[0]);
 
         if (f <= VRM_FAULT_NONE ||
-            (parts[1] && vrmParseSize(parts[1], &s->fault_bytes) < 0)) {
+            (parts[1] && vrmEngineParseSize("--test-fault", parts[1], &s->fault_bytes) < 0)) {
             vrmReportError(VRM_ERR_INVALID_ARG,
                            _("Unknown test fault '%1$s'."), o->test_fault);
             return -1;
@@ -230,7 +211,7 @@ main(int argc, char **argv)
 {
     vrmEngineOptions o = {
         .channels = 1,
-        .ring_depth = VRM_PROTO_DEPTH_DEFAULT,
+        .ring_depth = VRM_RING_DEPTH_DEFAULT,
         .deadline_connect = 30,
         .idle_timeout = 120,
     };
@@ -305,7 +286,7 @@ main(int argc, char **argv)
     }
     if (o.version) {
         printf("virt-rdma-engine %s (protocol version %d)\n", PACKAGE_VERSION,
-               VRM_PROTO_VERSION);
+               VRM_PROTOCOL_VERSION);
         return 0;
     }
     if (o.debug)

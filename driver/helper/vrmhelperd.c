@@ -31,7 +31,6 @@
 #include "vrmerror.h"
 #include "vrmi18n.h"
 #include "vrmlog.h"
-#include "protocol/vrmproto.h"
 
 #define VRM_HELPER_POLL_MS 200          /* stats of live engines */
 #define VRM_HELPER_WAIT_POLL_MS 20      /* while a client waits on an engine */
@@ -43,15 +42,6 @@
 #define VRM_HELPER_ADOPT_TIMEOUT_US (10 * G_USEC_PER_SEC)
 #define VRM_HELPER_LISTEN_TIMEOUT_US (15 * G_USEC_PER_SEC)
 #define VRM_HELPER_MEMLOCK_SLACK (64ull * 1024 * 1024)
-
-/* The helper passes the XML layer's negotiated values to the engine: the
- * defaults and bounds of the two layers must be the same numbers. */
-G_STATIC_ASSERT(VRM_RING_DEPTH_DEFAULT == VRM_PROTO_DEPTH_DEFAULT);
-G_STATIC_ASSERT(VRM_RING_DEPTH_MIN == VRM_PROTO_DEPTH_MIN);
-G_STATIC_ASSERT(VRM_RING_DEPTH_MAX == VRM_PROTO_DEPTH_MAX);
-G_STATIC_ASSERT(VRM_CHUNK_SIZE_DEFAULT == VRM_PROTO_CHUNK_DEFAULT);
-G_STATIC_ASSERT(VRM_CHUNK_SIZE_MIN == VRM_PROTO_CHUNK_MIN);
-G_STATIC_ASSERT(VRM_CHUNK_SIZE_MAX == VRM_PROTO_CHUNK_MAX);
 
 /* What a client waiting on a job waits for */
 typedef enum {
@@ -484,9 +474,9 @@ vrmHelperSpawnEngine(vrmHelperDaemon *d, vrmHelperJob *job,
     g_ptr_array_add(argv, g_strdup_printf("--channels=%u", channels));
     g_ptr_array_add(argv, g_strdup_printf("--chunk-size=%u", chunk));
     g_ptr_array_add(argv, g_strdup_printf("--ring-depth=%u", depth));
-    if (caps & VRM_CAP_FLAG_PIN_ALL)
+    if (caps & VRM_CAP_PIN_ALL)
         g_ptr_array_add(argv, g_strdup("--pin-all"));
-    if (!(caps & VRM_CAP_FLAG_WRITE_IMM))
+    if (!(caps & VRM_CAP_WRITE_IMM))
         g_ptr_array_add(argv, g_strdup("--no-write-imm"));
     if (d->conf->maxPinnedBytes)
         g_ptr_array_add(argv, g_strdup_printf("--max-pinned=%llu",

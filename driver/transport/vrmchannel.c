@@ -191,14 +191,14 @@ vrmChannelSetup(vrmChannel *ch, vrmRdmaDevice *dev)
     if (ch->cq)
         return 0;       /* already set up (destination retry) */
     ch->dev = dev;
-    ch->sq_size = vrmRdmaClamp(2 * depth + 32, dev->attr.max_qp_wr,
+    ch->sq_size = vrmRdmaClamp(VRM_SEND_SLOTS(depth), dev->attr.max_qp_wr,
                                "send queue");
-    ch->rq_size = vrmRdmaClamp(4 * depth + 32, dev->attr.max_qp_wr,
+    ch->rq_size = vrmRdmaClamp(VRM_RECV_SLOTS(depth), dev->attr.max_qp_wr,
                                "receive queue");
-    if (ch->sq_size < min_sq || ch->rq_size < 4 * depth + 32) {
+    if (ch->sq_size < min_sq || ch->rq_size < VRM_RECV_SLOTS(depth)) {
         vrmReportError(VRM_ERR_RESOURCE,
                        _("Device %1$s allows %2$d work requests per queue, a ring depth of %3$u needs %4$u."),
-                       dev->name, dev->attr.max_qp_wr, depth, 4 * depth + 32);
+                       dev->name, dev->attr.max_qp_wr, depth, VRM_RECV_SLOTS(depth));
         return -1;
     }
     ch->sig_interval = MAX(1, ch->sq_size / 4);
@@ -233,17 +233,17 @@ vrmChannelSetup(vrmChannel *ch, vrmRdmaDevice *dev)
     if (vrmRingAlloc(&ch->rx, depth, s->chunk_size) < 0 ||
         vrmRingAlloc(&ch->stage, depth, s->chunk_size) < 0)
         return -1;
-    ch->ctl_send = g_malloc0((size_t)ch->sq_size * VRM_PROTO_CONTROL_MAX);
-    ch->ctl_recv = g_malloc0((size_t)ch->rq_size * VRM_PROTO_CONTROL_MAX);
+    ch->ctl_send = g_malloc0((size_t)ch->sq_size * VRM_CONTROL_MESSAGE_MAX);
+    ch->ctl_recv = g_malloc0((size_t)ch->rq_size * VRM_CONTROL_MESSAGE_MAX);
     if (!(ch->ctl_send_mr = vrmRdmaRegister(dev, ch->ctl_send,
-                                            (size_t)ch->sq_size * VRM_PROTO_CONTROL_MAX,
+                                            (size_t)ch->sq_size * VRM_CONTROL_MESSAGE_MAX,
                                             access, NULL)) ||
         !(ch->ctl_recv_mr = vrmRdmaRegister(dev, ch->ctl_recv,
-                                            (size_t)ch->rq_size * VRM_PROTO_CONTROL_MAX,
+                                            (size_t)ch->rq_size * VRM_CONTROL_MESSAGE_MAX,
                                             access, NULL)))
         return -1;
     vrmStatsAdd(&ch->stats, VRM_STAT_PINNED_BYTES,
-                (guint64)(ch->sq_size + ch->rq_size) * VRM_PROTO_CONTROL_MAX);
+                (guint64)(ch->sq_size + ch->rq_size) * VRM_CONTROL_MESSAGE_MAX);
 
     /* Pin-all is decided by the local setting here; the agreed set can only
      * be smaller, and an unused registration is harmless. */
@@ -269,8 +269,8 @@ vrmChannelPostRecvs(vrmChannel *ch, const guint32 *which, guint32 n)
         slot->id.kind = VRM_WR_RECV;
         slot->index = which[i];
         ch->rsges[i] = (struct ibv_sge) {
-            .addr = (uintptr_t)(ch->ctl_recv + (size_t)which[i] * VRM_PROTO_CONTROL_MAX),
-            .length = VRM_PROTO_CONTROL_MAX,
+            .addr = (uintptr_t)(ch->ctl_recv + (size_t)which[i] * VRM_CONTROL_MESSAGE_MAX),
+            .length = VRM_CONTROL_MESSAGE_MAX,
             .lkey = ch->ctl_recv_mr->lkey,
         };
         ch->rwrs[i] = (struct ibv_recv_wr) {
@@ -387,7 +387,7 @@ static inline guint8 *
 vrmChannelCtlBuf(vrmChannel *ch, guint32 i)
 {
     return ch->ctl_send + (size_t)((ch->post_seq + i) % ch->sq_size) *
-           VRM_PROTO_CONTROL_MAX;
+           VRM_CONTROL_MESSAGE_MAX;
 }
 
 /* Prepare WR number i of the batch starting at post_seq */
@@ -1089,7 +1089,7 @@ vrmChannelHandleWC(vrmChannel *ch, struct ibv_wc *wc, guint32 *repost,
         return 0;
     } else {
         vrmRecvSlot *slot = vrm_container_of(wid, vrmRecvSlot, id);
-        const guint8 *buf = ch->ctl_recv + (size_t)slot->index * VRM_PROTO_CONTROL_MAX;
+        const guint8 *buf = ch->ctl_recv + (size_t)slot->index * VRM_CONTROL_MESSAGE_MAX;
 
         repost[(*nrepost)++] = slot->index;
         if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {

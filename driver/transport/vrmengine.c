@@ -40,8 +40,8 @@ vrmSettingsInit(vrmSettings *s)
     s->role = VRM_ROLE_LAST;
     s->unix_mode = 0660;
     s->channels = 1;
-    s->chunk_size = VRM_PROTO_CHUNK_DEFAULT;
-    s->ring_depth = VRM_PROTO_DEPTH_DEFAULT;
+    s->chunk_size = VRM_CHUNK_SIZE_DEFAULT;
+    s->ring_depth = VRM_RING_DEPTH_DEFAULT;
     s->write_imm = true;
     s->deadline_connect = 30;
     s->idle_timeout = 120;
@@ -109,10 +109,7 @@ vrmSettingsValidate(const vrmSettings *s)
 guint64
 vrmSettingsPinnedBytes(const vrmSettings *s)
 {
-    guint64 depth = s->ring_depth;
-    guint64 ctl = (2 * depth + 32 + 4 * depth + 32) * VRM_PROTO_CONTROL_MAX;
-
-    return (guint64)s->channels * (2 * depth * s->chunk_size + ctl);
+    return vrmPinnedBytes(s->channels, s->ring_depth, s->chunk_size);
 }
 
 static bool
@@ -408,7 +405,7 @@ static int
 vrmEngineSendConnect(vrmEngine *e, vrmChannel *ch)
 {
     vrmProtoConnData cd = {
-        .version = e->s.fault == VRM_FAULT_VERSION ? VRM_PROTO_VERSION + 1 : VRM_PROTO_VERSION,
+        .version = e->s.fault == VRM_FAULT_VERSION ? VRM_PROTOCOL_VERSION + 1 : VRM_PROTOCOL_VERSION,
         .flags = e->caps,
         .channel = ch->index,
         .channels = e->s.channels,
@@ -427,7 +424,7 @@ vrmEngineSendConnect(vrmEngine *e, vrmChannel *ch)
     G_STATIC_ASSERT(VRM_PROTO_CONN_DATA_LEN <= VRM_PROTO_PRIVATE_DATA_MAX);
     if (e->s.fault == VRM_FAULT_VERSION)
         VRM_WARN("test hook: connecting with protocol version %u", cd.version);
-    memcpy(cd.token, e->s.token, sizeof(cd.token));
+    cd.token = e->s.token;
     vrmProtoConnDataEncode(&cd, pd);
 
     if (!(dev = vrmEngineDevice(e, ch->id->verbs)) ||
@@ -465,7 +462,7 @@ vrmEngineAccept(vrmEngine *e, struct rdma_cm_event *ev)
     if (vrmProtoConnDataDecode(data, len, &cd) < 0)
         reason = VRM_REJECT_MALFORMED;
     else
-        reason = vrmProtoConnDataCheck(&cd, e->s.token, e->s.channels);
+        reason = vrmProtoConnDataCheck(&cd, &e->s.token, e->s.channels);
     if (reason == VRM_REJECT_NONE) {
         ch = e->channels[cd.channel];
         if (ch->id) {
@@ -495,7 +492,7 @@ vrmEngineAccept(vrmEngine *e, struct rdma_cm_event *ev)
         return -1;
     }
     cd.flags = ch->caps;
-    memset(cd.token, 0, sizeof(cd.token));
+    vrmTokenClear(&cd.token);
     vrmProtoConnDataEncode(&cd, reply);
     vrmEngineSetAckTimeout(ch->id);
     if (rdma_accept(ch->id, &param) < 0) {
@@ -515,7 +512,7 @@ vrmEngineEstablished(vrmEngine *e, vrmChannel *ch, struct rdma_cm_event *ev)
         if (vrmProtoConnDataDecode(ev->param.conn.private_data,
                                    ev->param.conn.private_data_len, &cd) < 0)
             return -1;
-        if (cd.version != VRM_PROTO_VERSION || cd.channel != ch->index ||
+        if (cd.version != VRM_PROTOCOL_VERSION || cd.channel != ch->index ||
             (cd.flags & ~e->caps)) {
             vrmReportError(VRM_ERR_PROTOCOL,
                            _("The source engine accepted channel %1$u with version %2$u, channel %3$u and capabilities 0x%4$x, which do not match the request."),
@@ -845,7 +842,7 @@ vrmEngineStatsJSON(vrmEngine *e)
                            ", \"qemu_connections\": %u, \"chunk_size\": %u, \"ring_depth\": %u"
                            ", \"pinned_bound\": %" G_GUINT64_FORMAT
                            ", \"elapsed_s\": %.3f",
-                           VRM_PROTO_VERSION,
+                           VRM_PROTOCOL_VERSION,
                            (caps & VRM_CAP_PIN_ALL) ? "true" : "false",
                            (caps & VRM_CAP_WRITE_IMM) ? "true" : "false",
                            e->s.channels, e->established,

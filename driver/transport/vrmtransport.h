@@ -42,7 +42,7 @@ typedef struct {
     guint32 unix_mode;          /* source socket mode */
     char *rdma_host;            /* source: listen; destination: connect */
     char *rdma_port;
-    guint8 token[VRM_PROTO_TOKEN_LEN];
+    vrmToken token;
     guint32 channels;
     guint32 chunk_size;
     guint32 ring_depth;

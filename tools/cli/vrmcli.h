@@ -1,5 +1,6 @@
 /*
- * vrmcli.h: the virt-rdma command's subcommands
+ * vrmcli.h: the virt-rdma command's subcommands (one file each) and the
+ * helpers they share (vrmcli.c)
  */
 #pragma once
 

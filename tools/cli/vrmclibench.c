@@ -29,7 +29,7 @@
 #include "vrmcli.h"
 #include "vrmerror.h"
 #include "vrmi18n.h"
-#include "protocol/vrmproto.h"
+#include "vrmtoken.h"
 
 #define VRM_BENCH_DEFAULT_PORT 18600
 #define VRM_BENCH_BUF (256 * 1024)

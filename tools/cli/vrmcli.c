@@ -1,0 +1,39 @@
+/*
+ * vrmcli.c: what every subcommand of virt-rdma shares: sizes and errors
+ * as virsh prints them
+ */
+#include <config.h>
+
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "vrmcli.h"
+#include "vrmi18n.h"
+
+char *
+vrmCliPrettySize(unsigned long long bytes)
+{
+    static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+    double v = bytes;
+    size_t u = 0;
+
+    if (bytes < 1024)
+        return g_strdup_printf("%llu B", bytes);
+    while (v >= 1024 && u + 1 < G_N_ELEMENTS(units)) {
+        v /= 1024;
+        u++;
+    }
+    return g_strdup_printf("%.3f %s", v, units[u]);
+}
+
+void
+vrmCliError(const char *fmt, ...)
+{
+    g_autofree char *msg = NULL;
+    va_list ap;
+
+    va_start(ap, fmt);
+    msg = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    fprintf(stderr, _("virt-rdma: error: %1$s\n"), msg);
+}
