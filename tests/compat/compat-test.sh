@@ -39,11 +39,14 @@ die() { echo "compat-test.sh: $*" >&2; exit 1; }
 case "$distro" in
     12)
         build=$host_build
-        boot=(--distro 12) ;;
+        boot=(--distro 12)
+        native_env= ;;
     13)
         dir=$compat/debian-13
         build=$dir/build
         boot=(--distro 13)
+        # QEMU's own rdma: migration without --postcopy (native-rdma.sh)
+        native_env=VRM_NATIVE_RDMA_POSTCOPY=0
         # The root and the build, made once per build tree (several tests
         # may ask; one makes them, the others wait and find them made).
         mkdir -p "$dir"
@@ -79,7 +82,7 @@ in_root() {
 
 # sandbox COMMAND: both hosts run COMMAND with this distribution's build.
 sandbox() {
-    local cmd="VRM_GUEST_ELF=$build/tests/e2e/guest/vrm-guest.elf VRM_BUILD_DIR=$build $1"
+    local cmd="$native_env VRM_GUEST_ELF=$build/tests/e2e/guest/vrm-guest.elf VRM_BUILD_DIR=$build $1"
     "$sandbox" "${boot[@]}" --hosts 2 --mem 2048 --timeout "${VRM_COMPAT_TIMEOUT:-900}" \
         --a "$cmd" --b "$cmd"
 }
