@@ -84,8 +84,11 @@ done
 start=$SECONDS
 # minbase + the list, no recommends; documentation, manuals and locales are
 # never unpacked; the kernel's own initramfs is not generated (the sandbox
-# makes its own), nor is apt's cache kept in the root.
-mmdebstrap --mode=root --variant=minbase --format=directory \
+# makes its own), nor is apt's cache kept in the root. In a private mount
+# namespace: whatever mmdebstrap mounts in the root (/proc, /sys, devices)
+# goes away with it, even when it is killed, so that removing the build
+# tree never reaches this machine's /dev or /sys.
+unshare --mount --propagation private mmdebstrap --mode=root --variant=minbase --format=directory \
     --include="$(IFS=,; echo "${packages[*]}")" \
     --dpkgopt='path-exclude=/usr/share/doc/*' \
     --dpkgopt='path-include=/usr/share/doc/*/copyright' \
