@@ -15,6 +15,9 @@ packages=(
     # inside the sandbox: libvirt hosts for the end-to-end tests
     libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients
     python3 procps
+    # compat suite: makes the Debian 13 sandbox root from the archive
+    # (tests/compat/mkroot.sh); the archive keyring has Debian 13's keys
+    mmdebstrap debian-archive-keyring
 )
 
 if [ "$(id -u)" != 0 ]; then
