@@ -21,6 +21,9 @@ packages=(
     python3 procps
     # e2e: a management application's migration (libvirt-python migrateToURI3)
     python3-libvirt
+    # compat suite: makes the Debian 13 sandbox root from the archive
+    # (tests/compat/mkroot.sh); the archive keyring has Debian 13's keys
+    mmdebstrap debian-archive-keyring
 )
 
 if [ "$(id -u)" != 0 ]; then
