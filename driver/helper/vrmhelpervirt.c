@@ -2,9 +2,10 @@
  * vrmhelpervirt.c: virt-rdmad's own connection to libvirt
  *
  * Threads: the worker (owns the connection; every libvirt call of the
- * helper), libvirt's event loop (one per process, started once), and the
- * main loop (results). The worker and the event thread share only the
- * task queue; the status for host-info is under a mutex.
+ * helper) and the main loop (results, and libvirt's events: libvirt's
+ * default event implementation is GLib's default main context, which the
+ * main loop runs). The two share only the task queue; the status for
+ * host-info is under a mutex.
  */
 #include <config.h>
 
@@ -52,6 +53,7 @@ struct _vrmHelperVirt {
     vrmLocator *locator;        /* ours; read by the worker only after New */
     GAsyncQueue *queue;         /* vrmVirtTask * */
     GThread *worker;
+    GMainContext *context;      /* where results go: the creator's */
     virConnectPtr conn;         /* worker only */
     int callbacks[2];           /* event callback ids, -1 none */
     gint broken;                /* atomic: libvirt closed the connection */
@@ -101,18 +103,16 @@ vrmMigrationOutcome(bool found, int state, int reason, int jobType)
 }
 
 
-/* ---- the event thread (one per process) ------------------------------- */
+/* ---- libvirt's events ------------------------------------------------ */
 
-static gpointer
-vrmVirtEventThread(gpointer opaque)
-{
-    for (;;) {
-        if (virEventRunDefaultImpl() < 0)
-            g_usleep(100 * 1000);
-    }
-    return NULL;
-}
-
+/*
+ * libvirt's default event implementation attaches its sources to GLib's
+ * default main context: whoever runs that context dispatches libvirt's
+ * events, here the helper's main loop. No thread of our own runs it: a
+ * second thread iterating the same context would dispatch the helper's own
+ * sources (clients, peers, timers) whenever the main loop is between
+ * iterations.
+ */
 static void
 vrmVirtEventsStart(void)
 {
@@ -120,7 +120,6 @@ vrmVirtEventsStart(void)
 
     if (g_once_init_enter(&started)) {
         virEventRegisterDefaultImpl();
-        g_thread_unref(g_thread_new("libvirt-events", vrmVirtEventThread, NULL));
         g_once_init_leave(&started, 1);
     }
 }
@@ -148,7 +147,7 @@ vrmVirtPush(vrmHelperVirt *v, vrmVirtTaskType type, const char *uuid)
     g_async_queue_push(v->queue, task);
 }
 
-/* event thread: a domain started, resumed, or its metadata changed */
+/* main loop (libvirt's event): a domain started or resumed */
 static int
 vrmVirtLifecycle(virConnectPtr conn, virDomainPtr dom, int event, int detail,
                  void *opaque)
@@ -161,6 +160,7 @@ vrmVirtLifecycle(virConnectPtr conn, virDomainPtr dom, int event, int detail,
     return 0;
 }
 
+/* main loop (libvirt's event): a domain's metadata changed */
 static void
 vrmVirtMetadata(virConnectPtr conn, virDomainPtr dom, int type,
                 const char *nsuri, void *opaque)
@@ -507,6 +507,19 @@ vrmVirtDeliver(gpointer opaque)
     return G_SOURCE_REMOVE;
 }
 
+/* To the creator's context, always as a source of its own: never called
+ * here in the worker (g_main_context_invoke() would, whenever the worker
+ * manages to acquire that context) */
+static void
+vrmVirtDeliverLater(vrmHelperVirt *v, vrmVirtTask *task)
+{
+    GSource *src = g_idle_source_new();
+
+    g_source_set_callback(src, vrmVirtDeliver, task, NULL);
+    g_source_attach(src, v->context);
+    g_source_unref(src);
+}
+
 static void
 vrmVirtRun(vrmHelperVirt *v, vrmVirtTask *task)
 {
@@ -558,7 +571,7 @@ vrmVirtRun(vrmHelperVirt *v, vrmVirtTask *task)
         vrmVirtTaskFree(task);
         return;
     }
-    g_main_context_invoke(NULL, vrmVirtDeliver, task);
+    vrmVirtDeliverLater(v, task);
 }
 
 static gpointer
@@ -596,6 +609,7 @@ vrmHelperVirtNew(const char *uri, const vrmLocator *locator)
 
     vrmVirtEventsStart();
     v->uri = g_strdup(uri);
+    v->context = g_main_context_ref_thread_default();
     v->locator = vrmLocatorCopy(locator);
     v->queue = g_async_queue_new();
     v->callbacks[0] = v->callbacks[1] = -1;
@@ -622,6 +636,7 @@ vrmHelperVirtFree(vrmHelperVirt *v)
     g_async_queue_unref(v->queue);
     /* results already on their way to the main loop keep only their task */
     vrmLocatorFree(v->locator);
+    g_main_context_unref(v->context);
     g_free(v->uri);
     g_free(v->error);
     g_mutex_clear(&v->lock);

@@ -5,9 +5,9 @@
  * virDomainSetMetadata() for 30 s), so none of them runs in the main
  * loop: a worker thread owns the connection and runs the calls one after
  * the other; results come back to the main loop (the default
- * GMainContext) through callbacks; libvirt's events arrive in an event
- * thread of their own (virEventRunDefaultImpl) and become work for the
- * worker. The connection is opened when first needed and again after it
+ * GMainContext) through callbacks; libvirt's events arrive in the main
+ * loop too (libvirt's default event implementation is that context) and
+ * become work for the worker. The connection is opened when first needed and again after it
  * breaks (libvirtd restarted).
  *
  * What the helper asks libvirt:

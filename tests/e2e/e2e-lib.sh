@@ -16,6 +16,8 @@ nap() { read -r -t "$1" -u "$NAP_FD" _ 2>/dev/null; return 0; }
 say() { echo "e2e[$VRM_SANDBOX_HOST] $(date +%T) $*"; }
 fail() {
     say "FAIL: $*"
+    # the helper's side of it, when it ran here
+    [ -s /tmp/virt-rdmad.log ] && tail -n 40 /tmp/virt-rdmad.log | sed 's/^/  virt-rdmad: /'
     touch "$SHARED/failed-$VRM_SANDBOX_HOST"
     exit 1
 }

@@ -478,7 +478,10 @@ runHookWith(const char *conf, const char *xml, const char *op, HookResult *res)
                                            G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL,
                                            &pid, &in, &out, &er, &err));
     w = write(in, xml, strlen(xml));
-    g_assert_cmpint(w, ==, (ssize_t)strlen(xml));
+    /* for the operations it ignores the hook may end before reading (libvirt
+     * ignores that EPIPE too) */
+    if (w != (ssize_t)strlen(xml))
+        g_assert_true(w < 0 && errno == EPIPE && op);
     close(in);
     /* the fake source in this process answers meanwhile */
     res->status = waitPid(pid, 60);
