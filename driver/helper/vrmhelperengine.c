@@ -275,6 +275,7 @@ struct _vrmStatsProbe {
     GByteArray *buf;
     vrmStatsProbeFunc done;
     gpointer opaque;
+    GDestroyNotify destroy;
 };
 
 static void
@@ -293,8 +294,11 @@ vrmStatsProbeFree(vrmStatsProbe *p)
 void
 vrmStatsProbeCancel(vrmStatsProbe *probe)
 {
-    if (probe)
-        vrmStatsProbeFree(probe);
+    if (!probe)
+        return;
+    if (probe->destroy)
+        probe->destroy(probe->opaque);
+    vrmStatsProbeFree(probe);
 }
 
 /* The end of a probe: report and free (the callback may start another) */
@@ -351,7 +355,8 @@ vrmStatsProbeReadable(gint fd, GIOCondition cond, gpointer opaque)
 
 vrmStatsProbe *
 vrmStatsProbeStart(const char *path, pid_t pid, unsigned int timeoutMs,
-                   vrmStatsProbeFunc done, gpointer opaque)
+                   vrmStatsProbeFunc done, gpointer opaque,
+                   GDestroyNotify destroy)
 {
     struct sockaddr_un sa = { .sun_family = AF_UNIX };
     struct ucred cred;
@@ -383,6 +388,7 @@ vrmStatsProbeStart(const char *path, pid_t pid, unsigned int timeoutMs,
     p->buf = g_byte_array_new();
     p->done = done;
     p->opaque = opaque;
+    p->destroy = destroy;
     p->watch = g_unix_fd_add(fd, G_IO_IN | G_IO_HUP | G_IO_ERR,
                              vrmStatsProbeReadable, p);
     p->timer = g_timeout_add(timeoutMs, vrmStatsProbeTimeout, p);

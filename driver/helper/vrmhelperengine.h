@@ -21,7 +21,7 @@
  * Public API summary
  * ------------------
  *   vrmHelperEngineSpawn(&launch, &pid, &startTime)
- *   vrmStatsProbeStart(path, pid, timeoutMs, done, opaque)  vrmStatsProbeCancel(p)
+ *   vrmStatsProbeStart(path, pid, timeoutMs, done, opaque, destroy)  vrmStatsProbeCancel(p)
  *   vrmProcStartTime(pid)  vrmProcIsOurEngine(pid, uid, exe, start)  vrmProcGone(pid)
  */
 #pragma once
@@ -67,12 +67,15 @@ int vrmHelperEngineSpawn(const vrmEngineLaunch *launch, GPid *pid,
                          guint64 *startTime);
 
 typedef struct _vrmStatsProbe vrmStatsProbe;
-/* @text: the record, or NULL if the engine did not answer in time */
+/* @text: the record, or NULL if the engine did not answer in time; the
+ * callback owns @opaque */
 typedef void (*vrmStatsProbeFunc)(const char *text, gpointer opaque);
 
+/* @destroy frees @opaque when the probe is cancelled before it ends */
 vrmStatsProbe *vrmStatsProbeStart(const char *path, pid_t pid,
                                   unsigned int timeoutMs,
-                                  vrmStatsProbeFunc done, gpointer opaque);
+                                  vrmStatsProbeFunc done, gpointer opaque,
+                                  GDestroyNotify destroy);
 void vrmStatsProbeCancel(vrmStatsProbe *probe);
 
 guint64 vrmProcStartTime(pid_t pid);

@@ -501,7 +501,7 @@ vrmHelperJobsProbe(vrmHelperDaemon *d, vrmHelperJob *job)
     ref = vrmHelperJobRefNew(d, job);
     if (!(job->probe = vrmStatsProbeStart(job->statsSocket, job->pid,
                                           VRM_HELPER_PROBE_TIMEOUT_MS,
-                                          vrmHelperJobsProbeDone, ref)))
+                                          vrmHelperJobsProbeDone, ref, g_free)))
         g_free(ref);
 }
 

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include <libxml/parser.h>
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
 
@@ -607,6 +608,9 @@ vrmHelperVirtNew(const char *uri, const vrmLocator *locator)
     vrmHelperVirt *v = g_new0(vrmHelperVirt, 1);
     vrmRateLimit rl = VRM_RATE_LIMIT_INIT(3, 300);
 
+    /* libxml2's globals before a second thread uses it (libvirt parses in
+     * the worker): two threads initialising them at once lose one */
+    xmlInitParser();
     vrmVirtEventsStart();
     v->uri = g_strdup(uri);
     v->context = g_main_context_ref_thread_default();

@@ -125,10 +125,15 @@ testNotRunning(void)
 static void
 testSocketPath(void)
 {
+    g_autofree char *fromConfig = NULL;
+    g_autofree char *fromEnv = NULL;
+
     g_unsetenv(VRM_HELPER_SOCKET_ENV);
-    g_assert_cmpstr(vrmHelperSocketPath(), ==, "/run/virt-rdma/virt-rdmad.sock");
+    fromConfig = vrmHelperSocketPath();
+    g_assert_cmpstr(fromConfig, ==, "/run/virt-rdma/virt-rdmad.sock");
     g_setenv(VRM_HELPER_SOCKET_ENV, "/tmp/x.sock", TRUE);
-    g_assert_cmpstr(vrmHelperSocketPath(), ==, "/tmp/x.sock");
+    fromEnv = vrmHelperSocketPath();
+    g_assert_cmpstr(fromEnv, ==, "/tmp/x.sock");
     g_unsetenv(VRM_HELPER_SOCKET_ENV);
 }
 
