@@ -782,6 +782,87 @@ testNotRdma(void)
     helperFree(h);
 }
 
+static char *callAs(Helper *h, const char *user, vrmControlMessage *req);
+
+/* Lines of a log file above debug level (the tests run --debug) */
+static guint
+logLines(const char *path)
+{
+    g_autofree char *text = NULL;
+    g_auto(GStrv) lines = NULL;
+    guint n = 0;
+    guint i;
+
+    if (!g_file_get_contents(path, &text, NULL, NULL))
+        return 0;
+    lines = g_strsplit(text, "\n", -1);
+    for (i = 0; lines[i]; i++)
+        n += *lines[i] && !strstr(lines[i], "] debug: ");
+    return n;
+}
+
+/*
+ * Floods cost a few log lines, and nobody's text reaches the log raw
+ * (issue 13 finding 9): 200 peers that speak garbage with terminal escapes
+ * and newlines, 20 wrong-key handshakes, and (as root) 300 refused
+ * requests of a group member (user daemon) for a job that is not its own.
+ */
+static void
+testLogFlood(void)
+{
+    Helper *h = helperNew(NULL, NULL);
+    g_autofree char *logPath = g_strdup_printf("%s/helper.log", h->dir);
+    g_autofree char *other = testKey(h->dir, "other.key");
+    g_autofree char *log = NULL;
+    static const char garbage[] = "\x1b[31mvirt-rdmad: error: forged\n\x16\x03\x01 junk\r\n";
+    struct sockaddr_in sa = { .sin_family = AF_INET };
+    guint before;
+    guint i;
+
+    helperStart(h);
+    before = logLines(logPath);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    sa.sin_port = htons(h->peerPort);
+    for (i = 0; i < 200; i++) {
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        char buf[256];
+
+        g_assert_cmpint(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), ==, 0);
+        g_assert_cmpint(write(fd, garbage, sizeof(garbage) - 1), ==, sizeof(garbage) - 1);
+        shutdown(fd, SHUT_WR);
+        while (read(fd, buf, sizeof(buf)) > 0)
+            ;
+        close(fd);
+    }
+    for (i = 0; i < 20; i++) {
+        g_autofree char *port = g_strdup_printf("%u", h->peerPort);
+        const char *argv[] = { env("VRM_HELPERCTL_PATH"), "peer-request", other,
+                               "127.0.0.1", port, "web1", TEST_DOMAIN_UUID, NULL };
+        int status;
+
+        g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL,
+                                   G_SPAWN_STDOUT_TO_DEV_NULL | G_SPAWN_STDERR_TO_DEV_NULL,
+                                   NULL, NULL, NULL, NULL, &status, NULL));
+        g_assert_false(g_spawn_check_wait_status(status, NULL));
+    }
+    if (geteuid() == 0) {
+        for (i = 0; i < 300; i++) {
+            vrmControlMessage *req = vrmControlMessageNew(VRM_CONTROL_JOB_CANCEL);
+
+            req->hasId = true;
+            req->id = 99;
+            g_free(callAs(h, "daemon", req));
+        }
+    }
+    g_assert_true(g_file_get_contents(logPath, &log, NULL, NULL));
+    g_test_message("%u log lines above debug for 220 bad peers and 300 refused requests",
+                   logLines(logPath) - before);
+    g_assert_cmpuint(logLines(logPath) - before, <=, 16);
+    g_assert_null(strchr(log, '\x1b'));
+    g_assert_null(strstr(log, "\nvirt-rdmad: error: forged"));
+    helperFree(h);
+}
+
 /*
  * A stalled stats listener (the fake engine listens and never accepts)
  * holds only its own probe: a client is served at once meanwhile, and the
@@ -1182,6 +1263,7 @@ main(int argc, char **argv)
     g_test_add_func("/helperd/source-silent", testSourceSilent);
     g_test_add_func("/helperd/no-locator", testNoLocator);
     g_test_add_func("/helperd/not-rdma", testNotRdma);
+    g_test_add_func("/helperd/log-flood", testLogFlood);
     g_test_add_func("/helperd/stalled-engine", testStalledEngine);
     g_test_add_func("/helperd/engine-fails", testEngineFails);
     g_test_add_func("/helperd/restart", testRestart);
