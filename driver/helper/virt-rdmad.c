@@ -60,8 +60,9 @@ main(int argc, char **argv)
     octx = g_option_context_new(NULL);
     g_option_context_set_translation_domain(octx, GETTEXT_PACKAGE);
     g_option_context_set_summary(octx,
-        _("The virt-rdma helper of a hypervisor host: checks migration offers\n"
-          "against this host's policy, runs one transport engine per migration\n"
+        _("The virt-rdma helper of a hypervisor host: negotiates each RDMA\n"
+          "migration with the other host's helper over an authenticated channel,\n"
+          "runs one transport engine per migration within this host's policy\n"
           "and keeps what happened to each job. Runs in the foreground."));
     g_option_context_add_main_entries(octx, entries, GETTEXT_PACKAGE);
     if (!g_option_context_parse(octx, &argc, &argv, &err)) {

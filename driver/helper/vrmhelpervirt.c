@@ -114,12 +114,20 @@ vrmMigrationOutcome(bool found, int state, int reason, int jobType)
  * sources (clients, peers, timers) whenever the main loop is between
  * iterations.
  */
+/* libvirt's errors reach the log through our own messages only, not
+ * also on stderr as libvirt's default handler would print them */
+static void
+vrmVirtQuiet(void *opaque, virErrorPtr err)
+{
+}
+
 static void
 vrmVirtEventsStart(void)
 {
     static gsize started;
 
     if (g_once_init_enter(&started)) {
+        virSetErrorFunc(NULL, vrmVirtQuiet);
         virEventRegisterDefaultImpl();
         g_once_init_leave(&started, 1);
     }

@@ -121,6 +121,23 @@ cluster_key() {
     install -m 0600 "$key" /etc/virt-rdma/cluster.key
 }
 
+# helper_conf_dir: /etc/virt-rdma, also where this build looks for its
+# configuration (the hook reads it there: libvirt passes hooks no
+# environment), e.g. /usr/local/etc/virt-rdma for the default prefix
+helper_conf_dir() {
+    local conf dir
+    conf=$(LC_ALL=C "$VRM_BUILD_DIR/driver/helper/virt-rdmad" --help |
+           sed -n 's/.*configuration file (default \(.*\))$/\1/p')
+    [ -n "$conf" ] || fail "virt-rdmad --help names no default configuration file"
+    mkdir -p /etc/virt-rdma
+    dir=$(dirname "$conf")
+    if [ "$dir" != /etc/virt-rdma ]; then
+        rm -rf "$dir"
+        mkdir -p "$(dirname "$dir")"
+        ln -s /etc/virt-rdma "$dir"
+    fi
+}
+
 # write_helper_conf [EXTRA...]: /etc/virt-rdma/virt-rdmad.conf for this
 # host; EXTRA lines are appended (groups of their own)
 write_helper_conf() {
@@ -132,8 +149,12 @@ address=$VRM_SELF_ADDR
 [access]
 group=virt-rdma
 
+[paths]
+state-dir=/var/lib/virt-rdma
+
 [peers]
 auth=psk
+key-file=/etc/virt-rdma/cluster.key
 host=sandbox-$VRM_SANDBOX_HOST
 address=$VRM_SELF_ADDR
 CONF
@@ -174,6 +195,7 @@ stop_helper() {
 # at start-up); the helpers share one cluster key.
 start_virt_rdma() {
     mkdir -p /etc/virt-rdma /etc/libvirt/hooks/qemu.d /run/virt-rdma
+    helper_conf_dir
     mkdir -p -m 0700 "$SHARED/tokens-$VRM_SANDBOX_HOST"
     add_system_users
     cluster_key
