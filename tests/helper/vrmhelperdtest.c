@@ -732,6 +732,60 @@ testSourceRefuses(void)
     helperFree(h);
 }
 
+/* The host's pinned-memory budget across jobs: the second job does not fit
+ * beside the first and is refused with a line naming the setting, and no
+ * second engine starts (issue 13 item 4); a job larger than the whole
+ * budget is refused by the policy */
+#define THIRD_UUID "0f1e2d3c-4b5a-4978-8a6b-5c4d3e2f1a0b"
+static void
+testBudgetRefused(void)
+{
+    Helper *h = helperNew(NULL, "[limits]\nmax-pinned-bytes = 8M\n");
+    g_autofree char *key = g_build_filename(h->dir, "cluster.key", NULL);
+    g_autofree char *path1 = domainPath(h, OTHER_UUID);
+    g_autofree char *path2 = domainPath(h, THIRD_UUID);
+    vrmFakeSource *fs1 = vrmFakeSourceNew(key, FAKE_SOURCE_OFFER, path1);
+    vrmFakeSource *fs2 = NULL;
+    g_autofree char *xml1 = domainXML(OTHER_UUID, fs1->port, NULL);
+    g_autofree char *xml2 = NULL;
+    g_autofree char *log = NULL;
+    g_auto(HookResult) r1 = { 0 };
+    g_auto(HookResult) r2 = { 0 };
+    g_auto(HookResult) r3 = { 0 };
+    g_auto(GStrv) lines = NULL;
+
+    helperStart(h);
+    runHook(h, xml1, &r1);
+    g_assert_cmpint(WEXITSTATUS(r1.status), ==, 0);
+    vrmFakeSourceFree(fs1);
+    fs2 = vrmFakeSourceNew(key, FAKE_SOURCE_OFFER, path2);
+    xml2 = domainXML(THIRD_UUID, fs2->port, NULL);
+    runHook(h, xml2, &r2);
+    g_test_message("second job: %s", r2.err);
+    g_assert_cmpint(WEXITSTATUS(r2.status), ==, 1);
+    g_assert_nonnull(strstr(r2.err, "but this host's budget ([limits] max-pinned-bytes = 8388608) has"));
+    /* one engine: the first job's */
+    g_assert_true(g_file_get_contents(h->log, &log, NULL, NULL));
+    lines = g_strsplit(log, "\n", -1);
+    g_assert_cmpuint(g_strv_length(lines), ==, 2);
+    vrmFakeSourceFree(fs2);
+    helperFree(h);
+
+    h = helperNew(NULL, "[limits]\nmax-pinned-bytes = 1M\n");
+    g_free(key);
+    key = g_build_filename(h->dir, "cluster.key", NULL);
+    g_free(path1);
+    path1 = domainPath(h, OTHER_UUID);
+    fs1 = vrmFakeSourceNew(key, FAKE_SOURCE_OFFER, path1);
+    g_free(xml1);
+    xml1 = domainXML(OTHER_UUID, fs1->port, NULL);
+    helperStart(h);
+    runHook(h, xml1, &r3);
+    assertHookRefused(h, &r3, "limit 'pinned-bytes' exceeded: asked for");
+    vrmFakeSourceFree(fs1);
+    helperFree(h);
+}
+
 static void
 testSourceSilent(void)
 {
@@ -1261,6 +1315,7 @@ main(int argc, char **argv)
     g_test_add_func("/helperd/dest-down", testDestDown);
     g_test_add_func("/helperd/source-refuses", testSourceRefuses);
     g_test_add_func("/helperd/source-silent", testSourceSilent);
+    g_test_add_func("/helperd/budget-refused", testBudgetRefused);
     g_test_add_func("/helperd/no-locator", testNoLocator);
     g_test_add_func("/helperd/not-rdma", testNotRdma);
     g_test_add_func("/helperd/log-flood", testLogFlood);
