@@ -1250,6 +1250,59 @@ testHostInfo(void)
     helperFree(h);
 }
 
+/* `virt-rdma capabilities [--json]`: the helper's own view (its budget,
+ * its memlock limit), and "not running" told apart from "not allowed" */
+static char *
+runCaps(Helper *h, const char *user, bool json, int *status)
+{
+    g_autofree char *cli = g_build_filename(env("VRM_BUILD_DIR"), "tools", "cli",
+                                            "virt-rdma", NULL);
+    g_autofree char *reuid = g_strdup_printf("--reuid=%s", user ? user : "root");
+    const char *argv[] = { "setpriv", reuid, "--regid=nogroup", "--clear-groups",
+                           cli, "capabilities", json ? "--json" : NULL, NULL };
+    g_auto(GStrv) e = g_environ_setenv(g_get_environ(), VRM_HELPER_SOCKET_ENV, h->sock, TRUE);
+    char *out = NULL;
+
+    e = g_environ_setenv(e, "LC_ALL", "C", TRUE);
+    g_assert_true(g_spawn_sync(NULL, (char **)(user ? argv : argv + 4), e,
+                               G_SPAWN_SEARCH_PATH | G_SPAWN_STDERR_TO_DEV_NULL,
+                               NULL, NULL, &out, NULL, status, NULL));
+    return out;
+}
+
+static void
+testCapabilitiesCli(void)
+{
+    Helper *h = helperNew(NULL, "[limits]\nmax-pinned-bytes = 512M\n");
+    g_autofree char *json = NULL;
+    g_autofree char *text = NULL;
+    g_autofree char *down = NULL;
+    g_autofree char *outsider = NULL;
+    int status;
+
+    helperStart(h);
+    json = runCaps(h, NULL, true, &status);
+    g_test_message("virt-rdma capabilities --json: %s", json);
+    g_assert_true(g_str_has_prefix(json, "{"));
+    g_assert_nonnull(strstr(json, "536870912"));
+    text = runCaps(h, NULL, false, &status);
+    g_test_message("virt-rdma capabilities:\n%s", text);
+    g_assert_nonnull(strstr(text, "budget 512.000 MiB"));
+    g_assert_nonnull(strstr(text, "Helpers' channel:  psk (cluster key "));
+    if (geteuid() == 0) {
+        outsider = runCaps(h, "nobody", false, &status);
+        g_test_message("as nobody:\n%s", outsider);
+        g_assert_nonnull(strstr(outsider, "you may not use virt-rdmad: add yourself to its access group (adduser nobody daemon)"));
+        g_assert_null(strstr(outsider, "not running"));
+    }
+    helperStop(h);
+    down = runCaps(h, NULL, false, &status);
+    g_test_message("helper down:\n%s", down);
+    g_assert_cmpint(WEXITSTATUS(status), ==, 1);
+    g_assert_nonnull(strstr(down, "not running"));
+    helperFree(h);
+}
+
 /* --check-config refuses an access group that does not exist */
 static void
 testCheckConfig(void)
@@ -1325,6 +1378,7 @@ main(int argc, char **argv)
     g_test_add_func("/helperd/visibility", testVisibility);
     g_test_add_func("/helperd/impostor-socket", testImpostorSocket);
     g_test_add_func("/helperd/host-info", testHostInfo);
+    g_test_add_func("/helperd/capabilities-cli", testCapabilitiesCli);
     g_test_add_func("/helperd/check-config", testCheckConfig);
     g_test_add_func("/helperd/old-messages", testOldMessages);
     return g_test_run();

@@ -12,8 +12,10 @@
  */
 #include <config.h>
 
+#include <grp.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "vrmcli.h"
@@ -68,6 +70,19 @@ vrmCapsReason(vrmCaps *c, char *reason)
 }
 
 /* Every reason this host cannot migrate, with what to type */
+/* The access group: the control socket's group (what the kernel checks),
+ * else the default */
+static const char *
+vrmCapsAccessGroup(const vrmCaps *c)
+{
+    struct stat st;
+    struct group *gr;
+
+    if (stat(c->socketPath, &st) == 0 && st.st_gid != 0 && (gr = getgrgid(st.st_gid)))
+        return gr->gr_name;
+    return VRM_HELPER_DEFAULT_GROUP;
+}
+
 static void
 vrmCapsVerdict(vrmCaps *c)
 {
@@ -81,8 +96,8 @@ vrmCapsVerdict(vrmCaps *c)
                                          VRM_HOOK_PATH));
     if (!i) {
         if (c->errorCode == VRM_ERR_AUTH)
-            vrmCapsReason(c, g_strdup_printf(_("you may not use virt-rdmad: add yourself to its access group (adduser %1$s virt-rdma), then log in again; or run this as root"),
-                                             g_get_user_name()));
+            vrmCapsReason(c, g_strdup_printf(_("you may not use virt-rdmad: add yourself to its access group (adduser %1$s %2$s), then log in again; or run this as root"),
+                                             g_get_user_name(), vrmCapsAccessGroup(c)));
         else
             vrmCapsReason(c, g_strdup(_("virt-rdmad is not running on this host: start it with 'systemctl start virt-rdmad.socket virt-rdmad' (or 'virt-rdmad -v' in a terminal)")));
         return;
@@ -152,8 +167,12 @@ vrmCapsPrintText(const vrmCaps *c)
                    i->memlockLimit, i->memlockCanRaise ? _(", it may raise it") : "");
         printf(_("Engine user:       %1$s: %2$s\n"), i->engineUser,
                i->engineMessage ? i->engineMessage : vrmHostInfoStatusTypeToString(i->engineStatus));
-        printf(_("Helpers' channel:  %1$s: %2$s\n"), i->peerAuth,
-               i->peerMessage ? i->peerMessage : vrmHostInfoStatusTypeToString(i->peerStatus));
+        /* the helper's message names the method itself */
+        if (i->peerMessage)
+            printf(_("Helpers' channel:  %1$s\n"), i->peerMessage);
+        else
+            printf(_("Helpers' channel:  %1$s: %2$s\n"), i->peerAuth,
+                   vrmHostInfoStatusTypeToString(i->peerStatus));
         if (i->locator)
             printf(_("Locator:           %1$s %2$s port %3$u\n"), i->locator->host,
                    i->locator->address, i->locator->port);
