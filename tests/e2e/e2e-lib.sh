@@ -281,7 +281,7 @@ check_no_leftovers() {
         [ $SECONDS -ge $deadline ] && { pgrep -af '^[^ ]*/virt-rdma-engine( |$)'; fail "an engine is still running"; }
         nap 0.2
     done
-    while [ -n "$(ls -A /run/virt-rdma/qemu /run/virt-rdma/engine 2>/dev/null)" ]; do
+    while [ -n "$(find /run/virt-rdma/qemu /run/virt-rdma/engine -mindepth 1 2>/dev/null)" ]; do
         if [ $SECONDS -ge $deadline ]; then
             ls -lR /run/virt-rdma/
             fail "a per-domain directory or a stats socket was left behind in /run/virt-rdma"
