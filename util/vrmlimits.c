@@ -18,3 +18,13 @@ vrmPinnedBytes(unsigned int channels, unsigned int ringDepth,
 
     return (unsigned long long)channels * (rings + control);
 }
+
+unsigned long long
+vrmMemlockBytes(unsigned int channels, unsigned int ringDepth,
+                unsigned int chunkSize, unsigned long pageSize)
+{
+    /* the kernel pins (and counts) whole pages: every registered region
+     * may reach into one page more than its length fills */
+    return vrmPinnedBytes(channels, ringDepth, chunkSize) +
+        (unsigned long long)channels * VRM_REGIONS_PER_CHANNEL(ringDepth) * pageSize;
+}

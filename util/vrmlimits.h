@@ -13,6 +13,12 @@
  *                                            registers for a job: both rings
  *                                            of every channel plus the
  *                                            control buffers of its queues
+ *   vrmMemlockBytes(channels, depth, chunk, page)
+ *                                            what the kernel counts against
+ *                                            RLIMIT_MEMLOCK for those bytes:
+ *                                            a region that does not start on
+ *                                            a page boundary costs one page
+ *                                            more (the engine's exact limit)
  *   VRM_SEND_SLOTS(depth) VRM_RECV_SLOTS(depth)
  *                                            control buffers per channel
  */
@@ -67,3 +73,10 @@
 
 unsigned long long vrmPinnedBytes(unsigned int channels, unsigned int ringDepth,
                         unsigned int chunkSize);
+
+/* Memory regions an engine registers per channel: one per chunk of its two
+ * rings (at most) and its two control buffers. */
+#define VRM_REGIONS_PER_CHANNEL(depth) (2u * (depth) + 2u)
+
+unsigned long long vrmMemlockBytes(unsigned int channels, unsigned int ringDepth,
+                                   unsigned int chunkSize, unsigned long pageSize);

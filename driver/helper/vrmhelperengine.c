@@ -26,6 +26,7 @@
 #include "vrmhelperengine.h"
 #include "vrmenginesettings.h"
 #include "vrmerror.h"
+#include "vrmlimits.h"
 #include "vrmi18n.h"
 #include "vrmlog.h"
 
@@ -139,12 +140,23 @@ vrmEngineSetupStatus(int fd, const vrmEngineLaunch *l)
     if (msg[0] == VRM_SETUP_MEMLOCK)
         vrmReportError(VRM_ERR_RESOURCE,
                        _("cannot start the transport engine: setting its locked-memory limit to %1$llu bytes (the job's allowance) failed: %2$s; raise virt-rdmad's own limit (LimitMEMLOCK= in its unit)"),
-                       l->allowance, g_strerror(msg[1]));
+                       vrmHelperEngineMemlock(l), g_strerror(msg[1]));
     else
         vrmReportError(VRM_ERR_SYSTEM,
                        _("cannot start the transport engine: %1$s failed: %2$s"),
                        vrmSetupStepName(msg[0]), g_strerror(msg[1]));
     return -1;
+}
+
+unsigned long long
+vrmHelperEngineMemlock(const vrmEngineLaunch *l)
+{
+    long page = sysconf(_SC_PAGESIZE);
+
+    /* the allowance as the kernel counts it: whole pages per region */
+    return l->allowance +
+        vrmMemlockBytes(l->channels, l->ringDepth, l->chunkSize, page > 0 ? page : 4096) -
+        vrmPinnedBytes(l->channels, l->ringDepth, l->chunkSize);
 }
 
 /* The contract's settings (driver/contract/vrmenginesettings.h) */
@@ -185,7 +197,7 @@ vrmHelperEngineSpawn(const vrmEngineLaunch *l, GPid *pid, guint64 *startTime)
     g_auto(GStrv) argv = NULL;
     g_autoptr(GError) err = NULL;
     vrmEngineSetup setup = {
-        .memlock = l->allowance, .drop = l->dropPrivileges,
+        .memlock = vrmHelperEngineMemlock(l), .drop = l->dropPrivileges,
         .uid = l->uid, .gid = l->gid,
     };
     int status[2] = { -1, -1 };

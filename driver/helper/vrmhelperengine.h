@@ -5,7 +5,8 @@
  * Start: the engine program with the job's values, in its own process
  * group; as root, it runs as the engine user and group (no supplementary
  * groups, no capabilities, PR_SET_NO_NEW_PRIVS) with RLIMIT_MEMLOCK set
- * to exactly the job's allowance before the switch; a failure of any of
+ * to exactly the job's allowance as the kernel counts it (whole pages per
+ * registered region: vrmMemlockBytes()) before the switch; a failure of any of
  * these ends the child before exec, and the job fails with the reason.
  * The token goes through a pipe, never argv or the environment.
  *
@@ -65,6 +66,8 @@ typedef struct {
 
 int vrmHelperEngineSpawn(const vrmEngineLaunch *launch, GPid *pid,
                          guint64 *startTime);
+/* The engine's RLIMIT_MEMLOCK: its allowance as the kernel counts it */
+unsigned long long vrmHelperEngineMemlock(const vrmEngineLaunch *launch);
 
 typedef struct _vrmStatsProbe vrmStatsProbe;
 /* @text: the record, or NULL if the engine did not answer in time; the

@@ -139,6 +139,10 @@ testPinned(void)
     /* no overflow at the largest values */
     g_assert_cmpuint(vrmPinnedBytes(VRM_CHANNELS_MAX, VRM_RING_DEPTH_MAX,
                                     VRM_CHUNK_SIZE_MAX), >, 1ull << 42);
+    /* the kernel's count: one page more per region (8 chunks, 2 control
+     * buffers per channel) */
+    g_assert_cmpuint(vrmMemlockBytes(5, 4, 1 << 20, 4096), ==,
+                     vrmPinnedBytes(5, 4, 1 << 20) + 5 * 10 * 4096ull);
 }
 
 static void
