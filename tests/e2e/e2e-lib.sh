@@ -225,10 +225,12 @@ wait_locator() {
 # Host a drives, host b serves: `remote CMD` runs CMD (a shell snippet,
 # with this library's functions) on host b and prints its output; its
 # status is CMD's. `serve_remote` is host b's loop, until `remote_stop`.
-REMOTE_N=0
+# The request counter lives in a file: `x=$(remote ...)` runs remote in a
+# subshell, whose variables do not come back.
 remote() {
-    local n=$REMOTE_N deadline=$((SECONDS + ${REMOTE_TIMEOUT:-300}))
-    REMOTE_N=$((REMOTE_N + 1))
+    local n deadline=$((SECONDS + ${REMOTE_TIMEOUT:-300}))
+    n=$(cat "$SHARED/.remote-n" 2>/dev/null || echo 0)
+    echo $((n + 1)) > "$SHARED/.remote-n"
     printf '%s\n' "$*" > "$SHARED/.req-$n"
     mv "$SHARED/.req-$n" "$SHARED/req-$n"
     until [ -e "$SHARED/rc-$n" ]; do

@@ -31,6 +31,7 @@ typedef struct {
     const char *name;
     const char *uuid;
     int rc;
+    bool answered;                  /* one line: the channel's end after it is no news */
 } vrmCtlPeer;
 
 static void
@@ -53,6 +54,7 @@ ctlMessage(vrmPeerConn *pc, vrmPeerMessage *msg, gpointer opaque)
     vrmCtlPeer *p = opaque;
     g_autoptr(vrmPeerMessage) m = msg;
 
+    p->answered = true;
     if (m->type == VRM_PEER_MIGRATION_OFFER) {
         g_autoptr(vrmPeerMessage) no = vrmPeerResultNewError(VRM_ERR_CANCELLED,
                                                              "vrmhelperctl only asked");
@@ -73,7 +75,8 @@ ctlFailed(vrmPeerConn *pc, gpointer opaque)
 {
     vrmCtlPeer *p = opaque;
 
-    printf("failed: %s\n", vrmGetLastErrorMessage());
+    if (!p->answered)
+        printf("failed: %s\n", vrmGetLastErrorMessage());
     g_main_loop_quit(p->loop);
 }
 
@@ -85,7 +88,7 @@ ctlPeerRequest(char **argv)
     g_autoptr(vrmLocator) to = vrmLocatorNew("localhost", argv[1], atoi(argv[2]));
     g_autoptr(GMainLoop) loop = g_main_loop_new(NULL, FALSE);
     vrmPeerConnCallbacks cb = { ctlReady, ctlMessage, ctlFailed };
-    vrmCtlPeer p = { loop, argv[3], argv[4], 1 };
+    vrmCtlPeer p = { loop, argv[3], argv[4], 1, false };
     vrmPeerConn *pc;
 
     g_free(conf->peerKeyFile);
