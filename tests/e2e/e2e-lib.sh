@@ -258,7 +258,30 @@ serve_remote() {
 }
 
 # verify_count DOMAIN: how many "verify ... ok" lines the guest printed here
-verify_count() { grep -c "verify [0-9]* ok" "$GUEST_SERIAL_DIR/$1.serial" 2>/dev/null || echo 0; }
+verify_count() {
+    # grep -c prints 0 and fails when nothing matches: one number either way
+    local n
+    n=$(grep -c "verify [0-9]* ok" "$GUEST_SERIAL_DIR/$1.serial" 2>/dev/null)
+    echo "${n:-0}"
+}
+
+# rdma_vs_memory WHAT: the RDMA bytes of the last job >= libvirt's memory
+# processed, from `virt-rdma jobinfo --completed` on the source
+rdma_vs_memory() {
+    /usr/bin/python3 - "$1" <<'PY' || fail "RDMA bytes sent are fewer than the memory libvirt moved"
+import re, sys
+text = open("/tmp/jobinfo.txt").read()
+units = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+def size(label):
+    m = re.search(r"^%s\s+([\d.]+) (\w+)" % re.escape(label), text, re.M)
+    if not m:
+        sys.exit("no '%s' line" % label)
+    return float(m.group(1)) * units[m.group(2)]
+mem, rdma = size("Memory processed:"), size("RDMA bytes sent:")
+print("%s: memory processed %.0f bytes, RDMA bytes sent %.0f bytes" % (sys.argv[1], mem, rdma))
+sys.exit(0 if rdma >= mem else 1)
+PY
+}
 
 # check_arrived DOMAIN BEFORE: running here, and the guest verified its
 # whole RAM again after the migration (more verify lines than BEFORE)

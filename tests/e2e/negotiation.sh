@@ -70,24 +70,6 @@ no_token() {
     say "no-token grep: $(wc -l < "$tokens") token(s) looked for in $(grep -c '<domain' "$dumps") domain XML dumps of both hosts (during and after): none found"
 }
 
-# rdma_vs_memory HOST: the RDMA bytes of the last job >= libvirt's memory
-# processed, from `virt-rdma jobinfo --completed` on the source
-rdma_vs_memory() {
-    /usr/bin/python3 - "$1" <<'PY' || fail "RDMA bytes sent are fewer than the memory libvirt moved"
-import re, sys
-text = open("/tmp/jobinfo.txt").read()
-units = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
-def size(label):
-    m = re.search(r"^%s\s+([\d.]+) (\w+)" % re.escape(label), text, re.M)
-    if not m:
-        sys.exit("no '%s' line" % label)
-    return float(m.group(1)) * units[m.group(2)]
-mem, rdma = size("Memory processed:"), size("RDMA bytes sent:")
-print("%s: memory processed %.0f bytes, RDMA bytes sent %.0f bytes" % (sys.argv[1], mem, rdma))
-sys.exit(0 if rdma >= mem else 1)
-PY
-}
-
 # arrived_on_b BEFORE WHAT CHANNELS: g1 left a (shut off, persistent) and
 # arrived on b intact, through an RDMA job of CHANNELS channels
 arrived_on_b() {
