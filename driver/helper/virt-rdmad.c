@@ -29,7 +29,7 @@ main(int argc, char **argv)
         { "socket", 's', 0, G_OPTION_ARG_FILENAME, &socketPath,
           N_("control socket (default: virt-rdmad.sock in the run directory)"), "PATH" },
         { "engine", 0, 0, G_OPTION_ARG_FILENAME, &enginePath,
-          N_("transport engine program (default: $VRM_ENGINE, else the installed virt-rdma-engine)"), "PATH" },
+          N_("transport engine program (default: $VRM_ENGINE, else " VRM_ENGINE_PATH ")"), "PATH" },
         { "connect-timeout", 0, 0, G_OPTION_ARG_INT, &connectTimeout,
           N_("seconds the engines have to connect to each other and to QEMU (default 30)"), "SEC" },
         { "idle-timeout", 0, 0, G_OPTION_ARG_INT, &idleTimeout,
