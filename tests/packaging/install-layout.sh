@@ -1,5 +1,5 @@
 #!/bin/bash
-# install-layout.sh BUILD_DIR SOURCE_DIR: `meson install` with the default
+# install-layout.sh BUILD_DIR SOURCE_DIR [SANITIZE]: `meson install` with the default
 # prefix (/usr) gives the FHS layout of the Debian package, the installed
 # pieces agree with each other, and a program builds against the installed
 # library the way the README says.
@@ -16,6 +16,9 @@
 set -uo pipefail
 
 build=$1 src=$2
+# A library built with -fsanitize=X needs programs built the same way.
+sanitize=()
+[ "${3:-none}" = none ] || sanitize=(-fsanitize="$3")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 d=$tmp/root
@@ -117,7 +120,7 @@ C
 pc="pkg-config --define-variable=prefix=$d/usr"
 export PKG_CONFIG_PATH=$d/usr/lib/$multiarch/pkgconfig
 flags=$($pc --cflags --libs virt-rdma) || bad "pkg-config virt-rdma failed"
-if cc -Wall -Werror -o "$tmp/app" "$tmp/app.c" $flags 2> "$tmp/cc.log"; then
+if cc -Wall -Werror "${sanitize[@]}" -o "$tmp/app" "$tmp/app.c" $flags 2> "$tmp/cc.log"; then
     LD_LIBRARY_PATH=$d/usr/lib/$multiarch "$tmp/app" > "$tmp/app.out" || bad "the program built against libvirtrdma does not run"
 else
     cat "$tmp/cc.log"; bad "a program including <virt-rdma/virt-rdma.h> does not build with pkg-config virt-rdma ($flags)"
