@@ -1,7 +1,9 @@
 #!/bin/bash
 # run-all.sh: the one command that passes virt-rdma's tests on a fresh
 # Debian 12 machine, as root. It installs what is needed, builds, runs the
-# unit, rdma and e2e suites (the latter two in the Soft-RoCE sandbox), builds
+# unit, rdma and e2e suites (the latter two in the Soft-RoCE sandbox), the
+# compat suite (the e2e scenarios on Debian 13 sandbox hosts, a root it
+# makes with mmdebstrap from the Debian archive), builds
 # the unit tier again with AddressSanitizer and UndefinedBehaviorSanitizer,
 # runs the XML fuzzer for a bounded time, checks that the translation
 # template builds, builds the Debian packages and runs lintian on them,
@@ -97,8 +99,13 @@ if meson setup "$out/build" -Dsandbox_tests=true && ninja -C "$out/build"; then
     fi
     echo "packages and lintian: $((SECONDS - pkg_start)) s"
     step "unit, rdma and e2e suites"
-    meson test -C "$out/build" --print-errorlogs --num-processes 2
+    meson test -C "$out/build" --print-errorlogs --num-processes 2 --no-suite compat
     count_meson "$out/build"
+    step "compat suite: Debian 13 sandbox hosts"
+    compat_start=$SECONDS
+    meson test -C "$out/build" --print-errorlogs --suite compat
+    count_meson "$out/build"
+    echo "compat suite: $((SECONDS - compat_start)) s"
     step "translation template"
     check "po template builds" ninja -C "$out/build" virt-rdma-pot
 else

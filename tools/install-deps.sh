@@ -22,6 +22,9 @@ packages=(
     # AppArmor: apparmor_parser checks the abstractions (unit suite) and
     # loads libvirt's profiles inside the sandbox (stock-host e2e test)
     apparmor
+    # compat suite: makes the Debian 13 sandbox root from the archive
+    # (tests/compat/mkroot.sh); the archive keyring has Debian 13's keys
+    mmdebstrap debian-archive-keyring
 )
 
 if [ "$(id -u)" != 0 ]; then

@@ -24,9 +24,6 @@
  *   vrmMigrationParamsIsEmpty(p)
  *   vrmMigrationParamsParseNode(node, p)      children of <migration> or <overrides>
  *   vrmMigrationParamsFormatBuf(buf, p, lvl)  the same children
- * Token:
- *   vrmTokenParse(hex, &t)  vrmTokenFormat(&t, hex)  vrmTokenGenerate(&t)
- *   vrmTokenEqual(a, b)     (constant time)
  * Offer (source -> destination) and answer (destination -> source):
  *   vrmOfferNew/Free/Copy  vrmOfferParseNode(node)  vrmOfferFormat(o)
  *                                                   vrmOfferFormatBuf(buf, o, lvl)
@@ -57,6 +54,7 @@
 #include <glib.h>
 
 #include "vrmxmlutil.h"
+#include "vrmtoken.h"
 
 typedef struct _vrmMigrationParams vrmMigrationParams;
 struct _vrmMigrationParams {
@@ -90,14 +88,6 @@ int vrmMigrationParamsParseNode(xmlNodePtr node, vrmMigrationParams *params,
 void vrmMigrationParamsFormatBuf(GString *buf, const vrmMigrationParams *params,
                                  unsigned int level);
 
-typedef struct {
-    guint8 bytes[VRM_TOKEN_BYTES];
-} vrmToken;
-
-bool vrmTokenParse(const char *hex, vrmToken *token);
-void vrmTokenFormat(const vrmToken *token, char hex[VRM_TOKEN_HEX_LEN + 1]);
-int vrmTokenGenerate(vrmToken *token);
-bool vrmTokenEqual(const vrmToken *a, const vrmToken *b);
 
 typedef struct _vrmOffer vrmOffer;
 struct _vrmOffer {

@@ -1,23 +1,14 @@
 /*
- * vrmnegotiation.h: capability table, host policy and offer/answer rules
+ * vrmnegotiation.h: host policy and offer/answer rules
  *
  * Public API summary
  * ------------------
- * Capabilities (32-bit flags, seed rule: unknown bits are ignored, the
- * agreed set is the intersection of both sides' known bits):
- *   vrmCapabilityTypeToString/FromString   "pin-all", "write-imm"
- *   vrmCapabilityGetInfo(cap)              bit, side, default, CLI option, help
- *   vrmCapabilityKnownMask()               bits this build understands
- *   vrmCapabilityDefaultMask()             bits on unless switched off
- *   vrmCapabilityIntersect(src, dst)       agreed bits
- *   vrmCapabilityForSide(flags, side)      bits a given side acts on
- *   vrmCapabilityFormat(flags)             "pin-all, write-imm" ("none")
+ * Capabilities (the table itself: util/vrmcapability.h):
  *   vrmCapabilityFromParams(params)        defaults + <pin-all/> etc.
  * Host policy (data, see vrmPolicyLimitTable in the .c):
  *   vrmHostPolicyInit(&policy)             permissive defaults of this build
  *   vrmHostPolicyAllowChunkSize(&p, size)  add a chunk size to the allowed set
  *   vrmHostPolicyFormatChunkSizes(&p)      "65536 1048576"
- *   vrmPinnedBytes(channels, depth, chunk) bytes pinned on one host
  * Negotiation:
  *   vrmOfferFromParams(params, &policy)    source side: defaults + params,
  *                                          checked against the local policy
@@ -28,40 +19,9 @@
  */
 #pragma once
 
+#include "vrmcapability.h"
 #include "vrmmigrationdef.h"
 
-typedef enum {
-    VRM_CAPABILITY_PIN_ALL,        /* register whole rings up front (seed: PIN_ALL) */
-    VRM_CAPABILITY_WRITE_IMM,      /* data notified by RDMA WRITE_WITH_IMM */
-
-    VRM_CAPABILITY_LAST
-} vrmCapability;
-VRM_ENUM_DECL(vrmCapability);
-
-typedef enum {
-    VRM_SIDE_SOURCE = 1 << 0,
-    VRM_SIDE_DESTINATION = 1 << 1,
-    VRM_SIDE_BOTH = VRM_SIDE_SOURCE | VRM_SIDE_DESTINATION,
-} vrmSide;
-
-typedef struct {
-    vrmCapability cap;
-    guint32 bit;            /* flag in the offer/answer and connect private data */
-    vrmSide side;           /* whose engine acts on it once agreed */
-    bool defaultOn;         /* asked for unless switched off */
-    const char *option;     /* virt-rdma migrate option that switches it on */
-    const char *help;       /* N_() text for --help and docs */
-} vrmCapabilityInfo;
-
-#define VRM_CAP_FLAG_PIN_ALL 0x1u
-#define VRM_CAP_FLAG_WRITE_IMM 0x2u
-
-const vrmCapabilityInfo *vrmCapabilityGetInfo(vrmCapability cap);
-guint32 vrmCapabilityKnownMask(void);
-guint32 vrmCapabilityDefaultMask(void);
-guint32 vrmCapabilityIntersect(guint32 source, guint32 destination);
-guint32 vrmCapabilityForSide(guint32 flags, vrmSide side);
-char *vrmCapabilityFormat(guint32 flags);
 guint32 vrmCapabilityFromParams(const vrmMigrationParams *params);
 
 typedef struct {
@@ -78,8 +38,6 @@ typedef struct {
 void vrmHostPolicyInit(vrmHostPolicy *policy);
 int vrmHostPolicyAllowChunkSize(vrmHostPolicy *policy, unsigned int size);
 char *vrmHostPolicyFormatChunkSizes(const vrmHostPolicy *policy);
-unsigned long long vrmPinnedBytes(unsigned int channels, unsigned int ringDepth,
-                                  unsigned int chunkSize);
 
 /*
  * Build the source's offer from @params over this build's defaults; the

@@ -25,42 +25,6 @@
 /* Values quoted in error messages are cut to this many characters. */
 #define VRM_XML_MAX_QUOTED 64
 
-const char *
-vrmEnumToString(const char *const *names, size_t n, int type)
-{
-    if (type < 0 || (size_t)type >= n)
-        return NULL;
-    return names[type];
-}
-
-int
-vrmEnumFromString(const char *const *names, size_t n, const char *str)
-{
-    size_t i;
-
-    if (!str)
-        return -1;
-    for (i = 0; i < n; i++) {
-        if (names[i] && strcmp(names[i], str) == 0)
-            return i;
-    }
-    return -1;
-}
-
-char *
-vrmEnumAllowedValues(vrmEnumToStringFunc toString, int last)
-{
-    GString *buf = g_string_new(NULL);
-    int i;
-
-    for (i = 0; i < last; i++) {
-        if (i > 0)
-            g_string_append(buf, ", ");
-        g_string_append_printf(buf, "'%s'", toString(i));
-    }
-    return g_string_free(buf, FALSE);
-}
-
 static char *
 vrmXMLJoinAllowed(const char *const *allowed)
 {
@@ -643,29 +607,6 @@ vrmXMLPropString(xmlNodePtr node, const char *name, bool required,
     return 1;
 }
 
-bool
-vrmXMLParseUInt64(const char *str, unsigned long long *value)
-{
-    const char *p;
-    guint64 v = 0;
-
-    /* canonical decimal: no sign, no blanks, no leading zero */
-    if (!str || !*str || strlen(str) > 20 || (str[0] == '0' && str[1]))
-        return false;
-    for (p = str; *p; p++) {
-        unsigned int d;
-
-        if (!g_ascii_isdigit(*p))
-            return false;
-        d = *p - '0';
-        if (v > (G_MAXUINT64 - d) / 10)
-            return false;
-        v = v * 10 + d;
-    }
-    *value = v;
-    return true;
-}
-
 int
 vrmXMLPropULLong(xmlNodePtr node, const char *name, bool required,
                  unsigned long long min, unsigned long long max,
@@ -676,7 +617,7 @@ vrmXMLPropULLong(xmlNodePtr node, const char *name, bool required,
 
     if (!str)
         return vrmXMLMissing(node, name, required);
-    if (!vrmXMLParseUInt64(str, &v) || v < min || v > max) {
+    if (!vrmParseUInt64(str, &v) || v < min || v > max) {
         g_autofree char *elem = vrmXMLNodeName(node);
         g_autofree char *bad = vrmXMLQuote(str);
 
@@ -788,24 +729,6 @@ vrmXMLPropYesNo(xmlNodePtr node, const char *name, bool required,
     return rc;
 }
 
-bool
-vrmXMLValidName(const char *str)
-{
-    size_t len;
-    size_t i;
-
-    if (!str)
-        return false;
-    len = strlen(str);
-    if (len == 0 || len > VRM_NAME_MAX)
-        return false;
-    for (i = 0; i < len; i++) {
-        if (!g_ascii_isalnum(str[i]) && !strchr("_.-", str[i]))
-            return false;
-    }
-    return true;
-}
-
 int
 vrmXMLPropName(xmlNodePtr node, const char *name, bool required,
                char **value)
@@ -814,7 +737,7 @@ vrmXMLPropName(xmlNodePtr node, const char *name, bool required,
 
     if (!str)
         return vrmXMLMissing(node, name, required);
-    if (!vrmXMLValidName(str)) {
+    if (!vrmValidName(str)) {
         g_autofree char *elem = vrmXMLNodeName(node);
         g_autofree char *bad = vrmXMLQuote(str);
 
@@ -828,17 +751,6 @@ vrmXMLPropName(xmlNodePtr node, const char *name, bool required,
     return 1;
 }
 
-bool
-vrmXMLValidAddress(const char *str)
-{
-    unsigned char buf[sizeof(struct in6_addr)];
-
-    if (!str)
-        return false;
-    return inet_pton(AF_INET, str, buf) == 1 ||
-        inet_pton(AF_INET6, str, buf) == 1;
-}
-
 int
 vrmXMLPropAddress(xmlNodePtr node, const char *name, bool required,
                   char **value)
@@ -847,7 +759,7 @@ vrmXMLPropAddress(xmlNodePtr node, const char *name, bool required,
 
     if (!str)
         return vrmXMLMissing(node, name, required);
-    if (!vrmXMLValidAddress(str)) {
+    if (!vrmValidAddress(str)) {
         g_autofree char *elem = vrmXMLNodeName(node);
         g_autofree char *bad = vrmXMLQuote(str);
 
@@ -902,7 +814,7 @@ vrmXMLPropChunkSize(xmlNodePtr node, const char *name, bool required,
 
     if (!str)
         return vrmXMLMissing(node, name, required);
-    if (!vrmXMLParseUInt64(str, &v) ||
+    if (!vrmParseUInt64(str, &v) ||
         v < VRM_CHUNK_SIZE_MIN || v > VRM_CHUNK_SIZE_MAX ||
         (v & (v - 1)) != 0) {
         g_autofree char *elem = vrmXMLNodeName(node);

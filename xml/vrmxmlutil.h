@@ -3,11 +3,6 @@
  *
  * Public API summary
  * ------------------
- * Enums with string tables:
- *   VRM_ENUM_DECL(vrmFoo)                   declares vrmFooTypeToString/FromString
- *   VRM_ENUM_IMPL(vrmFoo, VRM_FOO_LAST, ...) defines them, size checked statically
- *   vrmEnumAllowedValues()                  "'a', 'b', 'c'" for error messages
- *
  * Documents:
  *   vrmXMLParseMemory(data, len, what, dtd) well-formed check, no DTD, no network;
  *                                           errors name the line and the cause
@@ -54,7 +49,9 @@
 #include <libxml/tree.h>
 #include <libxml/xpath.h>
 
+#include "vrmenum.h"
 #include "vrmlimits.h"
+#include "vrmparse.h"
 
 /* Namespace of the <migration> element in a domain's <metadata>. */
 #define VRM_XML_NS_MIGRATION "http://virt-rdma.org/xmlns/migration/1.0"
@@ -64,34 +61,6 @@
 /* Largest document any of our parsers accepts (a big domain XML fits). */
 #define VRM_XML_MAX_DOCUMENT_SIZE (16u * 1024 * 1024)
 
-#define VRM_ENUM_DECL(name) \
-    const char *name##TypeToString(int type); \
-    int name##TypeFromString(const char *str)
-
-#define VRM_ENUM_IMPL(name, lastValue, ...) \
-    static const char *const name##TypeList[] = { __VA_ARGS__ }; \
-    G_STATIC_ASSERT(G_N_ELEMENTS(name##TypeList) == lastValue); \
-    const char * \
-    name##TypeToString(int type) \
-    { \
-        return vrmEnumToString(name##TypeList, \
-                               G_N_ELEMENTS(name##TypeList), type); \
-    } \
-    int \
-    name##TypeFromString(const char *str) \
-    { \
-        return vrmEnumFromString(name##TypeList, \
-                                 G_N_ELEMENTS(name##TypeList), str); \
-    }
-
-const char *vrmEnumToString(const char *const *names, size_t n, int type);
-int vrmEnumFromString(const char *const *names, size_t n, const char *str);
-
-typedef const char *(*vrmEnumToStringFunc)(int type);
-typedef int (*vrmEnumFromStringFunc)(const char *str);
-
-/* "'a', 'b', 'c'": the values of an enum, for error messages. */
-char *vrmEnumAllowedValues(vrmEnumToStringFunc toString, int last);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(xmlDoc, xmlFreeDoc);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(xmlXPathContext, xmlXPathFreeContext);
@@ -173,11 +142,6 @@ int vrmXMLPropHexBytes(xmlNodePtr node, const char *name, bool required,
 /* A power of two from VRM_CHUNK_SIZE_MIN to VRM_CHUNK_SIZE_MAX. */
 int vrmXMLPropChunkSize(xmlNodePtr node, const char *name, bool required,
                         unsigned int *value);
-
-/* Value checks shared with the config parser (no error reported). */
-bool vrmXMLValidName(const char *str);
-bool vrmXMLValidAddress(const char *str);
-bool vrmXMLParseUInt64(const char *str, unsigned long long *value);
 
 void vrmXMLIndent(GString *buf, unsigned int level);
 /* Appends ' name="value"', escaped. */

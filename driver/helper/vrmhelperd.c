@@ -31,7 +31,6 @@
 #include "vrmerror.h"
 #include "vrmi18n.h"
 #include "vrmlog.h"
-#include "protocol/vrmproto.h"
 
 #define VRM_HELPER_POLL_MS 200          /* stats of live engines */
 #define VRM_HELPER_WAIT_POLL_MS 20      /* while a client waits on an engine */
@@ -43,15 +42,6 @@
 #define VRM_HELPER_ADOPT_TIMEOUT_US (10 * G_USEC_PER_SEC)
 #define VRM_HELPER_LISTEN_TIMEOUT_US (15 * G_USEC_PER_SEC)
 #define VRM_HELPER_MEMLOCK_SLACK (64ull * 1024 * 1024)
-
-/* The helper passes the XML layer's negotiated values to the engine: the
- * defaults and bounds of the two layers must be the same numbers. */
-G_STATIC_ASSERT(VRM_RING_DEPTH_DEFAULT == VRM_PROTO_DEPTH_DEFAULT);
-G_STATIC_ASSERT(VRM_RING_DEPTH_MIN == VRM_PROTO_DEPTH_MIN);
-G_STATIC_ASSERT(VRM_RING_DEPTH_MAX == VRM_PROTO_DEPTH_MAX);
-G_STATIC_ASSERT(VRM_CHUNK_SIZE_DEFAULT == VRM_PROTO_CHUNK_DEFAULT);
-G_STATIC_ASSERT(VRM_CHUNK_SIZE_MIN == VRM_PROTO_CHUNK_MIN);
-G_STATIC_ASSERT(VRM_CHUNK_SIZE_MAX == VRM_PROTO_CHUNK_MAX);
 
 /* What a client waiting on a job waits for */
 typedef enum {
@@ -402,17 +392,23 @@ vrmHelperEngineExited(GPid pid, gint status, gpointer opaque)
     vrmHelperDaemon *d = ref->d;
     vrmHelperJob *job = g_hash_table_lookup(d->jobs, &ref->id);
     g_autofree char *reason = NULL;
+    vrmEngineSnapshot fin = { 0 };
+    bool have;
 
     if (!job || job->pid != pid)
         return;
     job->childWatch = 0;    /* this source is being removed */
-    vrmHelperJobReadLog(job);
 
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
         vrmHelperJobFinish(d, job, VRM_JOB_STATE_COMPLETED, NULL);
         return;
     }
-    if (!(reason = vrmHelperJobEngineError(job))) {
+    /* the engine's reason is in its final stats record, never in its log */
+    vrmHelperReadFinalStats(job, &fin, &have);
+    if (have && fin.error)
+        reason = g_strdup(fin.error);
+    vrmEngineSnapshotClear(&fin);
+    if (!reason) {
         if (WIFSIGNALED(status))
             reason = g_strdup_printf(_("the transport engine (pid %1$d) was killed by signal %2$d"),
                                      pid, WTERMSIG(status));
@@ -435,101 +431,125 @@ vrmHelperJobFile(vrmHelperDaemon *d, vrmHelperJob *job, const char *dir,
     return g_strdup_printf("%s/job-%llu.%s", dir, job->record->id, ext);
 }
 
-/* Spawn the engine of @job with the negotiated values */
+/* QEMU's listening socket of a source job, bound here so that the path
+ * stays the helper's: mode 0660 with an access group, 0600 without */
+static int
+vrmHelperQemuListen(vrmHelperDaemon *d, const char *path)
+{
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    mode_t old;
+    int fd;
+
+    if (strlen(path) >= sizeof(sa.sun_path)) {
+        vrmReportError(VRM_ERR_INVALID_ARG, _("The socket path %1$s is too long."), path);
+        return -1;
+    }
+    g_strlcpy(sa.sun_path, path, sizeof(sa.sun_path));
+    if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0) {
+        vrmReportSystemError(errno, _("Cannot create a UNIX socket"));
+        return -1;
+    }
+    unlink(path);
+    old = umask(d->conf->group ? 0117 : 0177);
+    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 64) < 0) {
+        vrmReportSystemError(errno, _("Cannot listen on %1$s"), path);
+        umask(old);
+        close(fd);
+        return -1;
+    }
+    umask(old);
+    return fd;
+}
+
+/* Spawn the engine of @job with the negotiated values, through the
+ * contract (driver/contract/vrmenginesettings.h) */
 static int
 vrmHelperSpawnEngine(vrmHelperDaemon *d, vrmHelperJob *job,
                      const vrmOffer *offer, const vrmAnswer *answer,
                      const char *device)
 {
-    g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func(g_free);
-    g_auto(GStrv) envp = NULL;
+    g_auto(vrmEngineSettings) es = { 0 };
+    g_auto(GStrv) argv = NULL;
     g_autoptr(GError) err = NULL;
     bool source = job->record->role == VRM_JOB_ROLE_SOURCE;
-    unsigned int channels = source ? offer->channels : answer->channels;
-    unsigned int chunk = source ? offer->chunkSize : answer->chunkSize;
-    unsigned int depth = source ? offer->ringDepth : answer->ringDepth;
     guint32 caps = source ? offer->capabilities : answer->capabilities;
-    char token[VRM_TOKEN_HEX_LEN + 1];
     vrmEngineSetup setup;
-    unsigned long long pinned = vrmPinnedBytes(channels, depth, chunk);
+    int srcFds[4], dstFds[4];
+    guint nfds = 0;
     vrmHelperJobRef *ref;
-    int logfd;
+    int logfd = -1, tokenFd = -1, statsFd = -1, qemuFd = -1;
     GPid pid;
+    int ret = -1;
 
-    vrmTokenFormat(&offer->token, token);
     job->statsSocket = vrmHelperJobFile(d, job, d->conf->runDir, "stats");
     job->statsFile = vrmHelperJobFile(d, job, d->conf->stateDir, "stats.json");
     job->logFile = vrmHelperJobFile(d, job, d->conf->stateDir, "log");
     unlink(job->statsSocket);
     unlink(job->statsFile);
 
-    g_ptr_array_add(argv, g_strdup(d->enginePath));
-    g_ptr_array_add(argv, g_strdup("--role"));
-    g_ptr_array_add(argv, g_strdup(source ? "source" : "destination"));
-    g_ptr_array_add(argv, g_strdup("--unix"));
-    g_ptr_array_add(argv, g_strdup(job->record->socketPath));
-    if (source) {
-        g_ptr_array_add(argv, g_strdup("--unix-mode"));
-        g_ptr_array_add(argv, g_strdup(d->conf->group ? "0660" : "0600"));
-        g_ptr_array_add(argv, g_strdup("--listen"));
-        g_ptr_array_add(argv, strchr(offer->address, ':') ?
-                        g_strdup_printf("[%s]:%u", offer->address, offer->port) :
-                        g_strdup_printf("%s:%u", offer->address, offer->port));
-    } else {
-        g_ptr_array_add(argv, g_strdup("--connect"));
-        g_ptr_array_add(argv, strchr(offer->address, ':') ?
-                        g_strdup_printf("[%s]:%u", offer->address, offer->port) :
-                        g_strdup_printf("%s:%u", offer->address, offer->port));
-    }
-    g_ptr_array_add(argv, g_strdup_printf("--channels=%u", channels));
-    g_ptr_array_add(argv, g_strdup_printf("--chunk-size=%u", chunk));
-    g_ptr_array_add(argv, g_strdup_printf("--ring-depth=%u", depth));
-    if (caps & VRM_CAP_FLAG_PIN_ALL)
-        g_ptr_array_add(argv, g_strdup("--pin-all"));
-    if (!(caps & VRM_CAP_FLAG_WRITE_IMM))
-        g_ptr_array_add(argv, g_strdup("--no-write-imm"));
-    if (d->conf->maxPinnedBytes)
-        g_ptr_array_add(argv, g_strdup_printf("--max-pinned=%llu",
-                                              d->conf->maxPinnedBytes));
-    g_ptr_array_add(argv, g_strdup("--stats-socket"));
-    g_ptr_array_add(argv, g_strdup(job->statsSocket));
-    g_ptr_array_add(argv, g_strdup("--stats-file"));
-    g_ptr_array_add(argv, g_strdup(job->statsFile));
-    g_ptr_array_add(argv, g_strdup_printf("--deadline-connect=%u", d->connectTimeout));
-    g_ptr_array_add(argv, g_strdup_printf("--idle-timeout=%u", d->idleTimeout));
-    if (device) {
-        g_ptr_array_add(argv, g_strdup("--device"));
-        g_ptr_array_add(argv, g_strdup(device));
-    }
-    if (d->engineDebug)
-        g_ptr_array_add(argv, g_strdup("--debug"));
+    vrmEngineSettingsInit(&es);
+    es.role = source ? VRM_ENGINE_ROLE_SOURCE : VRM_ENGINE_ROLE_DESTINATION;
+    es.domainUUID = g_strdup(job->record->domainUUID);
+    es.address = g_strdup(offer->address);
+    es.port = offer->port;
+    es.channels = source ? offer->channels : answer->channels;
+    es.chunkSize = source ? offer->chunkSize : answer->chunkSize;
+    es.ringDepth = source ? offer->ringDepth : answer->ringDepth;
+    es.pinAll = caps & VRM_CAP_PIN_ALL;
+    es.noWriteImm = !(caps & VRM_CAP_WRITE_IMM);
+    es.maxPinned = d->conf->maxPinnedBytes;
+    es.device = g_strdup(device);
+    es.statsSocket = g_strdup(job->statsSocket);
+    es.deadlineConnect = d->connectTimeout;
+    es.idleTimeout = d->idleTimeout;
+    es.debug = d->engineDebug;
+    es.verbose = !d->engineDebug;
+    es.tokenFd = VRM_ENGINE_FD_TOKEN;
+    es.statsFd = VRM_ENGINE_FD_STATS;
+    if (source)
+        es.qemuListenFd = VRM_ENGINE_FD_QEMU_LISTEN;
     else
-        g_ptr_array_add(argv, g_strdup("--verbose"));
-    g_ptr_array_add(argv, NULL);
+        es.qemuPath = g_strdup(job->record->socketPath);
+    argv = vrmEngineSettingsEncode(&es, d->enginePath);
 
-    setup.memlock = pinned * 2 + VRM_HELPER_MEMLOCK_SLACK;
+    setup.memlock = vrmEngineSettingsPinnedBytes(&es) * 2 + VRM_HELPER_MEMLOCK_SLACK;
     setup.dropCaps = geteuid() == 0;
     /* the engine's stderr goes to a file, not a pipe: a pipe would break
      * (SIGPIPE) when the helper restarts while the engine runs */
     if ((logfd = open(job->logFile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0) {
         vrmReportSystemError(errno, _("Cannot create the engine log %1$s"), job->logFile);
-        return -1;
+        goto cleanup;
     }
-    /* The token goes through the environment, which only the engine's own
-     * user can read, not the command line that every local user sees. */
-    envp = g_environ_setenv(g_get_environ(), VRM_ENGINE_TOKEN_ENV, token, TRUE);
-    if (!g_spawn_async_with_fds(NULL, (char **)argv->pdata, envp,
-                                G_SPAWN_DO_NOT_REAP_CHILD |
-                                G_SPAWN_STDOUT_TO_DEV_NULL,
-                                vrmHelperEngineChildSetup, &setup,
-                                &pid, -1, -1, logfd, &err)) {
-        close(logfd);
+    if ((statsFd = open(job->statsFile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0) {
+        vrmReportSystemError(errno, _("Cannot create the engine's stats file %1$s"),
+                             job->statsFile);
+        goto cleanup;
+    }
+    /* The token goes through a pipe: not the command line that every local
+     * user sees, not the environment that stays readable */
+    if ((tokenFd = vrmEngineTokenPipe(&offer->token)) < 0)
+        goto cleanup;
+    if (source && (qemuFd = vrmHelperQemuListen(d, job->record->socketPath)) < 0)
+        goto cleanup;
+    srcFds[nfds] = tokenFd;
+    dstFds[nfds++] = VRM_ENGINE_FD_TOKEN;
+    srcFds[nfds] = statsFd;
+    dstFds[nfds++] = VRM_ENGINE_FD_STATS;
+    if (qemuFd >= 0) {
+        srcFds[nfds] = qemuFd;
+        dstFds[nfds++] = VRM_ENGINE_FD_QEMU_LISTEN;
+    }
+    if (!g_spawn_async_with_pipes_and_fds(NULL, (const char *const *)argv, NULL,
+                                          G_SPAWN_DO_NOT_REAP_CHILD |
+                                          G_SPAWN_STDOUT_TO_DEV_NULL,
+                                          vrmHelperEngineChildSetup, &setup,
+                                          -1, -1, logfd, srcFds, dstFds, nfds,
+                                          &pid, NULL, NULL, NULL, &err)) {
         vrmReportError(VRM_ERR_SYSTEM,
                        _("Cannot start the transport engine %1$s: %2$s"),
                        d->enginePath, err->message);
-        return -1;
+        goto cleanup;
     }
-    close(logfd);
     VRM_INFO("job %llu: engine pid %d: %s %s", job->record->id, (int)pid,
              source ? "source" : "destination", job->record->socketPath);
     job->pid = pid;
@@ -538,7 +558,18 @@ vrmHelperSpawnEngine(vrmHelperDaemon *d, vrmHelperJob *job,
     ref->id = job->record->id;
     job->childWatch = g_child_watch_add_full(G_PRIORITY_DEFAULT, pid,
                                              vrmHelperEngineExited, ref, g_free);
-    return 0;
+    ret = 0;
+
+ cleanup:
+    if (logfd >= 0)
+        close(logfd);
+    if (statsFd >= 0)
+        close(statsFd);
+    if (tokenFd >= 0)
+        close(tokenFd);
+    if (qemuFd >= 0)
+        close(qemuFd);
+    return ret;
 }
 
 static void
@@ -615,12 +646,11 @@ vrmHelperPollJob(vrmHelperDaemon *d, vrmHelperJob *job)
         g_autofree char *why = NULL;
 
         vrmHelperReadFinalStats(job, &fin, &fhave);
-        vrmHelperJobReadLog(job);
         if (fhave && fin.state == VRM_ENGINE_STATE_COMPLETED)
             st = VRM_JOB_STATE_COMPLETED;
         else if (fhave && fin.error)
             why = g_strdup(fin.error);
-        else if (!(why = vrmHelperJobEngineError(job)))
+        else
             why = g_strdup(_("the transport engine ended while the helper was restarting"));
         vrmEngineSnapshotClear(&fin);
         vrmHelperJobFinish(d, job, st, why);

@@ -13,12 +13,6 @@
 #include "vrmi18n.h"
 #include "vrmlog.h"
 
-VRM_ENUM_IMPL(vrmEngineState, VRM_ENGINE_STATE_LAST,
-              "running",
-              "completed",
-              "failed",
-);
-
 void
 vrmEngineSnapshotClear(vrmEngineSnapshot *es)
 {
@@ -104,171 +98,33 @@ vrmHelperJobSetState(vrmHelperJob *job, vrmJobState state, const char *error)
     return 0;
 }
 
-/* ---- the engine's stats JSON ---------------------------------------- */
-
-/*
- * A deliberately small reader for the one flat-ish object the engine
- * writes: find `"key":` between @start and @end and read the value after
- * it. Keys are looked up at the level the caller points to: the top-level
- * keys come before "per_channel", the totals inside "total".
- */
-static const char *
-vrmJSONFindKey(const char *start, const char *end, const char *key)
-{
-    g_autofree char *pat = g_strdup_printf("\"%s\"", key);
-    size_t plen = strlen(pat);
-    const char *p = start;
-
-    while (p && p + plen <= end) {
-        const char *hit = g_strstr_len(p, end - p, pat);
-
-        if (!hit)
-            return NULL;
-        p = hit + plen;
-        while (p < end && g_ascii_isspace(*p))
-            p++;
-        if (p < end && *p == ':') {
-            p++;
-            while (p < end && g_ascii_isspace(*p))
-                p++;
-            return p;
-        }
-    }
-    return NULL;
-}
-
-static int
-vrmJSONGetNumber(const char *start, const char *end, const char *key,
-                 double *out)
-{
-    const char *v = vrmJSONFindKey(start, end, key);
-    char *stop = NULL;
-
-    if (!v)
-        return -1;
-    *out = g_ascii_strtod(v, &stop);
-    if (stop == v || *out < 0)
-        return -1;
-    return 0;
-}
-
-static int
-vrmJSONGetULL(const char *start, const char *end, const char *key,
-              unsigned long long *out)
-{
-    const char *v = vrmJSONFindKey(start, end, key);
-    char *stop = NULL;
-
-    if (!v || !g_ascii_isdigit(*v))
-        return -1;
-    *out = g_ascii_strtoull(v, &stop, 10);
-    return 0;
-}
-
-/* A JSON string value, unescaped; *out NULL for null */
-static int
-vrmJSONGetString(const char *start, const char *end, const char *key,
-                 char **out)
-{
-    const char *v = vrmJSONFindKey(start, end, key);
-    g_autoptr(GString) s = NULL;
-
-    *out = NULL;
-    if (!v)
-        return -1;
-    if (v + 4 <= end && strncmp(v, "null", 4) == 0)
-        return 0;
-    if (*v != '"')
-        return -1;
-    s = g_string_new(NULL);
-    for (v++; v < end && *v != '"'; v++) {
-        if (*v == '\\' && v + 1 < end) {
-            v++;
-            switch (*v) {
-            case 'n': g_string_append_c(s, '\n'); break;
-            case 't': g_string_append_c(s, '\t'); break;
-            case 'r': g_string_append_c(s, '\r'); break;
-            case 'u':
-                /* control characters only: keep a placeholder */
-                g_string_append_c(s, '?');
-                v += MIN(4, end - v - 1);
-                break;
-            default: g_string_append_c(s, *v); break;
-            }
-        } else {
-            g_string_append_c(s, *v);
-        }
-    }
-    if (v >= end)
-        return -1;
-    *out = g_string_free(g_steal_pointer(&s), FALSE);
-    return 0;
-}
+/* ---- the engine's stats record ------------------------------------- */
 
 int
 vrmHelperEngineStatsParse(const char *json, vrmEngineSnapshot *es)
 {
-    const char *end, *top_end, *total;
-    g_autofree char *state = NULL;
-    unsigned long long v;
-    double d, user, sys;
-    int st;
+    g_auto(vrmEngineStats) st = { 0 };
 
     memset(es, 0, sizeof(*es));
-    if (!json || *json != '{')
-        goto bad;
-    end = json + strlen(json);
-    if (!(top_end = strstr(json, "\"per_channel\"")))
-        top_end = end;
-    if (!(total = strstr(json, "\"total\"")))
-        goto bad;
-
-    if (vrmJSONGetString(json, top_end, "state", &state) < 0 || !state ||
-        (st = vrmEngineStateTypeFromString(state)) < 0)
-        goto bad;
-    es->state = st;
-    if (vrmJSONGetString(json, top_end, "error", &es->error) < 0)
-        goto bad;
-    if (vrmJSONGetULL(json, top_end, "channels", &v) < 0)
-        goto bad;
-    es->channels = v;
-    if (vrmJSONGetULL(json, top_end, "channels_established", &v) < 0)
-        goto bad;
-    es->established = v;
-    if (vrmJSONGetULL(json, top_end, "qemu_connections", &v) < 0)
-        goto bad;
-    es->qemuConnections = v;
-
-    if (vrmJSONGetULL(total, end, "bytes_sent", &es->stats.bytesSent) < 0 ||
-        vrmJSONGetULL(total, end, "bytes_received", &es->stats.bytesReceived) < 0 ||
-        vrmJSONGetULL(total, end, "chunks_written", &es->stats.chunks) < 0 ||
-        vrmJSONGetULL(total, end, "pinned_bytes", &es->stats.pinnedBytes) < 0 ||
-        vrmJSONGetULL(total, end, "registration_us", &v) < 0)
-        goto bad;
-    es->stats.registrationNs = v * 1000;
-    if (es->state == VRM_ENGINE_STATE_RUNNING) {
-        if (vrmJSONGetNumber(total, end, "mbps_current", &d) < 0)
-            goto bad;
-    } else if (vrmJSONGetNumber(total, end, "mbps_average", &d) < 0) {
-        goto bad;
-    }
-    es->stats.mbps = (unsigned int)MIN(d + 0.5, (double)G_MAXUINT);
+    if (!json || vrmEngineStatsParse(json, strlen(json), &st) < 0)
+        return -1;
+    es->state = st.state;
+    es->error = g_steal_pointer(&st.error);
+    es->channels = st.channels;
+    es->established = st.established;
+    es->qemuConnections = st.qemuConnections;
+    es->stats.bytesSent = st.bytesSent;
+    es->stats.bytesReceived = st.bytesReceived;
+    es->stats.chunks = st.chunks;
+    es->stats.pinnedBytes = st.pinnedBytes;
+    es->stats.registrationNs = st.registrationNs;
+    es->stats.mbps = (unsigned int)MIN((st.state == VRM_ENGINE_STATE_RUNNING ?
+                                        st.mbps : st.mbpsAverage) + 0.5,
+                                       (double)G_MAXUINT);
     es->stats.channels = es->qemuConnections;
-    /* the engine's own CPU time (optional: older engines do not write
-     * it); a value no process reaches (or NaN) is dropped, not converted */
-    if (vrmJSONGetNumber(json, top_end, "cpu_user_s", &user) == 0 &&
-        vrmJSONGetNumber(json, top_end, "cpu_system_s", &sys) == 0 &&
-        user + sys < 1e9) {
-        es->stats.cpuNs = (unsigned long long)((user + sys) * 1e9 + 0.5);
-        es->stats.hasCpu = true;
-    }
+    es->stats.cpuNs = (unsigned long long)((st.cpuUserS + st.cpuSystemS) * 1e9 + 0.5);
+    es->stats.hasCpu = true;
     return 0;
-
- bad:
-    vrmEngineSnapshotClear(es);
-    vrmReportError(VRM_ERR_PROTOCOL,
-                   _("The engine's stats are not in the expected JSON form."));
-    return -1;
 }
 
 void

@@ -22,7 +22,7 @@
  *   vrmJobStateIsFinal(state)
  *   vrmJobStateCanChange(from, to)
  *   vrmHelperJobSetState(job, state, error)   checked transition, -1 if refused
- *   vrmHelperEngineStatsParse(json, &es)      the engine's stats JSON
+ *   vrmHelperEngineStatsParse(json, &es)      the engine's stats record
  *   vrmHelperJobApplyStats(job, &es)          stats + state from a snapshot
  *   vrmHelperJobReadLog(job)                  the end of the engine's log
  *   vrmHelperJobKey(token)                    name of a job's UNIX socket,
@@ -39,17 +39,9 @@
 #include <glib.h>
 
 #include "vrmcontrol.h"
+#include "vrmenginestats.h"
 
-typedef enum {
-    VRM_ENGINE_STATE_RUNNING,
-    VRM_ENGINE_STATE_COMPLETED,
-    VRM_ENGINE_STATE_FAILED,
-
-    VRM_ENGINE_STATE_LAST
-} vrmEngineState;
-VRM_ENUM_DECL(vrmEngineState);
-
-/* What the engine's stats JSON says (driver/transport/vrmengine.c) */
+/* What the engine's stats record says (driver/contract/vrmenginestats.h) */
 typedef struct {
     vrmEngineState state;
     char *error;                    /* failed: the engine's reason */

@@ -3,6 +3,8 @@
  */
 #include <config.h>
 
+#include <string.h>
+
 #include "vrmflow.h"
 #include "vrmproto.h"
 #include "vrmerror.h"
@@ -116,4 +118,103 @@ vrmRxFlowTakeCredits(vrmRxFlow *f, bool flush)
         return 0;
     f->uncredited = 0;
     return n;
+}
+
+void
+vrmRemoteRingClear(vrmRemoteRing *rr)
+{
+    g_free(rr->addr);
+    g_free(rr->rkey);
+    g_free(rr->state);
+    g_free(rr->reqTime);
+    g_free(rr->queue);
+    memset(rr, 0, sizeof(*rr));
+}
+
+bool
+vrmRemoteRingComplete(const vrmRemoteRing *rr)
+{
+    return rr->depth && rr->described == rr->depth;
+}
+
+int
+vrmRemoteRingDescribe(vrmRemoteRing *rr, const vrmProtoRingEntry *e, bool pinAll)
+{
+    if (vrmRemoteRingComplete(rr)) {
+        vrmReportError(VRM_ERR_PROTOCOL,
+                       _("The peer described its ring again after entry %1$u."),
+                       rr->depth - 1);
+        return -1;
+    }
+    if (vrmProtoRingEntryCheck(e, rr->described, rr->depth, rr->chunk) < 0)
+        return -1;
+    if (rr->depth == 0) {
+        rr->depth = e->depth;
+        rr->chunk = e->length;
+        rr->addr = g_new0(guint64, e->depth);
+        rr->rkey = g_new0(guint32, e->depth);
+        rr->state = g_new0(guint8, e->depth);
+        rr->reqTime = g_new0(gint64, e->depth);
+        rr->queue = g_new0(guint32, e->depth);
+    }
+    rr->addr[e->index] = e->addr;
+    rr->rkey[e->index] = e->rkey;
+    rr->state[e->index] = pinAll ? VRM_REMOTE_REGISTERED : VRM_REMOTE_UNKNOWN;
+    rr->described++;
+    return 0;
+}
+
+void
+vrmRemoteRingQueueRequests(vrmRemoteRing *rr, const vrmTxFlow *tx,
+                           guint32 window, gint64 now)
+{
+    guint32 k, n = MIN(vrmTxFlowCredits(tx), window);
+
+    g_assert(tx->depth == rr->depth);
+    for (k = 0; k < n; k++) {
+        guint32 idx = vrmTxFlowPeek(tx, k);
+
+        if (rr->state[idx] != VRM_REMOTE_UNKNOWN)
+            continue;
+        /* each index is queued once (UNKNOWN -> REQUESTED), so the queue
+         * never holds more than the peer's depth */
+        g_assert(rr->queued < rr->depth);
+        rr->state[idx] = VRM_REMOTE_REQUESTED;
+        rr->reqTime[idx] = now;
+        rr->queue[rr->queued++] = idx;
+    }
+}
+
+guint32
+vrmRemoteRingTakeRequests(vrmRemoteRing *rr, guint32 *out, guint32 max)
+{
+    guint32 n = MIN(rr->queued, max);
+
+    memcpy(out, rr->queue, n * sizeof(*out));
+    memmove(rr->queue, rr->queue + n, (rr->queued - n) * sizeof(*rr->queue));
+    rr->queued -= n;
+    return n;
+}
+
+int
+vrmRemoteRingRegistered(vrmRemoteRing *rr, const vrmProtoRegResult *r,
+                        gint64 now, gint64 *waited)
+{
+    if (r->index >= rr->depth || rr->state[r->index] != VRM_REMOTE_REQUESTED ||
+        r->addr != rr->addr[r->index]) {
+        vrmReportError(VRM_ERR_PROTOCOL,
+                       _("The registration result for chunk %1$u does not match a request."),
+                       r->index);
+        return -1;
+    }
+    rr->rkey[r->index] = r->rkey;
+    rr->state[r->index] = VRM_REMOTE_REGISTERED;
+    *waited = now - rr->reqTime[r->index];
+    return 0;
+}
+
+bool
+vrmRemoteRingUsable(const vrmRemoteRing *rr, guint32 index)
+{
+    return index < rr->depth && rr->state[index] == VRM_REMOTE_REGISTERED;
 }

@@ -4,12 +4,16 @@
  * Pure bookkeeping, no verbs: the writer side (vrmTxFlow) takes a credit per
  * chunk written into the peer's ring and gets them back with READY; the
  * receiver side (vrmRxFlow) checks that every announced chunk is the one it
- * expects and fits, and decides when to return credits.
+ * expects and fits, and decides when to return credits; vrmRemoteRing is
+ * what the writer knows of the peer's ring: its description and, without
+ * pin-all, which chunks the peer has registered on request.
  */
 #pragma once
 
 #include <glib.h>
 #include <stdbool.h>
+
+#include "vrmproto.h"
 
 typedef struct {
     guint32 depth;          /* chunks in the peer's ring */
@@ -46,3 +50,41 @@ int vrmRxFlowFillTag(vrmRxFlow *f, guint32 tag, guint32 length,
 void vrmRxFlowDrained(vrmRxFlow *f);
 /* Credits to send now: a quarter of the ring, or any when `flush`. */
 guint32 vrmRxFlowTakeCredits(vrmRxFlow *f, bool flush);
+
+typedef enum {
+    VRM_REMOTE_UNKNOWN = 0,     /* no rkey yet */
+    VRM_REMOTE_REQUESTED,       /* in a REGISTER_REQUEST, queued or sent */
+    VRM_REMOTE_REGISTERED,      /* rkey known */
+} vrmRemoteState;
+
+/* The peer's receive ring, from its RAM_BLOCKS description. Every array has
+ * the PEER's depth entries, whatever our own depth is (issue 13 item 4:
+ * the request queue once had ours). */
+typedef struct {
+    guint32 depth;              /* 0 until the first entry */
+    guint32 chunk;
+    guint32 described;          /* entries received */
+    guint64 *addr;
+    guint32 *rkey;
+    guint8 *state;              /* vrmRemoteState */
+    gint64 *reqTime;            /* when REQUESTED (monotonic us), for the stats */
+    guint32 *queue;             /* indexes to put into REGISTER_REQUESTs */
+    guint32 queued;
+} vrmRemoteRing;
+
+void vrmRemoteRingClear(vrmRemoteRing *rr);
+bool vrmRemoteRingComplete(const vrmRemoteRing *rr);
+/* One entry of the peer's description, checked; -1 reported */
+int vrmRemoteRingDescribe(vrmRemoteRing *rr, const vrmProtoRingEntry *e,
+                          bool pinAll);
+/* Queue requests for the next @window chunks the writer will use, within
+ * its credits, that are neither registered nor requested */
+void vrmRemoteRingQueueRequests(vrmRemoteRing *rr, const vrmTxFlow *tx,
+                                guint32 window, gint64 now);
+/* Move up to @max queued indexes into @out; returns how many */
+guint32 vrmRemoteRingTakeRequests(vrmRemoteRing *rr, guint32 *out, guint32 max);
+/* One REGISTER_RESULT entry, checked against the request; -1 reported.
+ * *waited is how long it took (us). */
+int vrmRemoteRingRegistered(vrmRemoteRing *rr, const vrmProtoRegResult *r,
+                            gint64 now, gint64 *waited);
+bool vrmRemoteRingUsable(const vrmRemoteRing *rr, guint32 index);

@@ -106,7 +106,7 @@ vrmProtoConnDataEncode(const vrmProtoConnData *cd,
     put32(buf + 4, cd->flags);
     put16(buf + 8, cd->channel);
     put16(buf + 10, cd->channels);
-    memcpy(buf + 12, cd->token, VRM_PROTO_TOKEN_LEN);
+    memcpy(buf + 12, cd->token.bytes, VRM_TOKEN_BYTES);
 }
 
 int
@@ -129,22 +129,22 @@ vrmProtoConnDataDecode(const void *buf, size_t len, vrmProtoConnData *cd)
     cd->flags = get32(p + 4);
     cd->channel = get16(p + 8);
     cd->channels = get16(p + 10);
-    memcpy(cd->token, p + 12, VRM_PROTO_TOKEN_LEN);
+    memcpy(cd->token.bytes, p + 12, VRM_TOKEN_BYTES);
     return 0;
 }
 
 int
 vrmProtoConnDataCheck(const vrmProtoConnData *cd,
-                      const guint8 token[VRM_PROTO_TOKEN_LEN],
+                      const vrmToken *token,
                       guint32 channels)
 {
-    if (cd->version != VRM_PROTO_VERSION) {
+    if (cd->version != VRM_PROTOCOL_VERSION) {
         vrmReportError(VRM_ERR_VERSION,
                        _("The peer speaks protocol version %1$u, this engine speaks version %2$d."),
-                       cd->version, VRM_PROTO_VERSION);
+                       cd->version, VRM_PROTOCOL_VERSION);
         return VRM_REJECT_VERSION;
     }
-    if (!vrmProtoTokenEqual(cd->token, token)) {
+    if (!vrmTokenEqual(&cd->token, token)) {
         vrmReportError(VRM_ERR_AUTH,
                        _("The peer presented a wrong token for channel %1$u."),
                        cd->channel);
@@ -163,7 +163,7 @@ void
 vrmProtoRejectEncode(int reason, guint8 buf[VRM_PROTO_REJECT_LEN])
 {
     put32(buf, VRM_PROTO_REJECT_MAGIC);
-    put32(buf + 4, VRM_PROTO_VERSION);
+    put32(buf + 4, VRM_PROTOCOL_VERSION);
     put32(buf + 8, reason);
 }
 
@@ -189,55 +189,11 @@ vrmProtoNegotiate(guint32 local, guint32 peer)
     return local & peer & VRM_CAP_KNOWN;
 }
 
-int
-vrmProtoTokenParse(const char *hex, guint8 token[VRM_PROTO_TOKEN_LEN])
-{
-    size_t i;
-
-    if (!hex || strlen(hex) != VRM_PROTO_TOKEN_LEN * 2)
-        goto bad;
-    for (i = 0; i < VRM_PROTO_TOKEN_LEN * 2; i++) {
-        char c = hex[i];
-        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
-            goto bad;
-    }
-    for (i = 0; i < VRM_PROTO_TOKEN_LEN; i++)
-        token[i] = (g_ascii_xdigit_value(hex[2 * i]) << 4) |
-                   g_ascii_xdigit_value(hex[2 * i + 1]);
-    return 0;
-
- bad:
-    vrmReportError(VRM_ERR_INVALID_ARG,
-                   _("A token is 32 lowercase hexadecimal characters."));
-    return -1;
-}
-
-char *
-vrmProtoTokenFormat(const guint8 token[VRM_PROTO_TOKEN_LEN])
-{
-    GString *s = g_string_sized_new(VRM_PROTO_TOKEN_LEN * 2 + 1);
-    size_t i;
-
-    for (i = 0; i < VRM_PROTO_TOKEN_LEN; i++)
-        g_string_append_printf(s, "%02x", token[i]);
-    return g_string_free(s, FALSE);
-}
-
-bool
-vrmProtoTokenEqual(const guint8 *a, const guint8 *b)
-{
-    guint8 diff = 0;
-    size_t i;
-
-    for (i = 0; i < VRM_PROTO_TOKEN_LEN; i++)
-        diff |= a[i] ^ b[i];
-    return diff == 0;
-}
 
 int
 vrmProtoCheckChunkSize(guint64 size)
 {
-    if (size < VRM_PROTO_CHUNK_MIN || size > VRM_PROTO_CHUNK_MAX ||
+    if (size < VRM_CHUNK_SIZE_MIN || size > VRM_CHUNK_SIZE_MAX ||
         (size & (size - 1)) != 0) {
         vrmReportError(VRM_ERR_INVALID_ARG,
                        _("Chunk size %1$" G_GUINT64_FORMAT " is not a power of two between 64 KiB and 64 MiB."),
@@ -250,10 +206,10 @@ vrmProtoCheckChunkSize(guint64 size)
 int
 vrmProtoCheckDepth(guint64 depth)
 {
-    if (depth < VRM_PROTO_DEPTH_MIN || depth > VRM_PROTO_DEPTH_MAX) {
+    if (depth < VRM_RING_DEPTH_MIN || depth > VRM_RING_DEPTH_MAX) {
         vrmReportError(VRM_ERR_INVALID_ARG,
                        _("Ring depth %1$" G_GUINT64_FORMAT " is not between %2$d and %3$d."),
-                       depth, VRM_PROTO_DEPTH_MIN, VRM_PROTO_DEPTH_MAX);
+                       depth, VRM_RING_DEPTH_MIN, VRM_RING_DEPTH_MAX);
         return -1;
     }
     return 0;
@@ -262,10 +218,10 @@ vrmProtoCheckDepth(guint64 depth)
 int
 vrmProtoCheckChannels(guint64 channels)
 {
-    if (channels < 1 || channels > VRM_PROTO_CHANNELS_MAX) {
+    if (channels < 1 || channels > VRM_CHANNELS_MAX) {
         vrmReportError(VRM_ERR_INVALID_ARG,
                        _("Channel count %1$" G_GUINT64_FORMAT " is not between 1 and %2$d."),
-                       channels, VRM_PROTO_CHANNELS_MAX);
+                       channels, VRM_CHANNELS_MAX);
         return -1;
     }
     return 0;
@@ -342,10 +298,10 @@ vrmProtoMsgDecode(const void *buf, size_t received, vrmProtoMsg *msg)
                        received);
         return -1;
     }
-    if (received > VRM_PROTO_CONTROL_MAX) {
+    if (received > VRM_CONTROL_MESSAGE_MAX) {
         vrmReportError(VRM_ERR_PROTOCOL,
                        _("A control message of %1$zu bytes exceeds the %2$d-byte limit."),
-                       received, VRM_PROTO_CONTROL_MAX);
+                       received, VRM_CONTROL_MESSAGE_MAX);
         return -1;
     }
     msg->hdr.len = get32(p);
@@ -600,14 +556,14 @@ vrmProtoRingEntryCheck(const vrmProtoRingEntry *e, guint32 expect,
                        e->index, expect);
         return -1;
     }
-    if (e->depth < VRM_PROTO_DEPTH_MIN || e->depth > VRM_PROTO_DEPTH_MAX ||
+    if (e->depth < VRM_RING_DEPTH_MIN || e->depth > VRM_RING_DEPTH_MAX ||
         (depth_seen && e->depth != depth_seen) || e->index >= e->depth) {
         vrmReportError(VRM_ERR_PROTOCOL,
                        _("Ring description entry %1$u has an invalid depth %2$u."),
                        e->index, e->depth);
         return -1;
     }
-    if (e->length < VRM_PROTO_CHUNK_MIN || e->length > VRM_PROTO_CHUNK_MAX ||
+    if (e->length < VRM_CHUNK_SIZE_MIN || e->length > VRM_CHUNK_SIZE_MAX ||
         (e->length & (e->length - 1)) ||
         (length_seen && e->length != length_seen)) {
         vrmReportError(VRM_ERR_PROTOCOL,

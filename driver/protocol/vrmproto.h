@@ -13,42 +13,25 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define VRM_PROTO_VERSION 1
+#include "vrmlimits.h"
+#include "vrmtoken.h"
 
-#define VRM_PROTO_TOKEN_LEN 16
-
-/* How virt-rdmad hands an engine its token: an environment variable, which
- * (unlike the command line) other local users cannot read. */
-#define VRM_ENGINE_TOKEN_ENV "VRM_ENGINE_TOKEN"
 #define VRM_PROTO_PRIVATE_DATA_MAX 56
 #define VRM_PROTO_CONN_DATA_LEN 32
 #define VRM_PROTO_REJECT_LEN 12
 #define VRM_PROTO_REJECT_MAGIC 0x56524d52u      /* "VRMR" */
 
 #define VRM_PROTO_HEADER_LEN 16
-#define VRM_PROTO_CONTROL_MAX 4096              /* one SEND, header included */
-#define VRM_PROTO_PAYLOAD_MAX (VRM_PROTO_CONTROL_MAX - VRM_PROTO_HEADER_LEN)
+#define VRM_PROTO_PAYLOAD_MAX (VRM_CONTROL_MESSAGE_MAX - VRM_PROTO_HEADER_LEN)
 #define VRM_PROTO_MAX_REPEAT 4096               /* the seed's bound */
 #define VRM_PROTO_ERROR_TEXT_MAX 1024
 
-#define VRM_PROTO_CHUNK_MIN (64u * 1024)
-#define VRM_PROTO_CHUNK_MAX (64u * 1024 * 1024)
-#define VRM_PROTO_CHUNK_DEFAULT (1024u * 1024)
-#define VRM_PROTO_DEPTH_MIN 2
-#define VRM_PROTO_DEPTH_MAX 1024
-#define VRM_PROTO_DEPTH_DEFAULT 4
-#define VRM_PROTO_CHANNELS_MAX 64
 
 /* Immediate data of WRITE_WITH_IMM: tag (index % 32) over a 27-bit length */
 #define VRM_PROTO_IMM_LEN_BITS 27
 #define VRM_PROTO_IMM_LEN_MASK ((1u << VRM_PROTO_IMM_LEN_BITS) - 1)
 #define VRM_PROTO_IMM_TAG_MASK 0x1fu
 
-typedef enum {
-    VRM_CAP_PIN_ALL = 0x1,
-    VRM_CAP_WRITE_IMM = 0x2,
-} vrmProtoCap;
-#define VRM_CAP_KNOWN (VRM_CAP_PIN_ALL | VRM_CAP_WRITE_IMM)
 
 typedef enum {
     VRM_MSG_NONE = 0,
@@ -92,7 +75,7 @@ typedef struct {
     guint32 flags;
     guint16 channel;
     guint16 channels;
-    guint8 token[VRM_PROTO_TOKEN_LEN];
+    vrmToken token;
 } vrmProtoConnData;
 
 void vrmProtoConnDataEncode(const vrmProtoConnData *cd,
@@ -102,7 +85,7 @@ int vrmProtoConnDataDecode(const void *buf, size_t len, vrmProtoConnData *cd);
 /* Check a connect request against the listener's settings. Returns
  * VRM_REJECT_NONE or the reason, and reports it. */
 int vrmProtoConnDataCheck(const vrmProtoConnData *cd,
-                          const guint8 token[VRM_PROTO_TOKEN_LEN],
+                          const vrmToken *token,
                           guint32 channels);
 
 void vrmProtoRejectEncode(int reason, guint8 buf[VRM_PROTO_REJECT_LEN]);
@@ -112,9 +95,6 @@ int vrmProtoRejectDecode(const void *buf, size_t len);
 /* The seed's rule: unknown bits ignored, result is the intersection. */
 guint32 vrmProtoNegotiate(guint32 local, guint32 peer);
 
-int vrmProtoTokenParse(const char *hex, guint8 token[VRM_PROTO_TOKEN_LEN]);
-char *vrmProtoTokenFormat(const guint8 token[VRM_PROTO_TOKEN_LEN]);
-bool vrmProtoTokenEqual(const guint8 *a, const guint8 *b);
 
 /* Settings checks shared by the engine and its peers' descriptions */
 int vrmProtoCheckChunkSize(guint64 size);
@@ -141,7 +121,7 @@ size_t vrmProtoEntrySize(int type);
 /* Largest repeat that fits in one message for a type */
 guint32 vrmProtoMaxEntries(int type);
 
-/* Message builders: write header + entries into buf (VRM_PROTO_CONTROL_MAX
+/* Message builders: write header + entries into buf (VRM_CONTROL_MESSAGE_MAX
  * bytes) and return the total length. */
 typedef struct {
     guint32 index;

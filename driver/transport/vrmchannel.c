@@ -37,54 +37,6 @@
 #define vrm_container_of(ptr, type, member) \
     ((type *)((char *)(ptr) - offsetof(type, member)))
 
-static const char *const vrmRoleNames[] = { "source", "destination" };
-G_STATIC_ASSERT(G_N_ELEMENTS(vrmRoleNames) == VRM_ROLE_LAST);
-
-const char *
-vrmRoleTypeToString(int role)
-{
-    if (role < 0 || role >= VRM_ROLE_LAST)
-        return NULL;
-    return vrmRoleNames[role];
-}
-
-int
-vrmRoleTypeFromString(const char *name)
-{
-    int i;
-
-    for (i = 0; name && i < VRM_ROLE_LAST; i++) {
-        if (g_str_equal(name, vrmRoleNames[i]))
-            return i;
-    }
-    return -1;
-}
-
-static const char *const vrmFaultNames[] = {
-    "none", "version", "malformed", "kill",
-};
-G_STATIC_ASSERT(G_N_ELEMENTS(vrmFaultNames) == VRM_FAULT_LAST);
-
-const char *
-vrmFaultTypeToString(int fault)
-{
-    if (fault < 0 || fault >= VRM_FAULT_LAST)
-        return NULL;
-    return vrmFaultNames[fault];
-}
-
-int
-vrmFaultTypeFromString(const char *name)
-{
-    int i;
-
-    for (i = 0; name && i < VRM_FAULT_LAST; i++) {
-        if (g_str_equal(name, vrmFaultNames[i]))
-            return i;
-    }
-    return -1;
-}
-
 /* ------------------------------------------------------------------ */
 /* Set-up and teardown (main thread)                                   */
 
@@ -182,8 +134,8 @@ vrmChannelWake(vrmChannel *ch)
 int
 vrmChannelSetup(vrmChannel *ch, vrmRdmaDevice *dev)
 {
-    const vrmSettings *s = &ch->engine->s;
-    guint32 depth = s->ring_depth;
+    const vrmEngineSettings *s = &ch->engine->s;
+    guint32 depth = s->ringDepth;
     guint32 min_sq = depth + 2 + VRM_CHANNEL_CTL_RESERVE;
     int access = IBV_ACCESS_LOCAL_WRITE;
     int cqe;
@@ -191,14 +143,14 @@ vrmChannelSetup(vrmChannel *ch, vrmRdmaDevice *dev)
     if (ch->cq)
         return 0;       /* already set up (destination retry) */
     ch->dev = dev;
-    ch->sq_size = vrmRdmaClamp(2 * depth + 32, dev->attr.max_qp_wr,
+    ch->sq_size = vrmRdmaClamp(VRM_SEND_SLOTS(depth), dev->attr.max_qp_wr,
                                "send queue");
-    ch->rq_size = vrmRdmaClamp(4 * depth + 32, dev->attr.max_qp_wr,
+    ch->rq_size = vrmRdmaClamp(VRM_RECV_SLOTS(depth), dev->attr.max_qp_wr,
                                "receive queue");
-    if (ch->sq_size < min_sq || ch->rq_size < 4 * depth + 32) {
+    if (ch->sq_size < min_sq || ch->rq_size < VRM_RECV_SLOTS(depth)) {
         vrmReportError(VRM_ERR_RESOURCE,
                        _("Device %1$s allows %2$d work requests per queue, a ring depth of %3$u needs %4$u."),
-                       dev->name, dev->attr.max_qp_wr, depth, 4 * depth + 32);
+                       dev->name, dev->attr.max_qp_wr, depth, VRM_RECV_SLOTS(depth));
         return -1;
     }
     ch->sig_interval = MAX(1, ch->sq_size / 4);
@@ -225,29 +177,28 @@ vrmChannelSetup(vrmChannel *ch, vrmRdmaDevice *dev)
     ch->rwrs = g_new0(struct ibv_recv_wr, ch->rq_size);
     ch->rsges = g_new0(struct ibv_sge, ch->rq_size);
     ch->dents = g_new0(vrmProtoDataEntry, VRM_CHANNEL_BATCH_MAX);
-    ch->reg_req = g_new0(guint32, depth);
     ch->reg_res = g_new0(vrmProtoRegResult, depth);
     ch->rx_len = g_new0(guint32, depth);
     ch->rx_regd = g_new0(guint8, depth);
 
-    if (vrmRingAlloc(&ch->rx, depth, s->chunk_size) < 0 ||
-        vrmRingAlloc(&ch->stage, depth, s->chunk_size) < 0)
+    if (vrmRingAlloc(&ch->rx, depth, s->chunkSize) < 0 ||
+        vrmRingAlloc(&ch->stage, depth, s->chunkSize) < 0)
         return -1;
-    ch->ctl_send = g_malloc0((size_t)ch->sq_size * VRM_PROTO_CONTROL_MAX);
-    ch->ctl_recv = g_malloc0((size_t)ch->rq_size * VRM_PROTO_CONTROL_MAX);
+    ch->ctl_send = g_malloc0((size_t)ch->sq_size * VRM_CONTROL_MESSAGE_MAX);
+    ch->ctl_recv = g_malloc0((size_t)ch->rq_size * VRM_CONTROL_MESSAGE_MAX);
     if (!(ch->ctl_send_mr = vrmRdmaRegister(dev, ch->ctl_send,
-                                            (size_t)ch->sq_size * VRM_PROTO_CONTROL_MAX,
+                                            (size_t)ch->sq_size * VRM_CONTROL_MESSAGE_MAX,
                                             access, NULL)) ||
         !(ch->ctl_recv_mr = vrmRdmaRegister(dev, ch->ctl_recv,
-                                            (size_t)ch->rq_size * VRM_PROTO_CONTROL_MAX,
+                                            (size_t)ch->rq_size * VRM_CONTROL_MESSAGE_MAX,
                                             access, NULL)))
         return -1;
     vrmStatsAdd(&ch->stats, VRM_STAT_PINNED_BYTES,
-                (guint64)(ch->sq_size + ch->rq_size) * VRM_PROTO_CONTROL_MAX);
+                (guint64)(ch->sq_size + ch->rq_size) * VRM_CONTROL_MESSAGE_MAX);
 
     /* Pin-all is decided by the local setting here; the agreed set can only
      * be smaller, and an unused registration is harmless. */
-    if (s->pin_all) {
+    if (s->pinAll) {
         if (vrmRingRegisterAll(ch, &ch->rx, access | IBV_ACCESS_REMOTE_WRITE) < 0 ||
             vrmRingRegisterAll(ch, &ch->stage, access) < 0)
             return -1;
@@ -269,8 +220,8 @@ vrmChannelPostRecvs(vrmChannel *ch, const guint32 *which, guint32 n)
         slot->id.kind = VRM_WR_RECV;
         slot->index = which[i];
         ch->rsges[i] = (struct ibv_sge) {
-            .addr = (uintptr_t)(ch->ctl_recv + (size_t)which[i] * VRM_PROTO_CONTROL_MAX),
-            .length = VRM_PROTO_CONTROL_MAX,
+            .addr = (uintptr_t)(ch->ctl_recv + (size_t)which[i] * VRM_CONTROL_MESSAGE_MAX),
+            .length = VRM_CONTROL_MESSAGE_MAX,
             .lkey = ch->ctl_recv_mr->lkey,
         };
         ch->rwrs[i] = (struct ibv_recv_wr) {
@@ -285,6 +236,7 @@ vrmChannelPostRecvs(vrmChannel *ch, const guint32 *which, guint32 n)
                              ch->index);
         return -1;
     }
+    vrmStatsAdd(&ch->stats, VRM_STAT_DOORBELLS, 1);
     return 0;
 }
 
@@ -361,13 +313,9 @@ vrmChannelFree(vrmChannel *ch)
     g_free(ch->rwrs);
     g_free(ch->rsges);
     g_free(ch->dents);
-    g_free(ch->reg_req);
     g_free(ch->reg_res);
     g_free(ch->rx_len);
-    g_free(ch->remote.addr);
-    g_free(ch->remote.rkey);
-    g_free(ch->remote.state);
-    g_free(ch->remote.req_time);
+    vrmRemoteRingClear(&ch->remote);
     if (ch->wakefd >= 0)
         close(ch->wakefd);
     g_free(ch->rx_regd);
@@ -387,7 +335,7 @@ static inline guint8 *
 vrmChannelCtlBuf(vrmChannel *ch, guint32 i)
 {
     return ch->ctl_send + (size_t)((ch->post_seq + i) % ch->sq_size) *
-           VRM_PROTO_CONTROL_MAX;
+           VRM_CONTROL_MESSAGE_MAX;
 }
 
 /* Prepare WR number i of the batch starting at post_seq */
@@ -451,6 +399,7 @@ vrmChannelPostBatch(vrmChannel *ch, guint32 n, bool force_last)
         return -1;
     }
     ch->post_seq += n;
+    vrmStatsAdd(&ch->stats, VRM_STAT_DOORBELLS, 1);
     return 0;
 }
 
@@ -467,28 +416,11 @@ vrmChannelPostCtl(vrmChannel *ch, size_t len, bool signal)
     return vrmChannelPostBatch(ch, 1, signal);
 }
 
-static int
-vrmChannelQueueRegRequests(vrmChannel *ch)
-{
-    guint32 credits = vrmTxFlowCredits(&ch->txf);
-    guint32 k;
-
-    for (k = 0; k < MIN(credits, VRM_CHANNEL_REG_WINDOW); k++) {
-        guint32 idx = vrmTxFlowPeek(&ch->txf, k);
-        if (ch->remote.state[idx] != VRM_REMOTE_UNKNOWN)
-            continue;
-        ch->remote.state[idx] = VRM_REMOTE_REQUESTED;
-        ch->remote.req_time[idx] = g_get_monotonic_time();
-        ch->reg_req[ch->n_reg_req++] = idx;
-    }
-    return 0;
-}
-
 /* Everything except data WRITEs: in protocol order, while there is room */
 static int
 vrmChannelPumpControl(vrmChannel *ch, bool *progress)
 {
-    const vrmSettings *s = &ch->engine->s;
+    const vrmEngineSettings *s = &ch->engine->s;
 
 #define ROOM() (vrmChannelSqFree(ch) > 0)
 
@@ -520,7 +452,7 @@ vrmChannelPumpControl(vrmChannel *ch, bool *progress)
     if (!ch->desc_sent)
         return 0;
 
-    if (s->role == VRM_ROLE_SOURCE && ch->opened && !ch->open_sent && ROOM()) {
+    if (s->role == VRM_ENGINE_ROLE_SOURCE && ch->opened && !ch->open_sent && ROOM()) {
         size_t len = vrmProtoBuildU32Pair(vrmChannelCtlBuf(ch, 0),
                                           VRM_MSG_CHANNEL_OPEN, ch->index, 0);
         if (vrmChannelPostCtl(ch, len, false) < 0)
@@ -539,14 +471,14 @@ vrmChannelPumpControl(vrmChannel *ch, bool *progress)
         ch->n_reg_res -= n;
         *progress = true;
     }
-    if (ch->n_reg_req && ROOM()) {
-        guint32 n = MIN(ch->n_reg_req, vrmProtoMaxEntries(VRM_MSG_REGISTER_REQUEST));
-        size_t len = vrmProtoBuildRegRequest(vrmChannelCtlBuf(ch, 0), ch->reg_req, n);
+    if (ch->remote.queued && ROOM()) {
+        g_autofree guint32 *idx = g_new(guint32, ch->remote.queued);
+        guint32 n = vrmRemoteRingTakeRequests(&ch->remote, idx,
+                                              vrmProtoMaxEntries(VRM_MSG_REGISTER_REQUEST));
+        size_t len = vrmProtoBuildRegRequest(vrmChannelCtlBuf(ch, 0), idx, n);
+
         if (vrmChannelPostCtl(ch, len, false) < 0)
             return -1;
-        memmove(ch->reg_req, ch->reg_req + n,
-                (ch->n_reg_req - n) * sizeof(*ch->reg_req));
-        ch->n_reg_req -= n;
         *progress = true;
     }
     if (ch->credits_due && ROOM()) {
@@ -575,7 +507,7 @@ vrmChannelPumpControl(vrmChannel *ch, bool *progress)
         VRM_DEBUG("channel %u: EOF_ACK %" G_GUINT64_FORMAT " sent",
                   ch->index, ch->peer_total);
     }
-    if (s->role == VRM_ROLE_SOURCE && !ch->opened && !ch->unused_sent &&
+    if (s->role == VRM_ENGINE_ROLE_SOURCE && !ch->opened && !ch->unused_sent &&
         ch->unused_wanted && ROOM()) {
         size_t len = vrmProtoBuildU32Pair(vrmChannelCtlBuf(ch, 0),
                                           VRM_MSG_CHANNEL_UNUSED, ch->index, 0);
@@ -584,8 +516,8 @@ vrmChannelPumpControl(vrmChannel *ch, bool *progress)
         ch->unused_sent = true;
         *progress = true;
     }
-    if (s->fault == VRM_FAULT_MALFORMED && !ch->fault_done &&
-        ch->tx_total >= s->fault_bytes && ch->opened && ROOM()) {
+    if (s->fault == VRM_ENGINE_FAULT_MALFORMED && !ch->fault_done &&
+        ch->tx_total >= s->faultBytes && ch->opened && ROOM()) {
         /* Test hook: a header that announces more bytes than it carries */
         guint8 *buf = vrmChannelCtlBuf(ch, 0);
         size_t len = vrmProtoBuildU32Pair(buf, VRM_MSG_READY, 1, 0);
@@ -631,7 +563,7 @@ static bool
 vrmChannelTxReady(const vrmChannel *ch)
 {
     return ch->sock >= 0 && !ch->sock_eof && !ch->eof_sent &&
-           ch->remote.depth && ch->remote.described == ch->remote.depth;
+           vrmRemoteRingComplete(&ch->remote);
 }
 
 /* socket -> staging chunks -> RDMA WRITEs, one post per call */
@@ -661,9 +593,9 @@ vrmChannelPumpTx(vrmChannel *ch, bool *progress)
             break;
         }
         ridx = vrmTxFlowPeek(&ch->txf, 0);
-        if (!(ch->caps & VRM_CAP_PIN_ALL) &&
-            ch->remote.state[ridx] != VRM_REMOTE_REGISTERED) {
-            vrmChannelQueueRegRequests(ch);
+        if (!(ch->caps & VRM_CAP_PIN_ALL) && !vrmRemoteRingUsable(&ch->remote, ridx)) {
+            vrmRemoteRingQueueRequests(&ch->remote, &ch->txf, VRM_CHANNEL_REG_WINDOW,
+                                       g_get_monotonic_time());
             break;
         }
         if (vrmChannelSqFree(ch) < n + 2 + VRM_CHANNEL_CTL_RESERVE)
@@ -741,8 +673,7 @@ vrmChannelPumpTx(vrmChannel *ch, bool *progress)
 
  eof:
     if (ch->sock_eof && ch->stage_fill == 0 && !ch->eof_sent &&
-        vrmChannelSqFree(ch) > 0 && ch->remote.depth &&
-        ch->remote.described == ch->remote.depth) {
+        vrmChannelSqFree(ch) > 0 && vrmRemoteRingComplete(&ch->remote)) {
         size_t len = vrmProtoBuildU64(vrmChannelCtlBuf(ch, 0), VRM_MSG_EOF,
                                       ch->tx_total);
         if (vrmChannelPostCtl(ch, len, true) < 0)
@@ -759,7 +690,7 @@ vrmChannelPumpTx(vrmChannel *ch, bool *progress)
 static int
 vrmChannelPumpRx(vrmChannel *ch, bool *progress)
 {
-    const vrmSettings *s = &ch->engine->s;
+    const vrmEngineSettings *s = &ch->engine->s;
 
     while (ch->sock >= 0 && ch->rxf.filled > 0 && !ch->rx_blocked) {
         guint32 idx = ch->rxf.drain;
@@ -784,11 +715,11 @@ vrmChannelPumpRx(vrmChannel *ch, bool *progress)
             ch->rx_off = 0;
             vrmRxFlowDrained(&ch->rxf);
         }
-        if (s->fault == VRM_FAULT_KILL && !ch->fault_done &&
+        if (s->fault == VRM_ENGINE_FAULT_KILL && !ch->fault_done &&
             __atomic_load_n(&ch->stats.v[VRM_STAT_BYTES_RECEIVED], __ATOMIC_RELAXED) >=
-            s->fault_bytes) {
-            VRM_WARN("test hook: killing this engine after %" G_GUINT64_FORMAT " bytes",
-                     s->fault_bytes);
+            s->faultBytes) {
+            VRM_WARN("test hook: killing this engine after %llu bytes",
+                     s->faultBytes);
             ch->fault_done = true;
             kill(getpid(), SIGKILL);
         }
@@ -815,31 +746,16 @@ vrmChannelHandleRing(vrmChannel *ch, const vrmProtoMsg *msg)
     vrmRemoteRing *rr = &ch->remote;
     guint32 i;
 
-    if (rr->depth && rr->described == rr->depth)
+    if (vrmRemoteRingComplete(rr))
         return vrmChannelUnexpected(ch, msg, _("the ring is already described"));
     for (i = 0; i < msg->hdr.repeat; i++) {
         vrmProtoRingEntry e;
 
         vrmProtoGetRing(msg, i, &e);
-        if (vrmProtoRingEntryCheck(&e, rr->described, rr->depth, rr->chunk) < 0)
+        if (vrmRemoteRingDescribe(rr, &e, ch->caps & VRM_CAP_PIN_ALL) < 0)
             return -1;
-        if (rr->depth == 0) {
-            rr->depth = e.depth;
-            rr->chunk = e.length;
-            rr->addr = g_new0(guint64, e.depth);
-            rr->rkey = g_new0(guint32, e.depth);
-            rr->state = g_new0(guint8, e.depth);
-            rr->req_time = g_new0(gint64, e.depth);
-        }
-        if (rr->described >= rr->depth)
-            return vrmChannelUnexpected(ch, msg, _("more entries than the ring depth"));
-        rr->addr[e.index] = e.addr;
-        rr->rkey[e.index] = e.rkey;
-        rr->state[e.index] = (ch->caps & VRM_CAP_PIN_ALL) ?
-            VRM_REMOTE_REGISTERED : VRM_REMOTE_UNKNOWN;
-        rr->described++;
     }
-    if (rr->described == rr->depth) {
+    if (vrmRemoteRingComplete(rr)) {
         vrmTxFlowInit(&ch->txf, rr->depth);
         VRM_DEBUG("channel %u: peer ring %u x %u bytes", ch->index,
                   rr->depth, rr->chunk);
@@ -888,26 +804,21 @@ vrmChannelHandleRegRequest(vrmChannel *ch, const vrmProtoMsg *msg)
 static int
 vrmChannelHandleRegResult(vrmChannel *ch, const vrmProtoMsg *msg)
 {
-    vrmRemoteRing *rr = &ch->remote;
     guint32 i;
 
     if (ch->caps & VRM_CAP_PIN_ALL)
         return vrmChannelUnexpected(ch, msg, _("every chunk is pinned already"));
     for (i = 0; i < msg->hdr.repeat; i++) {
         vrmProtoRegResult r;
+        gint64 waited;
 
         vrmProtoGetRegResult(msg, i, &r);
-        if (r.index >= rr->depth || rr->state[r.index] != VRM_REMOTE_REQUESTED ||
-            r.addr != rr->addr[r.index]) {
-            vrmReportError(VRM_ERR_PROTOCOL,
-                           _("Channel %1$u: registration result for chunk %2$u does not match a request."),
-                           ch->index, r.index);
+        if (vrmRemoteRingRegistered(&ch->remote, &r, g_get_monotonic_time(), &waited) < 0) {
+            g_autofree char *why = g_strdup(vrmGetLastErrorMessage());
+            vrmReportError(VRM_ERR_PROTOCOL, _("Channel %1$u: %2$s"), ch->index, why);
             return -1;
         }
-        rr->rkey[r.index] = r.rkey;
-        rr->state[r.index] = VRM_REMOTE_REGISTERED;
-        vrmStatsAdd(&ch->stats, VRM_STAT_REGISTRATION_US,
-                    g_get_monotonic_time() - rr->req_time[r.index]);
+        vrmStatsAdd(&ch->stats, VRM_STAT_REGISTRATION_US, waited);
     }
     return 0;
 }
@@ -915,7 +826,7 @@ vrmChannelHandleRegResult(vrmChannel *ch, const vrmProtoMsg *msg)
 static int
 vrmChannelHandleMessage(vrmChannel *ch, const guint8 *buf, size_t len)
 {
-    vrmRole role = ch->engine->s.role;
+    vrmEngineRole role = ch->engine->s.role;
     vrmProtoMsg msg;
     guint32 a, i;
 
@@ -928,7 +839,7 @@ vrmChannelHandleMessage(vrmChannel *ch, const guint8 *buf, size_t len)
     }
     if (msg.hdr.type != VRM_MSG_RAM_BLOCKS && msg.hdr.type != VRM_MSG_ERROR &&
         msg.hdr.type != VRM_MSG_REGISTER_REQUEST &&
-        (ch->remote.depth == 0 || ch->remote.described < ch->remote.depth))
+        !vrmRemoteRingComplete(&ch->remote))
         return vrmChannelUnexpected(ch, &msg, _("the ring description is incomplete"));
 
     switch ((vrmProtoMsgType)msg.hdr.type) {
@@ -959,7 +870,7 @@ vrmChannelHandleMessage(vrmChannel *ch, const guint8 *buf, size_t len)
         return vrmChannelHandleRegResult(ch, &msg);
     case VRM_MSG_CHANNEL_OPEN:
         vrmProtoGetU32Pair(&msg, 0, &a, NULL);
-        if (role != VRM_ROLE_DESTINATION)
+        if (role != VRM_ENGINE_ROLE_DESTINATION)
             return vrmChannelUnexpected(ch, &msg, _("only the source opens channels"));
         if (a != ch->index)
             return vrmChannelUnexpected(ch, &msg, _("it names another channel"));
@@ -973,7 +884,7 @@ vrmChannelHandleMessage(vrmChannel *ch, const guint8 *buf, size_t len)
         return 0;
     case VRM_MSG_CHANNEL_UNUSED:
         vrmProtoGetU32Pair(&msg, 0, &a, NULL);
-        if (role != VRM_ROLE_DESTINATION || a != ch->index || ch->open_requested)
+        if (role != VRM_ENGINE_ROLE_DESTINATION || a != ch->index || ch->open_requested)
             return vrmChannelUnexpected(ch, &msg, _("the channel is open"));
         ch->unused = true;
         return 0;
@@ -1089,7 +1000,7 @@ vrmChannelHandleWC(vrmChannel *ch, struct ibv_wc *wc, guint32 *repost,
         return 0;
     } else {
         vrmRecvSlot *slot = vrm_container_of(wid, vrmRecvSlot, id);
-        const guint8 *buf = ch->ctl_recv + (size_t)slot->index * VRM_PROTO_CONTROL_MAX;
+        const guint8 *buf = ch->ctl_recv + (size_t)slot->index * VRM_CONTROL_MESSAGE_MAX;
 
         repost[(*nrepost)++] = slot->index;
         if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
@@ -1333,7 +1244,7 @@ vrmChannelThread(gpointer opaque)
             if (vrmChannelTxReady(ch) && vrmTxFlowCredits(&ch->txf) > 0 &&
                 ch->stage_used < ch->stage.depth &&
                 ((ch->caps & VRM_CAP_PIN_ALL) ||
-                 ch->remote.state[vrmTxFlowPeek(&ch->txf, 0)] == VRM_REMOTE_REGISTERED))
+                 vrmRemoteRingUsable(&ch->remote, vrmTxFlowPeek(&ch->txf, 0))))
                 ev |= POLLIN;
             if (ch->rx_blocked)
                 ev |= POLLOUT;

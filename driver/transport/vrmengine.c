@@ -4,6 +4,10 @@
  */
 #include <config.h>
 
+#ifndef _GNU_SOURCE
+# define _GNU_SOURCE /* accept4 */
+#endif
+
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -16,6 +20,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include <arpa/inet.h>
 #include <glib-unix.h>
 
 #include "vrmtransportpriv.h"
@@ -33,88 +38,6 @@
 /* ------------------------------------------------------------------ */
 /* Settings                                                            */
 
-void
-vrmSettingsInit(vrmSettings *s)
-{
-    memset(s, 0, sizeof(*s));
-    s->role = VRM_ROLE_LAST;
-    s->unix_mode = 0660;
-    s->channels = 1;
-    s->chunk_size = VRM_PROTO_CHUNK_DEFAULT;
-    s->ring_depth = VRM_PROTO_DEPTH_DEFAULT;
-    s->write_imm = true;
-    s->deadline_connect = 30;
-    s->idle_timeout = 120;
-}
-
-void
-vrmSettingsClear(vrmSettings *s)
-{
-    g_free(s->unix_path);
-    g_free(s->rdma_host);
-    g_free(s->rdma_port);
-    g_free(s->stats_socket);
-    g_free(s->device);
-    memset(s, 0, sizeof(*s));
-}
-
-static void
-vrmSettingsCopy(vrmSettings *dst, const vrmSettings *src)
-{
-    *dst = *src;
-    dst->unix_path = g_strdup(src->unix_path);
-    dst->rdma_host = g_strdup(src->rdma_host);
-    dst->rdma_port = g_strdup(src->rdma_port);
-    dst->stats_socket = g_strdup(src->stats_socket);
-    dst->device = g_strdup(src->device);
-}
-
-int
-vrmSettingsValidate(const vrmSettings *s)
-{
-    if (s->role != VRM_ROLE_SOURCE && s->role != VRM_ROLE_DESTINATION) {
-        vrmReportError(VRM_ERR_INVALID_ARG,
-                       _("The role must be 'source' or 'destination'."));
-        return -1;
-    }
-    if (!s->unix_path || !*s->unix_path) {
-        vrmReportError(VRM_ERR_INVALID_ARG, _("A UNIX socket path is required (--unix)."));
-        return -1;
-    }
-    if (strlen(s->unix_path) >= sizeof(((struct sockaddr_un *)NULL)->sun_path)) {
-        vrmReportError(VRM_ERR_INVALID_ARG, _("The UNIX socket path %1$s is too long."),
-                       s->unix_path);
-        return -1;
-    }
-    if (!s->rdma_host || !s->rdma_port) {
-        if (s->role == VRM_ROLE_SOURCE)
-            vrmReportError(VRM_ERR_INVALID_ARG,
-                           _("The source needs an RDMA address to listen on (--listen ADDR:PORT)."));
-        else
-            vrmReportError(VRM_ERR_INVALID_ARG,
-                           _("The destination needs the source engine's RDMA address (--connect ADDR:PORT)."));
-        return -1;
-    }
-    if (vrmProtoCheckChannels(s->channels) < 0 ||
-        vrmProtoCheckChunkSize(s->chunk_size) < 0 ||
-        vrmProtoCheckDepth(s->ring_depth) < 0)
-        return -1;
-    if (s->deadline_connect == 0) {
-        vrmReportError(VRM_ERR_INVALID_ARG, _("The connect deadline must be at least one second."));
-        return -1;
-    }
-    return 0;
-}
-
-guint64
-vrmSettingsPinnedBytes(const vrmSettings *s)
-{
-    guint64 depth = s->ring_depth;
-    guint64 ctl = (2 * depth + 32 + 4 * depth + 32) * VRM_PROTO_CONTROL_MAX;
-
-    return (guint64)s->channels * (2 * depth * s->chunk_size + ctl);
-}
-
 static bool
 vrmHaveCapIpcLock(void)
 {
@@ -131,18 +54,18 @@ vrmHaveCapIpcLock(void)
 }
 
 int
-vrmSettingsCheckPinned(const vrmSettings *s)
+vrmEngineCheckPinned(const vrmEngineSettings *s)
 {
-    guint64 need = vrmSettingsPinnedBytes(s);
+    guint64 need = vrmEngineSettingsPinnedBytes(s);
     long pages = sysconf(_SC_PHYS_PAGES);
     long pagesize = sysconf(_SC_PAGESIZE);
     guint64 ram = pages > 0 && pagesize > 0 ? (guint64)pages * pagesize : 0;
     struct rlimit rl;
 
-    if (s->max_pinned && need > s->max_pinned) {
+    if (s->maxPinned && need > s->maxPinned) {
         vrmReportError(VRM_ERR_RESOURCE,
-                       _("This job would pin %1$" G_GUINT64_FORMAT " bytes, more than --max-pinned %2$" G_GUINT64_FORMAT "; lower --channels, --ring-depth or --chunk-size."),
-                       need, s->max_pinned);
+                       _("This job would pin %1$" G_GUINT64_FORMAT " bytes, more than --max-pinned %2$llu; lower --channels, --ring-depth or --chunk-size."),
+                       need, s->maxPinned);
         return -1;
     }
     if (getrlimit(RLIMIT_MEMLOCK, &rl) < 0) {
@@ -353,8 +276,8 @@ vrmEngineScheduleRetry(vrmEngine *e, vrmChannel *ch, const char *why)
     if (g_get_monotonic_time() > e->connect_deadline) {
         vrmReportError(VRM_ERR_TIMEOUT,
                        _("Could not connect channel %1$u to the source engine at %2$s:%3$s within %4$u seconds (last attempt: %5$s)."),
-                       ch->index, e->s.rdma_host, e->s.rdma_port,
-                       e->s.deadline_connect, why);
+                       ch->index, e->s.address, e->port_str,
+                       e->s.deadlineConnect, why);
         vrmEngineFailLast(e);
         return;
     }
@@ -373,9 +296,9 @@ vrmEngineResolve(vrmEngine *e, bool passive, struct rdma_addrinfo **ai)
     };
     int rc;
 
-    if ((rc = rdma_getaddrinfo(e->s.rdma_host, e->s.rdma_port, &hints, ai)) != 0) {
+    if ((rc = rdma_getaddrinfo(e->s.address, e->port_str, &hints, ai)) != 0) {
         vrmReportError(VRM_ERR_INVALID_ARG, _("Cannot resolve the RDMA address %1$s:%2$s: %3$s"),
-                       e->s.rdma_host, e->s.rdma_port,
+                       e->s.address, e->port_str,
                        rc == -1 ? g_strerror(errno) : gai_strerror(rc));
         return -1;
     }
@@ -408,7 +331,7 @@ static int
 vrmEngineSendConnect(vrmEngine *e, vrmChannel *ch)
 {
     vrmProtoConnData cd = {
-        .version = e->s.fault == VRM_FAULT_VERSION ? VRM_PROTO_VERSION + 1 : VRM_PROTO_VERSION,
+        .version = e->s.fault == VRM_ENGINE_FAULT_VERSION ? VRM_PROTOCOL_VERSION + 1 : VRM_PROTOCOL_VERSION,
         .flags = e->caps,
         .channel = ch->index,
         .channels = e->s.channels,
@@ -425,9 +348,9 @@ vrmEngineSendConnect(vrmEngine *e, vrmChannel *ch)
     vrmRdmaDevice *dev;
 
     G_STATIC_ASSERT(VRM_PROTO_CONN_DATA_LEN <= VRM_PROTO_PRIVATE_DATA_MAX);
-    if (e->s.fault == VRM_FAULT_VERSION)
+    if (e->s.fault == VRM_ENGINE_FAULT_VERSION)
         VRM_WARN("test hook: connecting with protocol version %u", cd.version);
-    memcpy(cd.token, e->s.token, sizeof(cd.token));
+    cd.token = e->token;
     vrmProtoConnDataEncode(&cd, pd);
 
     if (!(dev = vrmEngineDevice(e, ch->id->verbs)) ||
@@ -465,7 +388,7 @@ vrmEngineAccept(vrmEngine *e, struct rdma_cm_event *ev)
     if (vrmProtoConnDataDecode(data, len, &cd) < 0)
         reason = VRM_REJECT_MALFORMED;
     else
-        reason = vrmProtoConnDataCheck(&cd, e->s.token, e->s.channels);
+        reason = vrmProtoConnDataCheck(&cd, &e->token, e->s.channels);
     if (reason == VRM_REJECT_NONE) {
         ch = e->channels[cd.channel];
         if (ch->id) {
@@ -495,7 +418,7 @@ vrmEngineAccept(vrmEngine *e, struct rdma_cm_event *ev)
         return -1;
     }
     cd.flags = ch->caps;
-    memset(cd.token, 0, sizeof(cd.token));
+    vrmTokenClear(&cd.token);
     vrmProtoConnDataEncode(&cd, reply);
     vrmEngineSetAckTimeout(ch->id);
     if (rdma_accept(ch->id, &param) < 0) {
@@ -509,13 +432,13 @@ vrmEngineAccept(vrmEngine *e, struct rdma_cm_event *ev)
 static int
 vrmEngineEstablished(vrmEngine *e, vrmChannel *ch, struct rdma_cm_event *ev)
 {
-    if (e->s.role == VRM_ROLE_DESTINATION) {
+    if (e->s.role == VRM_ENGINE_ROLE_DESTINATION) {
         vrmProtoConnData cd;
 
         if (vrmProtoConnDataDecode(ev->param.conn.private_data,
                                    ev->param.conn.private_data_len, &cd) < 0)
             return -1;
-        if (cd.version != VRM_PROTO_VERSION || cd.channel != ch->index ||
+        if (cd.version != VRM_PROTOCOL_VERSION || cd.channel != ch->index ||
             (cd.flags & ~e->caps)) {
             vrmReportError(VRM_ERR_PROTOCOL,
                            _("The source engine accepted channel %1$u with version %2$u, channel %3$u and capabilities 0x%4$x, which do not match the request."),
@@ -631,7 +554,7 @@ vrmEngineCMEvent(gint fd, GIOCondition cond, gpointer opaque)
         case RDMA_CM_EVENT_UNREACHABLE:
         case RDMA_CM_EVENT_CONNECT_ERROR:
             rdma_ack_cm_event(ev);
-            if (e->s.role == VRM_ROLE_DESTINATION && !ch->connected) {
+            if (e->s.role == VRM_ENGINE_ROLE_DESTINATION && !ch->connected) {
                 vrmEngineScheduleRetry(e, ch, vrmRdmaCMEventName(type));
             } else {
                 vrmReportError(VRM_ERR_PEER, _("Channel %1$u: connection error (%2$s)."),
@@ -666,8 +589,10 @@ vrmEngineCMEvent(gint fd, GIOCondition cond, gpointer opaque)
 /* ------------------------------------------------------------------ */
 /* QEMU's sockets                                                      */
 
+/* A listening socket at @path, mode 0600 by the engine's umask (set by
+ * its main at start): no chmod by path after bind */
 static int
-vrmUnixListen(const char *path, guint32 mode)
+vrmUnixListen(const char *path)
 {
     struct sockaddr_un sun = { .sun_family = AF_UNIX };
     struct stat st;
@@ -685,7 +610,7 @@ vrmUnixListen(const char *path, guint32 mode)
         close(fd);
         return -1;
     }
-    if (chmod(path, mode) < 0 || listen(fd, VRM_ENGINE_LISTEN_BACKLOG) < 0) {
+    if (listen(fd, VRM_ENGINE_LISTEN_BACKLOG) < 0) {
         vrmReportSystemError(errno, _("Cannot listen on %1$s"), path);
         close(fd);
         unlink(path);
@@ -723,7 +648,7 @@ vrmEngineUnixAccept(gint fd, GIOCondition cond, gpointer opaque)
         vrmChannelWake(ch);
     }
     if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-        vrmReportSystemError(errno, _("Cannot accept a connection on %1$s"), e->s.unix_path);
+        vrmReportSystemError(errno, _("Cannot accept a connection on %1$s"), e->s.qemuPath);
         vrmEngineFailLast(e);
     }
     return G_SOURCE_CONTINUE;
@@ -758,9 +683,9 @@ vrmEngineOpenNext(vrmEngine *e)
             return;
         if (!ch->open_deadline)
             ch->open_deadline = g_get_monotonic_time() +
-                                (gint64)e->s.deadline_connect * G_USEC_PER_SEC;
+                                (gint64)e->s.deadlineConnect * G_USEC_PER_SEC;
 
-        g_strlcpy(sun.sun_path, e->s.unix_path, sizeof(sun.sun_path));
+        g_strlcpy(sun.sun_path, e->s.qemuPath, sizeof(sun.sun_path));
         if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0) {
             vrmReportSystemError(errno, _("Cannot create a UNIX socket"));
             vrmEngineFailLast(e);
@@ -778,7 +703,7 @@ vrmEngineOpenNext(vrmEngine *e)
             }
             vrmReportSystemError(err,
                                  _("Could not connect channel %1$u to QEMU at %2$s within %3$u seconds"),
-                                 ch->index, e->s.unix_path, e->s.deadline_connect);
+                                 ch->index, e->s.qemuPath, e->s.deadlineConnect);
             vrmEngineFailLast(e);
             return;
         }
@@ -806,26 +731,25 @@ vrmDataSeconds(gint64 first_us, gint64 last_us)
     return first_us ? (last_us - first_us) / 1e6 : 0.0;
 }
 
-char *
-vrmEngineStatsJSON(vrmEngine *e)
+void
+vrmEngineGetStats(vrmEngine *e, vrmEngineStats *st)
 {
-    GString *buf = g_string_new("{");
     gint64 now = e->end_us ? e->end_us : g_get_monotonic_time();
-    double elapsed = (now - e->start_us) / 1e6;
     vrmStats total = { 0 };
     double cur_total = 0;
     gint64 data_first = 0, data_last = 0;
-    double data_s;
     struct rusage ru;
-    double cpu_user = 0, cpu_sys = 0;
     guint32 caps = e->caps;
     guint32 i;
-    bool failed;
-    g_autofree char *reason = NULL;
 
+    vrmEngineStatsInit(st);
     g_mutex_lock(&e->lock);
-    failed = e->failed;
-    reason = g_strdup(e->fail_reason);
+    st->state = e->failed ? VRM_ENGINE_STATE_FAILED :
+        e->finished ? VRM_ENGINE_STATE_COMPLETED : VRM_ENGINE_STATE_RUNNING;
+    if (e->failed) {
+        st->error = g_strdup(e->fail_reason);
+        st->errorCode = e->fail_code ? e->fail_code : VRM_ERR_INTERNAL;
+    }
     g_mutex_unlock(&e->lock);
 
     for (i = 0; i < e->s.channels; i++) {
@@ -834,64 +758,56 @@ vrmEngineStatsJSON(vrmEngine *e)
             break;
         }
     }
-    g_string_append(buf, "\"role\": ");
-    vrmJSONAppendString(buf, vrmRoleTypeToString(e->s.role));
-    g_string_append_printf(buf, ", \"state\": \"%s\", \"error\": ",
-                           failed ? "failed" : e->finished ? "completed" : "running");
-    vrmJSONAppendString(buf, reason);
-    g_string_append_printf(buf,
-                           ", \"protocol_version\": %d, \"pin_all\": %s, \"write_imm\": %s"
-                           ", \"channels\": %u, \"channels_established\": %u"
-                           ", \"qemu_connections\": %u, \"chunk_size\": %u, \"ring_depth\": %u"
-                           ", \"pinned_bound\": %" G_GUINT64_FORMAT
-                           ", \"elapsed_s\": %.3f",
-                           VRM_PROTO_VERSION,
-                           (caps & VRM_CAP_PIN_ALL) ? "true" : "false",
-                           (caps & VRM_CAP_WRITE_IMM) ? "true" : "false",
-                           e->s.channels, e->established,
-                           e->s.role == VRM_ROLE_SOURCE ? e->accepted_socks : e->next_open,
-                           e->s.chunk_size, e->s.ring_depth,
-                           vrmSettingsPinnedBytes(&e->s), elapsed);
+    st->role = e->s.role;
+    st->protocolVersion = VRM_PROTOCOL_VERSION;
+    st->pinAll = caps & VRM_CAP_PIN_ALL;
+    st->writeImm = caps & VRM_CAP_WRITE_IMM;
+    st->channels = e->s.channels;
+    st->established = e->established;
+    st->qemuConnections = e->s.role == VRM_ENGINE_ROLE_SOURCE ?
+        e->accepted_socks : e->next_open;
+    st->rdmaPort = e->rdma_port;
+    st->chunkSize = e->s.chunkSize;
+    st->ringDepth = e->s.ringDepth;
+    st->pinnedBound = vrmEngineSettingsPinnedBytes(&e->s);
+    st->elapsedS = e->start_us ? (now - e->start_us) / 1e6 : 0;
     /* The engine's own CPU time (all threads): what RDMA costs the host */
     if (getrusage(RUSAGE_SELF, &ru) == 0) {
-        cpu_user = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6;
-        cpu_sys = ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+        st->cpuUserS = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6;
+        st->cpuSystemS = ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
     }
-    g_string_append_printf(buf, ", \"cpu_user_s\": %.3f, \"cpu_system_s\": %.3f",
-                           cpu_user, cpu_sys);
-    for (i = 0; i < e->s.channels; i++) {
-        gint64 first = __atomic_load_n(&e->channels[i]->first_byte_us, __ATOMIC_RELAXED);
-        gint64 last = __atomic_load_n(&e->channels[i]->last_byte_us, __ATOMIC_RELAXED);
-
-        if (first && (!data_first || first < data_first))
-            data_first = first;
-        data_last = MAX(data_last, last);
-    }
-    /* averages are taken over the data phase: first to last stream byte */
-    data_s = vrmDataSeconds(data_first, data_last);
-    g_string_append_printf(buf, ", \"data_s\": %.3f, \"per_channel\": [", data_s);
     for (i = 0; i < e->s.channels; i++) {
         vrmChannel *ch = e->channels[i];
         gint64 first = __atomic_load_n(&ch->first_byte_us, __ATOMIC_RELAXED);
         gint64 last = __atomic_load_n(&ch->last_byte_us, __ATOMIC_RELAXED);
         vrmStats snap;
-        guint64 bytes;
 
+        if (first && (!data_first || first < data_first))
+            data_first = first;
+        data_last = MAX(data_last, last);
         vrmStatsSnapshot(&ch->stats, &snap);
         vrmStatsAccumulate(&total, &snap);
-        bytes = snap.v[VRM_STAT_BYTES_SENT] + snap.v[VRM_STAT_BYTES_RECEIVED];
         cur_total += ch->mbps_current;
-        g_string_append_printf(buf, "%s{\"index\": %u, ", i ? ", " : "", i);
-        vrmStatsFormatJSON(buf, &snap, ch->mbps_current,
-                           vrmStatsMbps(bytes, vrmDataSeconds(first, last)));
-        g_string_append(buf, "}");
     }
-    g_string_append(buf, "], \"total\": {");
-    vrmStatsFormatJSON(buf, &total, cur_total,
-                       vrmStatsMbps(total.v[VRM_STAT_BYTES_SENT] +
-                                    total.v[VRM_STAT_BYTES_RECEIVED], data_s));
-    g_string_append(buf, "}}");
-    return g_string_free(buf, FALSE);
+    /* averages are taken over the data phase: first to last stream byte */
+    st->dataS = vrmDataSeconds(data_first, data_last);
+    st->mbps = cur_total;
+    st->mbpsAverage = vrmStatsMbps(total.v[VRM_STAT_BYTES_SENT] +
+                                   total.v[VRM_STAT_BYTES_RECEIVED], st->dataS);
+    st->bytesSent = total.v[VRM_STAT_BYTES_SENT];
+    st->bytesReceived = total.v[VRM_STAT_BYTES_RECEIVED];
+    st->chunks = total.v[VRM_STAT_CHUNKS_WRITTEN];
+    st->chunksReceived = total.v[VRM_STAT_CHUNKS_RECEIVED];
+    st->registrations = total.v[VRM_STAT_REGISTRATIONS];
+    st->registrationNs = total.v[VRM_STAT_REGISTRATION_US] * 1000;
+    st->pinnedBytes = total.v[VRM_STAT_PINNED_BYTES];
+    st->creditStalls = total.v[VRM_STAT_CREDIT_STALLS];
+    st->completions = total.v[VRM_STAT_COMPLETIONS];
+    st->cqPolls = total.v[VRM_STAT_CQ_POLLS];
+    st->cqIdlePolls = total.v[VRM_STAT_CQ_IDLE_POLLS];
+    st->doorbells = total.v[VRM_STAT_DOORBELLS];
+    st->controlSent = total.v[VRM_STAT_CONTROL_SENT];
+    st->controlReceived = total.v[VRM_STAT_CONTROL_RECEIVED];
 }
 
 static gboolean
@@ -900,17 +816,18 @@ vrmEngineStatsAccept(gint fd, GIOCondition cond, gpointer opaque)
     vrmEngine *e = opaque;
     int conn;
 
-    while ((conn = accept(fd, NULL, NULL)) >= 0) {
-        g_autofree char *json = vrmEngineStatsJSON(e);
-        g_autofree char *line = g_strconcat(json, "\n", NULL);
-        size_t off = 0, len = strlen(line);
+    while ((conn = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0) {
+        g_auto(vrmEngineStats) st = { 0 };
+        g_autofree char *json = NULL;
+        g_autofree char *line = NULL;
 
-        while (off < len) {
-            ssize_t r = send(conn, line + off, len - off, MSG_NOSIGNAL);
-            if (r <= 0)
-                break;
-            off += r;
-        }
+        vrmEngineGetStats(e, &st);
+        json = vrmEngineStatsFormat(&st);
+        line = g_strconcat(json, "\n", NULL);
+        /* one record, far below the socket buffer: one non-blocking send;
+         * a reader that does not take it loses it, the engine never waits */
+        if (send(conn, line, strlen(line), MSG_NOSIGNAL) < 0)
+            VRM_DEBUG("stats client: %s", g_strerror(errno));
         close(conn);
     }
     return G_SOURCE_CONTINUE;
@@ -947,21 +864,21 @@ vrmEngineTick(gpointer opaque)
         e->last_progress_us = now;
     }
     if (e->established < e->s.channels && now > e->connect_deadline) {
-        if (e->s.role == VRM_ROLE_SOURCE && e->rejects)
+        if (e->s.role == VRM_ENGINE_ROLE_SOURCE && e->rejects)
             vrmReportError(VRM_ERR_TIMEOUT,
                            _("Only %1$u of %2$u channels were connected within %3$u seconds; %4$u connection requests were refused (last: %5$s)."),
-                           e->established, e->s.channels, e->s.deadline_connect,
+                           e->established, e->s.channels, e->s.deadlineConnect,
                            e->rejects, vrmProtoRejectReasonToString(e->last_reject));
         else
             vrmReportError(VRM_ERR_TIMEOUT,
                            _("Only %1$u of %2$u channels were connected within %3$u seconds."),
-                           e->established, e->s.channels, e->s.deadline_connect);
+                           e->established, e->s.channels, e->s.deadlineConnect);
         vrmEngineFailLast(e);
-    } else if (e->s.idle_timeout &&
-               now - e->last_progress_us > (gint64)e->s.idle_timeout * G_USEC_PER_SEC) {
+    } else if (e->s.idleTimeout &&
+               now - e->last_progress_us > (gint64)e->s.idleTimeout * G_USEC_PER_SEC) {
         vrmReportError(VRM_ERR_TIMEOUT,
                        _("Nothing moved on any channel for %1$u seconds (idle timeout)."),
-                       e->s.idle_timeout);
+                       e->s.idleTimeout);
         vrmEngineFailLast(e);
     }
     return G_SOURCE_CONTINUE;
@@ -991,14 +908,14 @@ vrmEngineWoken(gint fd, GIOCondition cond, gpointer opaque)
         g_main_loop_quit(e->loop);
         return G_SOURCE_CONTINUE;
     }
-    if (e->s.role == VRM_ROLE_DESTINATION)
+    if (e->s.role == VRM_ENGINE_ROLE_DESTINATION)
         vrmEngineOpenNext(e);
 
     g_mutex_lock(&e->lock);
     main_done = e->channels[0]->mb_done;
     for (i = 0; i < e->s.channels; i++)
         done += e->channels[i]->mb_done;
-    if (e->s.role == VRM_ROLE_SOURCE && main_done && !e->unused_announced) {
+    if (e->s.role == VRM_ENGINE_ROLE_SOURCE && main_done && !e->unused_announced) {
         e->unused_announced = true;
         for (i = e->accepted_socks; i < e->s.channels; i++)
             e->channels[i]->mb_unused = true;
@@ -1016,12 +933,14 @@ vrmEngineWoken(gint fd, GIOCondition cond, gpointer opaque)
 }
 
 vrmEngine *
-vrmEngineNew(const vrmSettings *settings)
+vrmEngineNew(const vrmEngineSettings *settings, const vrmToken *token)
 {
     vrmEngine *e = g_new0(vrmEngine, 1);
     guint32 i;
 
-    vrmSettingsCopy(&e->s, settings);
+    vrmEngineSettingsCopy(&e->s, settings);
+    e->token = *token;
+    e->port_str = g_strdup_printf("%u", e->s.port);
     g_mutex_init(&e->lock);
     e->unix_fd = -1;
     e->stats_fd = -1;
@@ -1031,8 +950,8 @@ vrmEngineNew(const vrmSettings *settings)
     e->channels = g_new0(vrmChannel *, e->s.channels);
     for (i = 0; i < e->s.channels; i++)
         e->channels[i] = vrmChannelNew(e, i);
-    e->caps = (e->s.pin_all ? VRM_CAP_PIN_ALL : 0) |
-              (e->s.write_imm ? VRM_CAP_WRITE_IMM : 0);
+    e->caps = (e->s.pinAll ? VRM_CAP_PIN_ALL : 0) |
+              (e->s.noWriteImm ? 0 : VRM_CAP_WRITE_IMM);
     return e;
 }
 
@@ -1055,7 +974,8 @@ vrmEngineTeardown(vrmEngine *e)
     if (e->unix_fd >= 0) {
         close(e->unix_fd);
         e->unix_fd = -1;
-        unlink(e->s.unix_path);
+        if (e->unix_own)
+            unlink(e->s.qemuPath);
     }
     /* 3. disconnect, then QPs, CQs, registrations, ids (vrmChannelFree) */
     for (i = 0; i < e->s.channels; i++) {
@@ -1092,19 +1012,24 @@ vrmEngineFree(vrmEngine *e)
         rdma_destroy_event_channel(e->cm);
     if (e->unix_fd >= 0) {
         close(e->unix_fd);
-        unlink(e->s.unix_path);
+        if (e->unix_own)
+            unlink(e->s.qemuPath);
     }
+    if (e->s.qemuListenFd >= 0)
+        close(e->s.qemuListenFd);
     if (e->stats_fd >= 0) {
         close(e->stats_fd);
-        unlink(e->s.stats_socket);
+        unlink(e->s.statsSocket);
     }
     if (e->wakefd >= 0)
         close(e->wakefd);
     if (e->loop)
         g_main_loop_unref(e->loop);
     g_free(e->fail_reason);
+    g_free(e->port_str);
     g_mutex_clear(&e->lock);
-    vrmSettingsClear(&e->s);
+    vrmTokenClear(&e->token);
+    vrmEngineSettingsClear(&e->s);
     g_free(e);
 }
 
@@ -1125,17 +1050,19 @@ vrmEngineListenRdma(vrmEngine *e)
     rdma_freeaddrinfo(ai);
     if (rc < 0) {
         vrmReportSystemError(errno, _("Cannot bind to the RDMA address %1$s:%2$s"),
-                             e->s.rdma_host, e->s.rdma_port);
+                             e->s.address, e->port_str);
         return -1;
     }
     if (e->listen_id->verbs && !vrmEngineDevice(e, e->listen_id->verbs))
         return -1;
     if (rdma_listen(e->listen_id, VRM_ENGINE_LISTEN_BACKLOG) < 0) {
         vrmReportSystemError(errno, _("Cannot listen on the RDMA address %1$s:%2$s"),
-                             e->s.rdma_host, e->s.rdma_port);
+                             e->s.address, e->port_str);
         return -1;
     }
-    VRM_INFO("listening on %s:%s for %u channels", e->s.rdma_host, e->s.rdma_port,
+    /* port 0: the kernel chose one; the stats record tells the launcher */
+    e->rdma_port = ntohs(rdma_get_src_port(e->listen_id));
+    VRM_INFO("listening on %s port %u for %u channels", e->s.address, e->rdma_port,
              e->s.channels);
     return 0;
 }
@@ -1163,10 +1090,10 @@ vrmEngineRunInner(vrmEngine *e)
     int flags;
 
     e->start_us = e->last_progress_us = g_get_monotonic_time();
-    e->connect_deadline = e->start_us + (gint64)e->s.deadline_connect * G_USEC_PER_SEC;
+    e->connect_deadline = e->start_us + (gint64)e->s.deadlineConnect * G_USEC_PER_SEC;
     e->loop = g_main_loop_new(NULL, FALSE);
 
-    if (vrmSettingsValidate(&e->s) < 0 || vrmSettingsCheckPinned(&e->s) < 0)
+    if (vrmEngineSettingsValidate(&e->s) < 0 || vrmEngineCheckPinned(&e->s) < 0)
         return -1;
     if ((e->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
         vrmReportSystemError(errno, _("Cannot create an eventfd"));
@@ -1181,15 +1108,25 @@ vrmEngineRunInner(vrmEngine *e)
         vrmReportSystemError(errno, _("Cannot make the rdma_cm event channel non-blocking"));
         return -1;
     }
-    if (e->s.stats_socket &&
-        (e->stats_fd = vrmUnixListen(e->s.stats_socket, 0600)) < 0)
+    if (e->s.statsSocket &&
+        (e->stats_fd = vrmUnixListen(e->s.statsSocket)) < 0)
         return -1;
 
-    if (e->s.role == VRM_ROLE_SOURCE) {
+    if (e->s.role == VRM_ENGINE_ROLE_SOURCE) {
         if (vrmEngineListenRdma(e) < 0)
             return -1;
-        if ((e->unix_fd = vrmUnixListen(e->s.unix_path, e->s.unix_mode)) < 0)
-            return -1;
+        if (e->s.qemuListenFd >= 0) {
+            /* inherited from the launcher, which owns its path */
+            e->unix_fd = e->s.qemuListenFd;
+            e->s.qemuListenFd = -1;
+            if (vrmSetNonBlock(e->unix_fd) < 0 ||
+                fcntl(e->unix_fd, F_SETFD, FD_CLOEXEC) < 0)
+                return -1;
+        } else {
+            if ((e->unix_fd = vrmUnixListen(e->s.qemuPath)) < 0)
+                return -1;
+            e->unix_own = true;
+        }
         sources[nsources++] = g_unix_fd_add(e->unix_fd, G_IO_IN, vrmEngineUnixAccept, e);
     } else {
         for (i = 0; i < e->s.channels; i++) {

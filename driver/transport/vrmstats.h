@@ -1,5 +1,5 @@
 /*
- * vrmstats.h: per-channel counters and their JSON form
+ * vrmstats.h: per-channel counters (the record is the contract's vrmenginestats.h)
  *
  * Lock rule: each counter is written only by the progress thread of its
  * channel, with relaxed atomic stores; any thread may read a snapshot with
@@ -23,6 +23,7 @@ typedef enum {
     VRM_STAT_CQ_IDLE_POLLS,         /* polls that found nothing */
     VRM_STAT_CONTROL_SENT,          /* control messages sent */
     VRM_STAT_CONTROL_RECEIVED,      /* control messages received */
+    VRM_STAT_DOORBELLS,             /* posts to the device */
 
     VRM_STAT_LAST
 } vrmStat;
@@ -54,10 +55,3 @@ void vrmStatsAccumulate(vrmStats *total, const vrmStats *s);
 
 /* Megabits per second, as the seed defines mbps: bytes * 8 / 10^6 / s */
 double vrmStatsMbps(guint64 bytes, double seconds);
-
-/* Append `"name": value` pairs of every counter plus the two rates */
-void vrmStatsFormatJSON(GString *buf, const vrmStats *s,
-                        double mbps_current, double mbps_average);
-
-/* Append a JSON string literal with escaping */
-void vrmJSONAppendString(GString *buf, const char *s);

@@ -58,23 +58,6 @@ typedef struct {
     struct ibv_mr **mrs;        /* dynamic: per chunk, on first use */
 } vrmRing;
 
-typedef enum {
-    VRM_REMOTE_UNKNOWN = 0,     /* no rkey yet */
-    VRM_REMOTE_REQUESTED,       /* REGISTER_REQUEST sent */
-    VRM_REMOTE_REGISTERED,      /* rkey known */
-} vrmRemoteState;
-
-/* The peer's receive ring, from its RAM_BLOCKS description */
-typedef struct {
-    guint32 depth;              /* 0 until the first entry */
-    guint32 chunk;
-    guint32 described;          /* entries received */
-    guint64 *addr;
-    guint32 *rkey;
-    guint8 *state;              /* vrmRemoteState */
-    gint64 *req_time;           /* when REQUESTED, for the stats */
-} vrmRemoteRing;
-
 typedef struct _vrmChannel vrmChannel;
 
 struct _vrmChannel {
@@ -137,8 +120,6 @@ struct _vrmChannel {
     guint64 peer_total;
     bool eof_ack_sent;          /* we acknowledged the peer's EOF */
     guint32 credits_due;        /* credits to return with READY */
-    guint32 *reg_req;           /* indexes to request (dynamic) */
-    guint32 n_reg_req;
     vrmProtoRegResult *reg_res; /* results to send (dynamic) */
     guint32 n_reg_res;
     guint64 tx_total;           /* bytes read from the socket */
@@ -172,7 +153,8 @@ struct _vrmChannel {
 };
 
 struct _vrmEngine {
-    vrmSettings s;              /* copy of the settings */
+    vrmEngineSettings s;        /* copy of the settings */
+    vrmToken token;             /* the job's secret, wiped at the end */
     GMainContext *ctx;
     GMainLoop *loop;
     struct rdma_event_channel *cm;
@@ -186,6 +168,9 @@ struct _vrmEngine {
     guint32 rejects;            /* source: connection requests refused */
     int last_reject;            /* source: reason of the last one */
     int unix_fd;                /* source: QEMU's listening socket */
+    bool unix_own;              /* we bound it (--qemu-path): unlink at the end */
+    char *port_str;             /* rdma_cm port as text, for rdma_getaddrinfo */
+    guint32 rdma_port;          /* source: the port listened on */
     int stats_fd;               /* stats socket */
     int wakefd;                 /* eventfd: progress threads -> main */
     gint64 start_us;

@@ -53,8 +53,8 @@ def engine_cpu(blob):
             s = json.loads(line)
         except ValueError:
             continue
-        cpu += s.get("cpu_user_s", 0) + s.get("cpu_system_s", 0)
-        sent = max(sent, s["total"]["bytes_sent"])
+        cpu += s.get("cpu-user-s", 0) + s.get("cpu-system-s", 0)
+        sent = max(sent, s["bytes-sent"])
     return cpu, sent
 
 
@@ -122,6 +122,8 @@ def main():
     print("=" * w)
     print("virt-rdma performance, one sandbox run: two Soft-RoCE hosts (rxe, QEMU TCG), "
           "guest of %s MiB" % mem)
+    if os.environ.get("VRM_BENCH_STACK"):
+        print("hosts: %s" % os.environ["VRM_BENCH_STACK"])
     print("=" * w)
     print("Link and engine alone (128 MiB stream, 1 MiB chunks, every byte checked; "
           "median [min-max]):")

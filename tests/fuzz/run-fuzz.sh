@@ -53,8 +53,8 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
     "$srcdir/tests/xml/controldata" \
     "$srcdir/tests/xml/controldata-invalid" \
     "$srcdir/tests/xml/domaindata" \
-    "$srcdir/tests/xml/confdata" \
-    "$srcdir/tests/xml/confdata-invalid" \
+    "$srcdir/tests/helper/confdata" \
+    "$srcdir/tests/helper/confdata-invalid" \
     >"$log" 2>&1
 rc=$?
 

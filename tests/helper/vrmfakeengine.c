@@ -1,13 +1,14 @@
 /*
  * vrmfakeengine: a stand-in for virt-rdma-engine in the unit tests (FAKE)
  *
- * Takes the engine's options, serves stats JSON of the engine's form on
- * --stats-socket and writes the final stats to --stats-file. What it does
+ * Takes the engine's options (the contract's decoder), reads its token pipe,
+ * serves stats records (the contract's writer) on --stats-socket and writes
+ * the final record to --stats-fd. What it does
  * comes from VRM_FAKE_ENGINE (default "connect"):
  *   connect        every channel connected at once, then runs until SIGTERM
  *   transfer       connected, one QEMU connection, bytes moving; SIGTERM ends
  *   complete:MS    connected, then exits 0 after MS milliseconds
- *   fail:MS        exits 1 after MS ms with "virt-rdma-engine: error: fake failure"
+ *   fail:MS        exits 1 after MS ms, its record saying "fake failure"
  *   hang           never connects
  * It also appends its argument vector to $VRM_FAKE_ENGINE_LOG if set.
  */
@@ -26,7 +27,12 @@
 #include <glib.h>
 #include <glib-unix.h>
 
-static char *statsSocket, *statsFile, *role;
+#include "vrmenginesettings.h"
+#include "vrmenginestats.h"
+#include "vrmerror.h"
+
+static vrmEngineSettings settings;
+static char *statsSocket;
 static int channels = 1;
 static const char *mode = "connect";
 static gint64 start;
@@ -38,23 +44,37 @@ fakeJSON(const char *state)
 {
     bool connected = !g_str_equal(mode, "hang");
     bool transfer = g_str_has_prefix(mode, "transfer") || g_str_has_prefix(mode, "complete");
+    g_auto(vrmEngineStats) st = { 0 };
 
-    return g_strdup_printf("{\"role\": \"%s\", \"state\": \"%s\", \"error\": %s, "
-                           "\"protocol_version\": 1, \"pin_all\": false, \"write_imm\": true, "
-                           "\"channels\": %d, \"channels_established\": %d, "
-                           "\"qemu_connections\": %d, \"chunk_size\": 65536, \"ring_depth\": 8, "
-                           "\"pinned_bound\": 1048576, \"elapsed_s\": 1.000, "
-                           "\"cpu_user_s\": 0.010, \"cpu_system_s\": 0.020, "
-                           "\"per_channel\": [{\"index\": 0, \"bytes_sent\": 1}], "
-                           "\"total\": {\"bytes_sent\": %" G_GUINT64_FORMAT
-                           ", \"bytes_received\": 17, \"chunks_written\": 3, "
-                           "\"chunks_received\": 2, \"registrations\": 4, \"registration_us\": 250, "
-                           "\"pinned_bytes\": 524288, \"credit_stalls\": 0, \"completions\": 9, "
-                           "\"cq_polls\": 9, \"cq_idle_polls\": 0, \"control_sent\": 5, "
-                           "\"control_received\": 5, \"mbps_current\": 12.50, \"mbps_average\": 8.00}}",
-                           role ? role : "source", state,
-                           failed ? "\"fake failure\"" : "null",
-                           channels, connected ? channels : 0, transfer ? 1 : 0, bytes);
+    vrmEngineStatsInit(&st);
+    st.role = settings.role < VRM_ENGINE_ROLE_LAST ? settings.role : VRM_ENGINE_ROLE_SOURCE;
+    st.state = vrmEngineStateTypeFromString(state);
+    if (failed) {
+        st.error = g_strdup("fake failure");
+        st.errorCode = VRM_ERR_PEER;
+    }
+    st.protocolVersion = 2;
+    st.writeImm = true;
+    st.channels = channels;
+    st.established = connected ? channels : 0;
+    st.qemuConnections = transfer ? 1 : 0;
+    st.rdmaPort = settings.port;
+    st.chunkSize = 65536;
+    st.ringDepth = 8;
+    st.pinnedBound = 1048576;
+    st.elapsedS = 1;
+    st.cpuUserS = 0.01;
+    st.cpuSystemS = 0.02;
+    st.bytesSent = bytes;
+    st.bytesReceived = 17;
+    st.chunks = 3;
+    st.chunksReceived = 2;
+    st.registrations = 4;
+    st.registrationNs = 250000;
+    st.pinnedBytes = 524288;
+    st.mbps = 12.5;
+    st.mbpsAverage = 8;
+    return vrmEngineStatsFormat(&st);
 }
 
 static gboolean
@@ -83,8 +103,13 @@ fakeFinish(const char *state)
 {
     g_autofree char *json = fakeJSON(state);
 
-    if (statsFile)
-        g_file_set_contents(statsFile, json, -1, NULL);
+    if (settings.statsFd >= 0) {
+        ssize_t w = write(settings.statsFd, json, strlen(json));
+
+        (void)w;
+        close(settings.statsFd);
+        settings.statsFd = -1;
+    }
     if (statsSocket)
         unlink(statsSocket);
 }
@@ -103,7 +128,7 @@ main(int argc, char **argv)
     const char *env = g_getenv("VRM_FAKE_ENGINE");
     const char *logPath = g_getenv("VRM_FAKE_ENGINE_LOG");
     struct sockaddr_un sa = { .sun_family = AF_UNIX };
-    int i, fd, ms = 0;
+    int fd, ms = 0;
 
     start = g_get_monotonic_time();
     if (env && *env)
@@ -117,26 +142,26 @@ main(int argc, char **argv)
             fclose(f);
         }
     }
-    for (i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *next = i + 1 < argc ? argv[i + 1] : NULL;
-
-        if (g_str_equal(a, "--stats-socket") && next)
-            statsSocket = g_strdup(argv[++i]);
-        else if (g_str_equal(a, "--stats-file") && next)
-            statsFile = g_strdup(argv[++i]);
-        else if (g_str_equal(a, "--role") && next)
-            role = g_strdup(argv[++i]);
-        else if (g_str_has_prefix(a, "--channels="))
-            channels = atoi(a + strlen("--channels="));
+    if (vrmEngineSettingsDecode(argc, argv, &settings) < 0) {
+        fprintf(stderr, "vrmfakeengine: %s\n", vrmGetLastErrorMessage());
+        return 2;
     }
+    {
+        vrmToken token;
+
+        if (vrmEngineTokenRead(settings.tokenFd, &token) < 0) {
+            fprintf(stderr, "vrmfakeengine: %s\n", vrmGetLastErrorMessage());
+            return 2;
+        }
+    }
+    statsSocket = settings.statsSocket;
+    channels = settings.channels;
     if (strchr(mode, ':'))
         ms = atoi(strchr(mode, ':') + 1);
 
     if (g_str_has_prefix(mode, "fail") && ms == 0) {
         failed = true;
         fakeFinish("failed");
-        fprintf(stderr, "virt-rdma-engine: error: fake failure\n");
         return 1;
     }
     if (!statsSocket || strlen(statsSocket) >= sizeof(sa.sun_path))
@@ -158,7 +183,7 @@ main(int argc, char **argv)
     if (g_str_has_prefix(mode, "fail")) {
         failed = true;
         fakeFinish("failed");
-        fprintf(stderr, "virt-rdma-engine: some progress\nvirt-rdma-engine: error: fake failure\n");
+        fprintf(stderr, "virt-rdma-engine: some progress\n");
         return 1;
     }
     if (g_str_has_prefix(mode, "complete")) {

@@ -343,7 +343,7 @@ testOpenAccept(void)
     g_assert_nonnull(strstr(log, "--listen 198.18.0.1:18515"));
     g_assert_nonnull(strstr(log, "--role destination"));
     g_assert_nonnull(strstr(log, "--connect 198.18.0.1:18515"));
-    g_assert_nonnull(strstr(log, "--channels=2"));
+    g_assert_nonnull(strstr(log, "--channels 2"));
 
     /* a second job gets the next port */
     list = openJob(h, "web2", 1);

@@ -47,7 +47,7 @@ testOursAndFlags(void)
     g_assert_cmpstr(o.device, ==, "mlx5_0");
     g_assert_cmpuint(o.ringDepth, ==, 32);
     g_assert_cmpuint(o.channels, ==, 5);     /* main + 4 multifd */
-    g_assert_true(o.capsOn & VRM_CAP_FLAG_PIN_ALL);
+    g_assert_true(o.capsOn & VRM_CAP_PIN_ALL);
     g_assert_cmpstr(sock, ==, "/tmp/x.sock");
     vrmMigrationParamsClear(&o);
     testParamsClear(&p);
@@ -62,7 +62,7 @@ testParallelDefault(void)
     g_assert_cmpint(vrmMigrateOverridesFromParams(NULL, 0, VIR_MIGRATE_PARALLEL,
                                                   &o, &sock), ==, 0);
     g_assert_cmpuint(o.channels, ==, 3);     /* libvirt's default: 2 connections */
-    g_assert_false(o.capsOn & VRM_CAP_FLAG_PIN_ALL);
+    g_assert_false(o.capsOn & VRM_CAP_PIN_ALL);
     vrmMigrationParamsClear(&o);
 }
 

@@ -6,7 +6,7 @@
 
 #include <string.h>
 
-#include "vrmxmltestutils.h"
+#include "vrmtestutils.h"
 #include "vrmcontrol.h"
 #include "vrmerror.h"
 

@@ -13,7 +13,7 @@
 
 #include <string.h>
 
-#include "vrmxmltestutils.h"
+#include "vrmtestutils.h"
 #include "vrmdomainxml.h"
 #include "vrmerror.h"
 
@@ -246,7 +246,7 @@ main(int argc, char **argv)
     size_t i;
 
     vrmTestInit(&argc, &argv);
-    dir = vrmTestDataDir("domaindata");
+    dir = vrmTestDataDir("xml/domaindata");
     files = vrmTestListFiles(dir, ".xml", excludeOut);
     g_assert_cmpuint(files->len, >, 0);
     for (i = 0; i < files->len; i++) {

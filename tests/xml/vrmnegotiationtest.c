@@ -6,7 +6,7 @@
 
 #include <string.h>
 
-#include "vrmxmltestutils.h"
+#include "vrmtestutils.h"
 #include "vrmerror.h"
 #include "vrmnegotiation.h"
 
@@ -16,7 +16,7 @@ makeOffer(void)
     vrmOffer *offer = vrmOfferNew();
 
     offer->version = VRM_PROTOCOL_VERSION;
-    offer->capabilities = VRM_CAP_FLAG_PIN_ALL | VRM_CAP_FLAG_WRITE_IMM;
+    offer->capabilities = VRM_CAP_PIN_ALL | VRM_CAP_WRITE_IMM;
     offer->address = g_strdup("192.0.2.10");
     offer->port = 18515;
     offer->channels = 4;
@@ -53,7 +53,7 @@ testTable(void)
     g_assert_cmpstr(vrmCapabilityTypeToString(VRM_CAPABILITY_PIN_ALL), ==, "pin-all");
     g_assert_cmpstr(vrmCapabilityTypeToString(VRM_CAPABILITY_WRITE_IMM), ==, "write-imm");
     g_assert_cmpuint(vrmCapabilityKnownMask(), ==, 0x3);
-    g_assert_cmpuint(vrmCapabilityDefaultMask(), ==, VRM_CAP_FLAG_WRITE_IMM);
+    g_assert_cmpuint(vrmCapabilityDefaultMask(), ==, VRM_CAP_WRITE_IMM);
     g_assert_cmpuint(vrmCapabilityForSide(0xffffffff, VRM_SIDE_SOURCE), ==, 0x3);
 }
 
@@ -92,14 +92,14 @@ testParamsToCapabilities(void)
 {
     vrmMigrationParams params = { 0 };
 
-    g_assert_cmpuint(vrmCapabilityFromParams(&params), ==, VRM_CAP_FLAG_WRITE_IMM);
-    params.capsOn = VRM_CAP_FLAG_PIN_ALL;
+    g_assert_cmpuint(vrmCapabilityFromParams(&params), ==, VRM_CAP_WRITE_IMM);
+    params.capsOn = VRM_CAP_PIN_ALL;
     g_assert_cmpuint(vrmCapabilityFromParams(&params), ==, 0x3);
-    params.capsOff = VRM_CAP_FLAG_WRITE_IMM;
-    g_assert_cmpuint(vrmCapabilityFromParams(&params), ==, VRM_CAP_FLAG_PIN_ALL);
+    params.capsOff = VRM_CAP_WRITE_IMM;
+    g_assert_cmpuint(vrmCapabilityFromParams(&params), ==, VRM_CAP_PIN_ALL);
     params.capsOn = 0x80000000;     /* unknown: never offered */
     params.capsOff = 0;
-    g_assert_cmpuint(vrmCapabilityFromParams(&params), ==, VRM_CAP_FLAG_WRITE_IMM);
+    g_assert_cmpuint(vrmCapabilityFromParams(&params), ==, VRM_CAP_WRITE_IMM);
 }
 
 static void
@@ -169,22 +169,22 @@ testLimitsRefused(void)
     g_assert_cmpuint(answer->limits[1].asked, ==, 1048576);
     g_assert_cmpstr(answer->limits[1].allowed, ==, "65536 262144");
     g_assert_cmpint(answer->limits[2].limit, ==, VRM_LIMIT_PINNED_BYTES);
-    g_assert_cmpuint(answer->limits[2].asked, ==, 8ull * 2 * 16 * 1048576);
+    g_assert_cmpuint(answer->limits[2].asked, ==, vrmPinnedBytes(8, 16, 1048576));
     g_assert_cmpstr(answer->limits[2].allowed, ==, "0-67108864");
     g_assert_cmpstr(answer->message, ==,
                     "limit 'channels' exceeded: asked for 8, this host allows 1-2; "
                     "limit 'chunk-size' exceeded: asked for 1048576, this host allows 65536 262144; "
-                    "limit 'pinned-bytes' exceeded: asked for 268435456, this host allows 0-67108864");
+                    "limit 'pinned-bytes' exceeded: asked for 273678336, this host allows 0-67108864");
 
     vrmAnswerFormatBuf(buf, answer, 0);
     g_assert_cmpstr(buf->str, ==,
                     "<answer status=\"refused\" reason=\"policy\">\n"
                     "  <violation name=\"channels\" asked=\"8\" allowed=\"1-2\"/>\n"
                     "  <violation name=\"chunk-size\" asked=\"1048576\" allowed=\"65536 262144\"/>\n"
-                    "  <violation name=\"pinned-bytes\" asked=\"268435456\" allowed=\"0-67108864\"/>\n"
+                    "  <violation name=\"pinned-bytes\" asked=\"273678336\" allowed=\"0-67108864\"/>\n"
                     "  <message>limit 'channels' exceeded: asked for 8, this host allows 1-2; "
                     "limit 'chunk-size' exceeded: asked for 1048576, this host allows 65536 262144; "
-                    "limit 'pinned-bytes' exceeded: asked for 268435456, this host allows 0-67108864</message>\n"
+                    "limit 'pinned-bytes' exceeded: asked for 273678336, this host allows 0-67108864</message>\n"
                     "</answer>\n");
 }
 
@@ -212,7 +212,7 @@ testEachLimit(void)
     }
 
     vrmHostPolicyInit(&policy);
-    policy.maxPinnedBytes = 4ull * 2 * 16 * 1048576;
+    policy.maxPinnedBytes = vrmPinnedBytes(4, 16, 1048576);
     {
         g_autoptr(vrmOffer) offer = makeOffer();
         g_autoptr(vrmAnswer) at = vrmNegotiate(offer, &policy);
@@ -223,7 +223,7 @@ testEachLimit(void)
         over = vrmNegotiate(offer, &policy);
         g_assert_cmpint(over->status, ==, VRM_ANSWER_REFUSED);
         g_assert_cmpint(over->limits[0].limit, ==, VRM_LIMIT_PINNED_BYTES);
-        g_assert_cmpuint(over->limits[0].asked, ==, 4ull * 2 * 17 * 1048576);
+        g_assert_cmpuint(over->limits[0].asked, ==, vrmPinnedBytes(4, 17, 1048576));
     }
 }
 
@@ -238,7 +238,7 @@ testLimitsClamped(void)
     policy.maxRingDepth = 8;
     policy.maxBandwidth = 25000;
     /* the pinned bytes are computed on the clamped ring */
-    policy.maxPinnedBytes = 4ull * 2 * 8 * 1048576;
+    policy.maxPinnedBytes = vrmPinnedBytes(4, 8, 1048576);
     offer->ringDepth = 64;
     offer->bandwidth = 0;   /* unlimited asks for the cap */
 
@@ -262,9 +262,9 @@ testCheckAnswer(void)
     g_autoptr(vrmOffer) offer = makeOffer();
     g_autoptr(vrmAnswer) answer = vrmAnswerNew(VRM_ANSWER_ACCEPTED);
 
-    offer->capabilities = VRM_CAP_FLAG_WRITE_IMM;
+    offer->capabilities = VRM_CAP_WRITE_IMM;
     answer->version = offer->version;
-    answer->capabilities = VRM_CAP_FLAG_WRITE_IMM | VRM_CAP_FLAG_PIN_ALL;
+    answer->capabilities = VRM_CAP_WRITE_IMM | VRM_CAP_PIN_ALL;
     answer->channels = offer->channels;
     answer->chunkSize = offer->chunkSize;
     answer->ringDepth = offer->ringDepth;
@@ -273,7 +273,7 @@ testCheckAnswer(void)
     g_assert_cmpstr(vrmGetLastErrorMessage(), ==,
                     "the destination agreed to capabilities that were not offered: pin-all");
 
-    answer->capabilities = VRM_CAP_FLAG_WRITE_IMM | 0x100;  /* unknown: ignored */
+    answer->capabilities = VRM_CAP_WRITE_IMM | 0x100;  /* unknown: ignored */
     g_assert_cmpint(vrmNegotiationCheckAnswer(offer, answer), ==, 0);
 
     answer->channels = 2;
@@ -303,22 +303,22 @@ testOfferFromParams(void)
     vrmToken zero = { { 0 } };
 
     vrmHostPolicyInit(&policy);
-    policy.capabilities = VRM_CAP_FLAG_WRITE_IMM;
-    params.capsOn = VRM_CAP_FLAG_PIN_ALL;
+    policy.capabilities = VRM_CAP_WRITE_IMM;
+    params.capsOn = VRM_CAP_PIN_ALL;
     refused = vrmOfferFromParams(&params, &policy, "192.0.2.10", 18515);
     g_assert_null(refused);
     g_assert_cmpstr(vrmGetLastErrorMessage(), ==,
                     "this host does not support the capabilities asked for: pin-all");
 
-    policy.capabilities = VRM_CAP_FLAG_PIN_ALL;     /* no WRITE_WITH_IMM here */
-    params.capsOn = VRM_CAP_FLAG_PIN_ALL;
+    policy.capabilities = VRM_CAP_PIN_ALL;     /* no WRITE_WITH_IMM here */
+    params.capsOn = VRM_CAP_PIN_ALL;
     params.channels = 4;
     params.device = (char *)"rxe0";
     offer = vrmOfferFromParams(&params, &policy, "192.0.2.10", 18515);
     params.device = NULL;
     g_assert_nonnull(offer);
     g_assert_cmpuint(offer->version, ==, VRM_PROTOCOL_VERSION);
-    g_assert_cmpuint(offer->capabilities, ==, VRM_CAP_FLAG_PIN_ALL);
+    g_assert_cmpuint(offer->capabilities, ==, VRM_CAP_PIN_ALL);
     g_assert_cmpuint(offer->channels, ==, 4);
     g_assert_cmpuint(offer->chunkSize, ==, VRM_CHUNK_SIZE_DEFAULT);
     g_assert_cmpuint(offer->ringDepth, ==, VRM_RING_DEPTH_DEFAULT);

@@ -6,7 +6,7 @@
 
 #include <string.h>
 
-#include "vrmxmltestutils.h"
+#include "vrmtestutils.h"
 #include "vrmcontrol.h"
 #include "vrmerror.h"
 #include "vrmmigrationdef.h"
@@ -124,7 +124,7 @@ static void
 checkAddress(const char *address, unsigned int *accepted)
 {
     bool schema = schemaAcceptsAddress(address);
-    bool parser = vrmXMLValidAddress(address);
+    bool parser = vrmValidAddress(address);
 
     if (schema != parser) {
         g_test_message("'%s': schema %s it, inet_pton %s it", address,
@@ -378,11 +378,11 @@ main(int argc, char **argv)
     g_test_add_func("/schema/load", testSchemasLoad);
     g_test_add_func("/schema/missing-dir", testMissingSchemaDir);
     g_test_add_func("/schema/addresses", testAddresses);
-    addDir("migrationdata", VRM_XML_SCHEMA_MIGRATION, parseMigration,
+    addDir("xml/migrationdata", VRM_XML_SCHEMA_MIGRATION, parseMigration,
            (GDestroyNotify)vrmMigrationDefFree);
-    addDir("migrationdata-invalid", VRM_XML_SCHEMA_MIGRATION, NULL, NULL);
-    addDir("controldata", VRM_XML_SCHEMA_CONTROL, parseControl,
+    addDir("xml/migrationdata-invalid", VRM_XML_SCHEMA_MIGRATION, NULL, NULL);
+    addDir("xml/controldata", VRM_XML_SCHEMA_CONTROL, parseControl,
            (GDestroyNotify)vrmControlMessageFree);
-    addDir("controldata-invalid", VRM_XML_SCHEMA_CONTROL, NULL, NULL);
+    addDir("xml/controldata-invalid", VRM_XML_SCHEMA_CONTROL, NULL, NULL);
     return g_test_run();
 }

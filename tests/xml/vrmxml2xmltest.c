@@ -12,7 +12,7 @@
 
 #include <string.h>
 
-#include "vrmxmltestutils.h"
+#include "vrmtestutils.h"
 #include "vrmcontrol.h"
 #include "vrmerror.h"
 #include "vrmmigrationdef.h"
@@ -111,8 +111,8 @@ static size_t
 addCases(const char *kind, vrmRoundTripFunc roundTrip)
 {
     static const char *const excludeOut[] = { ".out.xml", NULL };
-    g_autofree char *validSub = g_strdup_printf("%sdata", kind);
-    g_autofree char *invalidSub = g_strdup_printf("%sdata-invalid", kind);
+    g_autofree char *validSub = g_strdup_printf("xml/%sdata", kind);
+    g_autofree char *invalidSub = g_strdup_printf("xml/%sdata-invalid", kind);
     g_autofree char *validDir = vrmTestDataDir(validSub);
     g_autofree char *invalidDir = vrmTestDataDir(invalidSub);
     g_autoptr(GPtrArray) valid = vrmTestListFiles(validDir, ".xml", excludeOut);

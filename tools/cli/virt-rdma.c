@@ -3,7 +3,6 @@
  */
 #include <config.h>
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -26,34 +25,6 @@ static const vrmCliCommand vrmCliCommands[] = {
     { "capabilities", vrmCmdCapabilities, N_("show this host's RDMA devices and whether it can migrate over RDMA") },
     { "bench", vrmCmdBench, N_("measure the RDMA transport engine between two hosts") },
 };
-
-char *
-vrmCliPrettySize(unsigned long long bytes)
-{
-    static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-    double v = bytes;
-    size_t u = 0;
-
-    if (bytes < 1024)
-        return g_strdup_printf("%llu B", bytes);
-    while (v >= 1024 && u + 1 < G_N_ELEMENTS(units)) {
-        v /= 1024;
-        u++;
-    }
-    return g_strdup_printf("%.3f %s", v, units[u]);
-}
-
-void
-vrmCliError(const char *fmt, ...)
-{
-    g_autofree char *msg = NULL;
-    va_list ap;
-
-    va_start(ap, fmt);
-    msg = g_strdup_vprintf(fmt, ap);
-    va_end(ap);
-    fprintf(stderr, _("virt-rdma: error: %1$s\n"), msg);
-}
 
 static void
 vrmCliUsage(FILE *out)

@@ -6,20 +6,29 @@
  *   host A$ virt-rdma bench --server --address 192.0.2.1
  *   host B$ virt-rdma bench --client 192.0.2.1
  *
- * The server starts a source engine and plays the source QEMU: it connects
- * to the engine's UNIX socket once per channel and writes a pseudo-random
- * stream. The client starts a destination engine and plays the destination
- * QEMU: it accepts the engine's connections, checks every byte against the
- * same stream, and reports the throughput from first to last byte. Both
- * print the engine's stats. Nothing is asserted: it measures.
+ * The server starts a source engine and plays the source QEMU: it hands the
+ * engine a listening UNIX socket, connects to it once per channel and writes
+ * a pseudo-random stream. The client starts a destination engine and plays
+ * the destination QEMU: it accepts the engine's connections, checks every
+ * byte against the same stream, and reports the throughput from first to
+ * last byte. Both print the engine's stats record. Engines are started
+ * through the contract (driver/contract): options table, token pipe, stats
+ * descriptor. Every wait has a deadline. Nothing is asserted: it measures.
  */
 #include <config.h>
 
+#ifndef _GNU_SOURCE
+# define _GNU_SOURCE /* accept4 */
+#endif
+
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -27,9 +36,12 @@
 #include <glib/gstdio.h>
 
 #include "vrmcli.h"
+#include "vrmenginesettings.h"
+#include "vrmenginestats.h"
 #include "vrmerror.h"
 #include "vrmi18n.h"
-#include "protocol/vrmproto.h"
+#include "vrmparse.h"
+#include "vrmtoken.h"
 
 #define VRM_BENCH_DEFAULT_PORT 18600
 #define VRM_BENCH_BUF (256 * 1024)
@@ -78,7 +90,7 @@ vrmBenchWriter(gpointer opaque)
 
         vrmBenchFill(&state, buf, VRM_BENCH_BUF);
         while (off < n) {
-            ssize_t w = write(s->fd, buf + off, n - off);
+            ssize_t w = send(s->fd, buf + off, n - off, MSG_NOSIGNAL);
             if (w < 0 && errno == EINTR)
                 continue;
             if (w <= 0) {
@@ -144,8 +156,19 @@ vrmBenchReader(gpointer opaque)
     return NULL;
 }
 
+/* Bounded waits: a stream that makes no progress for this long fails */
+static void
+vrmBenchSetTimeouts(int fd)
+{
+    struct timeval tv = { .tv_sec = VRM_BENCH_DEADLINE_S };
+
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
+/* A listening UNIX socket at @path (QEMU's side of the stream) */
 static int
-vrmBenchUnixSocket(const char *path, bool listening)
+vrmBenchListen(const char *path)
 {
     struct sockaddr_un sa = { .sun_family = AF_UNIX };
     int fd;
@@ -155,21 +178,74 @@ vrmBenchUnixSocket(const char *path, bool listening)
         return -1;
     }
     g_strlcpy(sa.sun_path, path, sizeof(sa.sun_path));
+    if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
+        bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 64) < 0) {
+        vrmCliError(_("cannot listen on %1$s: %2$s"), path, g_strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static int
+vrmBenchConnect(const char *path)
+{
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    int fd;
+
+    g_strlcpy(sa.sun_path, path, sizeof(sa.sun_path));
     if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
         return -1;
-    if (listening) {
-        if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 64) < 0) {
-            vrmCliError(_("cannot listen on %1$s: %2$s"), path, g_strerror(errno));
-            close(fd);
-            return -1;
-        }
-        return fd;
-    }
+    /* the listener is our own, its backlog holds every channel: no wait */
     if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        vrmCliError(_("cannot connect to %1$s: %2$s"), path, g_strerror(errno));
         close(fd);
         return -1;
     }
     return fd;
+}
+
+/* accept() with a deadline, giving up early if the engine has ended */
+static int
+vrmBenchAccept(int lfd, GPid pid, gint64 deadline)
+{
+    while (g_get_monotonic_time() < deadline) {
+        struct pollfd pfd = { .fd = lfd, .events = POLLIN };
+        int status;
+
+        if (poll(&pfd, 1, 200) > 0)
+            return accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+        if (waitpid(pid, &status, WNOHANG) == pid) {
+            errno = ECHILD;
+            return -1;
+        }
+    }
+    errno = ETIMEDOUT;
+    return -1;
+}
+
+/* waitpid() with a deadline: then SIGTERM, and SIGKILL after 10 s more */
+static int
+vrmBenchReap(GPid pid, gint64 deadline)
+{
+    int status = 0;
+    int sig = SIGTERM;
+
+    for (;;) {
+        pid_t r = waitpid(pid, &status, WNOHANG);
+
+        if (r == pid || (r < 0 && errno != EINTR))
+            return status;
+        if (g_get_monotonic_time() > deadline) {
+            vrmCliError(_("the engine (pid %1$d) did not end in time; sending it signal %2$d"),
+                        (int)pid, sig);
+            kill(pid, sig);
+            deadline = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+            sig = SIGKILL;
+        }
+        g_usleep(50 * 1000);
+    }
 }
 
 static const char *
@@ -182,6 +258,64 @@ vrmBenchEnginePath(void)
     if (g_file_test(VRM_ENGINE_PATH, G_FILE_TEST_IS_EXECUTABLE))
         return VRM_ENGINE_PATH;
     return "virt-rdma-engine";
+}
+
+/* Start the engine through the contract: options table, token pipe, stats
+ * descriptor, and on the server QEMU's listening socket */
+static GPid
+vrmBenchSpawn(const vrmEngineSettings *es, const vrmToken *token, int statsFd,
+              int qemuFd)
+{
+    g_auto(GStrv) argv = vrmEngineSettingsEncode(es, vrmBenchEnginePath());
+    g_autoptr(GError) err = NULL;
+    int src[3], dst[3];
+    guint n = 0;
+    int tokenFd;
+    GPid pid = 0;
+
+    if ((tokenFd = vrmEngineTokenPipe(token)) < 0) {
+        vrmCliError("%s", vrmGetLastErrorMessage());
+        return 0;
+    }
+    src[n] = tokenFd;
+    dst[n++] = VRM_ENGINE_FD_TOKEN;
+    src[n] = statsFd;
+    dst[n++] = VRM_ENGINE_FD_STATS;
+    if (qemuFd >= 0) {
+        src[n] = qemuFd;
+        dst[n++] = VRM_ENGINE_FD_QEMU_LISTEN;
+    }
+    if (!g_spawn_async_with_pipes_and_fds(NULL, (const char *const *)argv, NULL,
+                                          G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_SEARCH_PATH,
+                                          NULL, NULL, -1, -1, -1, src, dst, n,
+                                          &pid, NULL, NULL, NULL, &err)) {
+        vrmCliError(_("cannot start the engine: %1$s"), err->message);
+        pid = 0;
+    }
+    close(tokenFd);
+    return pid;
+}
+
+/* Print the engine's final record; 0 if it says completed */
+static int
+vrmBenchReport(const char *statsFile)
+{
+    g_auto(vrmEngineStats) st = { 0 };
+    g_autofree char *text = NULL;
+    gsize len = 0;
+
+    if (!g_file_get_contents(statsFile, &text, &len, NULL) ||
+        vrmEngineStatsParse(text, len, &st) < 0) {
+        vrmCliError(_("the engine left no valid stats record: %1$s"),
+                    vrmGetLastErrorMessage());
+        return -1;
+    }
+    printf(_("engine stats: %1$s\n"), g_strstrip(text));
+    if (st.state != VRM_ENGINE_STATE_COMPLETED) {
+        vrmCliError(_("the engine failed: %1$s"), st.error ? st.error : _("no reason given"));
+        return -1;
+    }
+    return 0;
 }
 
 int
@@ -211,17 +345,16 @@ vrmCmdBench(int argc, char **argv)
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new(_("- measure the RDMA transport engine between two hosts"));
     g_autoptr(GError) err = NULL;
+    g_auto(vrmEngineSettings) es = { 0 };
     g_autofree char *dir = NULL;
     g_autofree char *sock = NULL;
     g_autofree char *statsFile = NULL;
-    g_autofree char *endpoint = NULL;
-    g_autofree char *stats = NULL;
-    g_autoptr(GPtrArray) args = g_ptr_array_new_with_free_func(g_free);
-    g_auto(GStrv) envp = NULL;
     vrmBenchStream *streams = NULL;
     GThread **threads = NULL;
+    vrmToken tok;
+    unsigned long long chunkSize = 0;
     GPid pid = 0;
-    int status = 0, lfd = -1, ret = 1, i;
+    int status = 0, lfd = -1, statsFd = -1, ret = 1, i;
     gint64 first = G_MAXINT64, last = 0, deadline;
     guint64 total = 0;
 
@@ -234,8 +367,16 @@ vrmCmdBench(int argc, char **argv)
         vrmCliError(_("bench runs as '--server --address ADDR' on one host and '--client ADDR' on the other"));
         return 2;
     }
-    if (channels < 1 || channels > 64 || sizeMiB < 1 || port < 1 || port > 65535) {
+    if (channels < 1 || channels > VRM_CHANNELS_MAX || sizeMiB < 1 || port < 1 || port > 65535) {
         vrmCliError(_("--channels takes 1 to 64, --size at least 1, --port 1 to 65535"));
+        return 2;
+    }
+    if (chunk && !vrmParseSize(chunk, &chunkSize)) {
+        vrmCliError(_("--chunk-size '%1$s' is not a size: %2$s"), chunk, vrmSizeSyntaxHelp());
+        return 2;
+    }
+    if (!vrmTokenParse(token ? token : VRM_BENCH_TOKEN, &tok)) {
+        vrmCliError(_("--token takes 32 lowercase hexadecimal characters"));
         return 2;
     }
 
@@ -245,36 +386,42 @@ vrmCmdBench(int argc, char **argv)
     }
     sock = g_build_filename(dir, "stream.sock", NULL);
     statsFile = g_build_filename(dir, "stats.json", NULL);
-    endpoint = g_strdup_printf(strchr(server ? address : client, ':') ? "[%s]:%d" : "%s:%d",
-                               server ? address : client, port);
 
-    g_ptr_array_add(args, g_strdup(vrmBenchEnginePath()));
-    g_ptr_array_add(args, g_strdup(server ? "--role=source" : "--role=destination"));
-    g_ptr_array_add(args, g_strdup_printf("--unix=%s", sock));
-    g_ptr_array_add(args, g_strdup_printf(server ? "--listen=%s" : "--connect=%s", endpoint));
-    g_ptr_array_add(args, g_strdup_printf("--channels=%d", channels));
-    g_ptr_array_add(args, g_strdup_printf("--stats-file=%s", statsFile));
-    g_ptr_array_add(args, g_strdup_printf("--deadline-connect=%d", VRM_BENCH_DEADLINE_S));
-    if (chunk)
-        g_ptr_array_add(args, g_strdup_printf("--chunk-size=%s", chunk));
-    if (pinAll)
-        g_ptr_array_add(args, g_strdup("--pin-all"));
-    if (noImm)
-        g_ptr_array_add(args, g_strdup("--no-write-imm"));
-    g_ptr_array_add(args, NULL);
-    envp = g_environ_setenv(g_get_environ(), VRM_ENGINE_TOKEN_ENV,
-                            token ? token : VRM_BENCH_TOKEN, TRUE);
-
-    /* The client plays the destination QEMU: it listens before its engine
-     * connects to it. */
-    if (!server && (lfd = vrmBenchUnixSocket(sock, true)) < 0)
-        goto cleanup;
-    if (!g_spawn_async(NULL, (char **)args->pdata, envp,
-                       G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_SEARCH_PATH,
-                       NULL, NULL, &pid, &err)) {
-        vrmCliError(_("cannot start the engine: %1$s"), err->message);
+    vrmEngineSettingsInit(&es);
+    es.role = server ? VRM_ENGINE_ROLE_SOURCE : VRM_ENGINE_ROLE_DESTINATION;
+    es.address = g_strdup(server ? address : client);
+    es.port = port;
+    es.channels = channels;
+    if (chunkSize)
+        es.chunkSize = chunkSize;
+    es.pinAll = pinAll;
+    es.noWriteImm = noImm;
+    es.deadlineConnect = VRM_BENCH_DEADLINE_S;
+    es.tokenFd = VRM_ENGINE_FD_TOKEN;
+    es.statsFd = VRM_ENGINE_FD_STATS;
+    if (server)
+        es.qemuListenFd = VRM_ENGINE_FD_QEMU_LISTEN;
+    else
+        es.qemuPath = g_strdup(sock);
+    if (vrmEngineSettingsValidate(&es) < 0) {
+        vrmCliError("%s", vrmGetLastErrorMessage());
         goto cleanup;
     }
+    if ((statsFd = open(statsFile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0) {
+        vrmCliError(_("cannot create %1$s: %2$s"), statsFile, g_strerror(errno));
+        goto cleanup;
+    }
+    /* Both sides play QEMU: the listening socket is ours on both hosts;
+     * on the server the engine accepts on it, on the client we accept the
+     * engine's connections. */
+    if ((lfd = vrmBenchListen(sock)) < 0)
+        goto cleanup;
+    pid = vrmBenchSpawn(&es, &tok, statsFd, server ? lfd : -1);
+    vrmTokenClear(&tok);
+    close(statsFd);
+    statsFd = -1;
+    if (!pid)
+        goto cleanup;
 
     streams = g_new0(vrmBenchStream, channels);
     threads = g_new0(GThread *, channels);
@@ -282,34 +429,25 @@ vrmCmdBench(int argc, char **argv)
     for (i = 0; i < channels; i++) {
         streams[i].channel = i;
         streams[i].bytes = (guint64)sizeMiB << 20;
-        if (server) {
-            /* The source engine listens once it has its peer. */
-            while ((streams[i].fd = vrmBenchUnixSocket(sock, false)) < 0) {
-                if (g_get_monotonic_time() > deadline || waitpid(pid, &status, WNOHANG) == pid) {
-                    vrmCliError(_("the source engine did not accept channel %1$d; is the client running?"), i);
-                    pid = waitpid(pid, &status, WNOHANG) == 0 ? pid : 0;
-                    goto join;
-                }
-                g_usleep(100 * 1000);
-            }
-            threads[i] = g_thread_new("bench-writer", vrmBenchWriter, &streams[i]);
-        } else {
-            if ((streams[i].fd = accept(lfd, NULL, NULL)) < 0) {
-                vrmCliError(_("accepting the engine's channel %1$d failed: %2$s"), i, g_strerror(errno));
-                goto join;
-            }
-            threads[i] = g_thread_new("bench-reader", vrmBenchReader, &streams[i]);
+        streams[i].fd = server ? vrmBenchConnect(sock) : vrmBenchAccept(lfd, pid, deadline);
+        if (streams[i].fd < 0) {
+            if (!server)
+                vrmCliError(_("the destination engine did not connect channel %1$d: %2$s"),
+                            i, g_strerror(errno));
+            break;
         }
+        vrmBenchSetTimeouts(streams[i].fd);
+        threads[i] = g_thread_new(server ? "bench-writer" : "bench-reader",
+                                  server ? vrmBenchWriter : vrmBenchReader, &streams[i]);
     }
- join:
     for (i = 0; i < channels; i++) {
         if (threads[i])
             g_thread_join(threads[i]);
     }
-    if (pid > 0) {
-        waitpid(pid, &status, 0);
-        pid = 0;
-    }
+    /* the streams are done (or failed): the engine ends within its own
+     * teardown bound */
+    status = vrmBenchReap(pid, g_get_monotonic_time() + VRM_BENCH_DEADLINE_S * G_USEC_PER_SEC);
+    pid = 0;
     ret = 0;
     for (i = 0; i < channels; i++) {
         if (streams[i].fd > 0)
@@ -324,10 +462,8 @@ vrmCmdBench(int argc, char **argv)
         first = MIN(first, streams[i].firstUs);
         last = MAX(last, streams[i].lastUs);
     }
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        vrmCliError(_("the engine failed (status %1$d); run it with VRM_LOG_LEVEL=debug for details"), status);
+    if (vrmBenchReport(statsFile) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
         ret = 1;
-    }
     if (ret == 0 && last > first) {
         double secs = (last - first) / 1e6;
         g_autofree char *sz = vrmCliPrettySize(total);
@@ -336,14 +472,14 @@ vrmCmdBench(int argc, char **argv)
                sz, channels, secs, total * 8 / 1e6 / secs,
                server ? _("sent") : _("received"));
     }
-    if (g_file_get_contents(statsFile, &stats, NULL, NULL))
-        printf(_("engine stats: %1$s\n"), g_strstrip(stats));
 
  cleanup:
     if (pid > 0) {
         kill(pid, SIGTERM);
-        waitpid(pid, &status, 0);
+        vrmBenchReap(pid, g_get_monotonic_time() + 10 * G_USEC_PER_SEC);
     }
+    if (statsFd >= 0)
+        close(statsFd);
     if (lfd >= 0)
         close(lfd);
     if (sock)

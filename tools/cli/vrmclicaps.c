@@ -124,7 +124,7 @@ static void
 vrmCapsMemlock(GPtrArray *reasons)
 {
     struct rlimit rl;
-    unsigned long long need = vrmPinnedBytes(1, 16, 1024 * 1024);
+    unsigned long long need = vrmPinnedBytes(VRM_CHANNELS_DEFAULT, VRM_RING_DEPTH_DEFAULT, VRM_CHUNK_SIZE_DEFAULT);
 
     if (getrlimit(RLIMIT_MEMLOCK, &rl) != 0)
         return;

@@ -18,6 +18,7 @@
 
 #include "virt-rdma.h"
 #include "vrmcli.h"
+#include "vrmparse.h"
 #include "vrmerror.h"
 #include "vrmi18n.h"
 #include "vrmlibpriv.h"
@@ -87,34 +88,6 @@ vrmMigrateWorker(gpointer opaque)
         run->error = g_strdup(vrmLastErrorMessage());
     g_atomic_int_set(&run->done, 1);
     return NULL;
-}
-
-static int
-vrmParseSize(const char *s, unsigned long long *out)
-{
-    char *end = NULL;
-    unsigned long long v;
-
-    if (!s || !*s)
-        return -1;
-    v = g_ascii_strtoull(s, &end, 10);
-    if (end == s)
-        return -1;
-    if (*end == 'k' || *end == 'K') {
-        v <<= 10;
-        end++;
-    } else if (*end == 'm' || *end == 'M') {
-        v <<= 20;
-        end++;
-    }
-    if (*end == 'i' || *end == 'B')
-        end++;
-    if (*end == 'B')
-        end++;
-    if (*end)
-        return -1;
-    *out = v;
-    return 0;
 }
 
 /* One line like virsh's, with the transport's pace and time left. */
@@ -272,9 +245,9 @@ vrmCmdMigrate(int argc, char **argv)
         goto libvirt_error;
     if (o.chunkSize) {
         unsigned long long size;
-        if (vrmParseSize(o.chunkSize, &size) < 0) {
-            vrmCliError(_("--chunk-size '%1$s' is not a size; use bytes or a K/M suffix, e.g. 1M"),
-                        o.chunkSize);
+        if (!vrmParseSize(o.chunkSize, &size)) {
+            vrmCliError(_("--chunk-size '%1$s' is not a size: %2$s"),
+                        o.chunkSize, vrmSizeSyntaxHelp());
             return 2;
         }
         if (virTypedParamsAddULLong(&params, &nparams, &maxparams,

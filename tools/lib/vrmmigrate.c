@@ -108,7 +108,7 @@ vrmMigrateOverridesFromParams(virTypedParameterPtr params,
         *helperSocket = str;
 
     if (flags & VIR_MIGRATE_RDMA_PIN_ALL)
-        overrides->capsOn |= VRM_CAP_FLAG_PIN_ALL;
+        overrides->capsOn |= VRM_CAP_PIN_ALL;
 
     /* QEMU opens one connection per multifd channel plus the main one. */
     if (flags & VIR_MIGRATE_PARALLEL) {

@@ -52,9 +52,10 @@ run_ibwb() {  # OUT
 run_engine() {  # PORT CHANNELS
     local port=$1 n=$2 per=$(( total_mib * 1048576 / $2 )) sock=/tmp/vrm-bench-$1.sock
     if [ "$host" = a ]; then
-        "$engine" --role source --unix "$sock" --listen "$VRM_SELF_ADDR:$port" \
-            --token $token --channels "$n" --chunk-size "$chunk" --pin-all \
-            --stats-file "$work/stats-$port.json" 2>"$work/engine-$port.log" &
+        "$engine" --role source --qemu-path "$sock" --listen "$VRM_SELF_ADDR:$port" \
+            --token-fd 3 --channels "$n" --chunk-size "$chunk" --pin-all \
+            --stats-fd 4 2>"$work/engine-$port.log" 3< <(printf %s $token) \
+            4>"$work/stats-$port.json" &
         local epid=$!
         "$streamtest" --role source --unix "$sock" --channels "$n" \
             --bytes "$per" --reverse-bytes 0 > "$work/stream-$port.txt" || return 1
@@ -63,9 +64,10 @@ run_engine() {  # PORT CHANNELS
         "$streamtest" --role destination --unix "$sock" --channels "$n" \
             --bytes "$per" --reverse-bytes 0 > "$work/stream-$port.txt" &
         local spid=$!
-        "$engine" --role destination --unix "$sock" --connect "$VRM_PEER_ADDR:$port" \
-            --token $token --channels "$n" --chunk-size "$chunk" --pin-all \
-            --stats-file "$work/stats-$port.json" 2>"$work/engine-$port.log" || { kill $spid; return 1; }
+        "$engine" --role destination --qemu-path "$sock" --connect "$VRM_PEER_ADDR:$port" \
+            --token-fd 3 --channels "$n" --chunk-size "$chunk" --pin-all \
+            --stats-fd 4 2>"$work/engine-$port.log" 3< <(printf %s $token) \
+            4>"$work/stats-$port.json" || { kill $spid; return 1; }
         wait $spid || return 1
     fi
     cp "$work/stats-$port.json" "$shared/engine-stats-$host-$port.json"
@@ -104,8 +106,8 @@ for line in open(os.path.join(work, "runs.txt")):
         while not os.path.exists(path) and time.time() < deadline:
             time.sleep(0.2)
         s = json.load(open(path))
-        cpu += s["cpu_user_s"] + s["cpu_system_s"]
-        gib = max(gib, (s["total"]["bytes_sent"] + s["total"]["bytes_received"]) / 2**30)
+        cpu += s["cpu-user-s"] + s["cpu-system-s"]
+        gib = max(gib, (s["bytes-sent"] + s["bytes-received"]) / 2**30)
     runs.setdefault(n, []).append((mbit, cpu / gib))
 lines = ["ib_write_bw_mbit %.1f" % ib_med, "ib_write_bw_cell %s" % cell(ib, "%.1f").replace(" ", "")]
 print()

@@ -6,7 +6,7 @@
 # CASE: wrong-token | version | malformed | cq | kill | link-down
 # Each side asserts its engine's exit status and the specific error text,
 # and that the failing job ended within the deadline. VRM_FAULT_LOG=--debug
-# makes the engines log everything (default -v).
+# makes the engines log everything (default --verbose).
 set -u
 engine=$1 streamtest=$2 case=$3
 host=${VRM_SANDBOX_HOST:?run inside vrm-sandbox}
@@ -16,7 +16,7 @@ badtoken=00112233445566778899aabbccddeefe
 port=18600
 sock=/tmp/vrm-fault.sock
 work=$(mktemp -d /tmp/vrm-fault.XXXXXX)
-common="--chunk-size 64K --ring-depth 8 --idle-timeout 30 ${VRM_FAULT_LOG:--v}"
+common="--chunk-size 64K --ring-depth 8 --idle-timeout 30 ${VRM_FAULT_LOG:---verbose}"
 mark="$shared/fault-$case"
 
 fail() { echo "FAIL ($host, $case): $*"; echo "--- engine log"; cat "$work/engine.log"; exit 1; }
@@ -30,18 +30,21 @@ expect_error() {
     grep "virt-rdma-engine: error:" "$work/engine.log"
 }
 
-run_source() {   # extra engine options; sets erc and elapsed
-    local t0=$(date +%s)
+run_source() {   # extra engine options; sets epid
     # shellcheck disable=SC2086
-    "$engine" --role source --unix "$sock" --listen "$VRM_SELF_ADDR:$port" \
-        --token $token $common --stats-file "$work/stats.json" "$@" 2>"$work/engine.log" &
+    "$engine" --role source --qemu-path "$sock" --listen "$VRM_SELF_ADDR:$port" \
+        --token-fd 3 $common --stats-fd 4 "$@" 2>"$work/engine.log" \
+        3< <(printf %s $token) 4>"$work/stats.json" &
     epid=$!
 }
 
-run_dest() {
+run_dest() {     # TOKEN, then extra engine options
+    local tok=$1
+    shift
     # shellcheck disable=SC2086
-    "$engine" --role destination --unix "$sock" --connect "$VRM_PEER_ADDR:$port" \
-        $common --stats-file "$work/stats.json" "$@" 2>"$work/engine.log"
+    "$engine" --role destination --qemu-path "$sock" --connect "$VRM_PEER_ADDR:$port" \
+        --token-fd 3 $common --stats-fd 4 "$@" 2>"$work/engine.log" \
+        3< <(printf %s "$tok") 4>"$work/stats.json"
 }
 
 case "$case:$host" in
@@ -51,11 +54,11 @@ wrong-token:a)
     expect_error $erc "connection requests were refused \\(last: wrong token\\)"
     grep -q "Refused a connection request: The peer presented a wrong token" "$work/engine.log" ||
         fail "no log line about the wrong token"
-    grep -q '"bytes_sent": 0, "bytes_received": 0' "$work/stats.json" || fail "bytes moved"
-    grep -q '"channels_established": 0' "$work/stats.json" || fail "a channel was established"
+    grep -q '"bytes-sent": 0, "bytes-received": 0' "$work/stats.json" || fail "bytes moved"
+    grep -q '"established": 0' "$work/stats.json" || fail "a channel was established"
     ;;
 wrong-token:b)
-    run_dest --token $badtoken --deadline-connect 30; erc=$?
+    run_dest $badtoken --deadline-connect 30; erc=$?
     expect_error $erc "The source engine rejected channel 0: wrong token."
     ;;
 version:a)
@@ -66,7 +69,7 @@ version:a)
         fail "no log line about the version"
     ;;
 version:b)
-    run_dest --token $token --deadline-connect 30 --test-fault version; erc=$?
+    run_dest $token --deadline-connect 30 --test-fault version; erc=$?
     expect_error $erc "The source engine rejected channel 0: unsupported protocol version."
     ;;
 malformed:a)
@@ -78,7 +81,7 @@ malformed:a)
 malformed:b)
     "$streamtest" --role destination --unix "$sock" --bytes 4M --reverse-bytes 0 >/dev/null 2>&1 &
     spid=$!
-    run_dest --token $token --deadline-connect 60; erc=$?
+    run_dest $token --deadline-connect 60; erc=$?
     kill $spid 2>/dev/null; wait $spid 2>/dev/null
     expect_error $erc "Channel 0: malformed message from the peer: A control message announces 100 data bytes but 8 arrived."
     ;;
@@ -94,7 +97,7 @@ cq:a)
 cq:b)
     "$streamtest" --role destination --unix "$sock" --bytes 4M --reverse-bytes 0 >/dev/null 2>&1 &
     spid=$!
-    run_dest --token $token --deadline-connect 60; erc=$?
+    run_dest $token --deadline-connect 60; erc=$?
     kill $spid 2>/dev/null; wait $spid 2>/dev/null
     expect_error $erc "(The peer engine reported an error: Channel 0: a work request failed: general error.|The peer closed channel 0 before the end of the stream.)"
     ;;
@@ -126,7 +129,7 @@ link-down:b)
     [ -n "$nic" ] || fail "cannot find the network interface of the RDMA device"
     "$streamtest" --role destination --unix "$sock" --bytes 256M --reverse-bytes 0 >/dev/null 2>&1 &
     spid=$!
-    run_dest --token $token --deadline-connect 60 &
+    run_dest $token --deadline-connect 60 &
     epid=$!
     # cut the wire once bytes flow
     for _ in $(seq 300); do
@@ -167,7 +170,7 @@ kill:a)
 kill:b)
     "$streamtest" --role destination --unix "$sock" --bytes 64M --reverse-bytes 0 >/dev/null 2>&1 &
     spid=$!
-    run_dest --token $token --deadline-connect 60 --test-fault kill:1M; erc=$?
+    run_dest $token --deadline-connect 60 --test-fault kill:1M; erc=$?
     touch "$mark"
     kill $spid 2>/dev/null; wait $spid 2>/dev/null
     [ $erc = 137 ] || fail "the engine was not killed by the test hook (exit $erc)"

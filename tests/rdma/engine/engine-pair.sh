@@ -25,10 +25,10 @@ for spec in "$@"; do
     echo "=== case $name ($host)"
     if [ "$host" = a ]; then
         # shellcheck disable=SC2086
-        "$engine" --role source --unix "$sock" --listen "$VRM_SELF_ADDR:$port" \
-            --token $token --deadline-connect 60 --idle-timeout 60 -v \
-            --stats-file "$work/stats-$name.json" --stats-socket "$work/stats.sock" \
-            $eopts 2>"$work/engine-$name.log" &
+        "$engine" --role source --qemu-path "$sock" --listen "$VRM_SELF_ADDR:$port" \
+            --token-fd 3 --deadline-connect 60 --idle-timeout 60 --verbose \
+            --stats-fd 4 --stats-socket "$work/stats.sock" \
+            $eopts 2>"$work/engine-$name.log" 3< <(printf %s $token) 4>"$work/stats-$name.json" &
         epid=$!
         # shellcheck disable=SC2086
         "$streamtest" --role source --unix "$sock" $sopts &
@@ -58,8 +58,8 @@ while True:
         break
     data += b
 j = json.loads(data)
-print("stats socket: state=%s sent=%d mbps_current=%.1f" % (
-    j["state"], j["total"]["bytes_sent"], j["total"]["mbps_current"]))
+print("stats socket: state=%s sent=%d mbps=%.1f" % (
+    j["state"], j["bytes-sent"], j["mbps"]))
 PY
         fi
         wait $spid
@@ -71,9 +71,10 @@ PY
         "$streamtest" --role destination --unix "$sock" $sopts &
         spid=$!
         # shellcheck disable=SC2086
-        "$engine" --role destination --unix "$sock" --connect "$VRM_PEER_ADDR:$port" \
-            --token $token --deadline-connect 60 --idle-timeout 60 -v \
-            --stats-file "$work/stats-$name.json" $eopts 2>"$work/engine-$name.log"
+        "$engine" --role destination --qemu-path "$sock" --connect "$VRM_PEER_ADDR:$port" \
+            --token-fd 3 --deadline-connect 60 --idle-timeout 60 --verbose \
+            --stats-fd 4 $eopts 2>"$work/engine-$name.log" 3< <(printf %s $token) \
+            4>"$work/stats-$name.json"
         erc=$?
         if [ $erc != 0 ]; then
             kill $spid 2>/dev/null
@@ -86,12 +87,11 @@ PY
         python3 - "$work/stats-$name.json" "$name" "$host" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
-t = s["total"]
-print("stats %s %s: state=%s pin_all=%s write_imm=%s channels=%d elapsed=%.2fs sent=%d received=%d chunks=%d/%d regs=%d reg_us=%d pinned=%d stalls=%d completions=%d mbps_avg=%.1f" % (
-    sys.argv[2], sys.argv[3], s["state"], s["pin_all"], s["write_imm"], s["qemu_connections"],
-    s["elapsed_s"], t["bytes_sent"], t["bytes_received"], t["chunks_written"],
-    t["chunks_received"], t["registrations"], t["registration_us"], t["pinned_bytes"],
-    t["credit_stalls"], t["completions"], t["mbps_average"]))
+print("stats %s %s: state=%s pin_all=%s write_imm=%s channels=%d/%d elapsed=%.2fs sent=%d received=%d chunks=%d/%d regs=%d reg_ns=%d pinned=%d stalls=%d completions=%d doorbells=%d mbps_avg=%.1f" % (
+    sys.argv[2], sys.argv[3], s["state"], s["pin-all"], s["write-imm"], s["qemu-connections"],
+    s["established"], s["elapsed-s"], s["bytes-sent"], s["bytes-received"], s["chunks"],
+    s["chunks-received"], s["registrations"], s["registration-ns"], s["pinned-bytes"],
+    s["credit-stalls"], s["completions"], s["doorbells"], s["mbps-average"]))
 PY
     fi
     if [ $erc != 0 ] || [ $src != 0 ]; then

@@ -1,15 +1,15 @@
 /*
  * vrmhelperconftest.c: the helper's key file, valid and invalid fixtures
  *
- * tests/xml/confdata/NAME.conf          loads; its canonical form must
+ * tests/helper/confdata/NAME.conf          loads; its canonical form must
  *                                       equal NAME.out.conf
- * tests/xml/confdata-invalid/NAME.conf  refused with the text of NAME.err
+ * tests/helper/confdata-invalid/NAME.conf  refused with the text of NAME.err
  */
 #include <config.h>
 
 #include <string.h>
 
-#include "vrmxmltestutils.h"
+#include "vrmtestutils.h"
 #include "vrmerror.h"
 #include "vrmhelperconf.h"
 
@@ -107,8 +107,8 @@ int
 main(int argc, char **argv)
 {
     vrmTestInit(&argc, &argv);
-    addDir("confdata", testValid);
-    addDir("confdata-invalid", testInvalid);
+    addDir("helper/confdata", testValid);
+    addDir("helper/confdata-invalid", testInvalid);
     g_test_add_func("/helperconf/policy", testPolicy);
     return g_test_run();
 }

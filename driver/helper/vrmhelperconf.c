@@ -177,7 +177,7 @@ vrmConfParseChunkSizes(const char *name, const vrmConfKey *row,
 
         if (!*items[i])
             continue;
-        if (!vrmXMLParseUInt64(items[i], &v) || v < VRM_CHUNK_SIZE_MIN ||
+        if (!vrmParseUInt64(items[i], &v) || v < VRM_CHUNK_SIZE_MIN ||
             v > VRM_CHUNK_SIZE_MAX || (v & (v - 1)) != 0) {
             g_autofree char *expected =
                 g_strdup_printf(_("a list of powers of two from %1$u to %2$u, separated by ';'"),
@@ -204,7 +204,7 @@ vrmConfParseValue(vrmHelperConfig *conf, const char *name,
 
     switch (row->type) {
     case VRM_CONF_NAME:
-        if (!vrmXMLValidName(value)) {
+        if (!vrmValidName(value)) {
             g_autofree char *expected =
                 g_strdup_printf(_("1 to %1$d letters, digits, '_', '.' or '-'"),
                                 VRM_NAME_MAX);
@@ -216,7 +216,7 @@ vrmConfParseValue(vrmHelperConfig *conf, const char *name,
         return 0;
 
     case VRM_CONF_ADDRESS:
-        if (!vrmXMLValidAddress(value))
+        if (!vrmValidAddress(value))
             return vrmConfInvalid(name, row, value,
                                   _("an IPv4 or IPv6 address"));
         g_free(*FIELD(conf, char *, row));
@@ -233,7 +233,7 @@ vrmConfParseValue(vrmHelperConfig *conf, const char *name,
 
     case VRM_CONF_UINT:
     case VRM_CONF_ULLONG:
-        if (!vrmXMLParseUInt64(value, &v) || v < row->min || v > row->max) {
+        if (!vrmParseUInt64(value, &v) || v < row->min || v > row->max) {
             g_autofree char *expected =
                 g_strdup_printf(_("an integer from %1$llu to %2$llu"),
                                 row->min, row->max);

@@ -1,11 +1,11 @@
 /*
- * vrmxmltestutils.c: fixtures and golden files for the XML tests
+ * vrmtestutils.c: fixtures and golden files for the XML tests
  */
 #include <config.h>
 
 #include <string.h>
 
-#include "vrmxmltestutils.h"
+#include "vrmtestutils.h"
 #include "vrmi18n.h"
 
 void
@@ -32,7 +32,7 @@ vrmTestDataDir(const char *subdir)
 
         root = g_path_get_dirname(xmldir);
     }
-    return g_build_filename(root, "tests", "xml", subdir, NULL);
+    return g_build_filename(root, "tests", subdir, NULL);
 }
 
 static gint

@@ -1,5 +1,5 @@
 /*
- * vrmxmltestutils.h: fixtures and golden files for the XML tests
+ * vrmtestutils.h: fixtures and golden files for the unit tests
  *
  * Expected outputs are rewritten instead of compared when the environment
  * variable VRM_TEST_REGENERATE_OUTPUT is set (like libvirt's
@@ -14,7 +14,8 @@
 /* Point the schema lookup at the source tree and set up i18n. */
 void vrmTestInit(int *argc, char ***argv);
 
-/* $VRM_SOURCE_DIR/tests/xml/<subdir>, or the compiled-in source path. */
+/* $VRM_SOURCE_DIR/tests/<subdir> ("xml/migrationdata"), or the compiled-in
+ * source path. */
 char *vrmTestDataDir(const char *subdir);
 
 /*

@@ -1,0 +1,3 @@
+/* A tool that talks verbs itself instead of asking the helper: refused. */
+#include <config.h>
+#include <infiniband/verbs.h>

@@ -1,0 +1,3 @@
+/* A ground-floor file that reaches up into the XML layer: refused. */
+#include <config.h>
+#include "vrmbadxml.h"

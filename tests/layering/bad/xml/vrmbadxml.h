@@ -1,0 +1,3 @@
+/* Two headers that include each other: refused. */
+#pragma once
+#include "vrmbadxml2.h"

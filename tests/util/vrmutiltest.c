@@ -1,0 +1,237 @@
+/*
+ * vrmutiltest.c: the ground floor: the one grammar for numbers and sizes,
+ * names and addresses, the token codec, the pinned-memory formula, and the
+ * log's escaping and journal format
+ */
+#include <config.h>
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "vrmlimits.h"
+#include "vrmlog.h"
+#include "vrmparse.h"
+#include "vrmtoken.h"
+
+static void
+testUInt64(void)
+{
+    unsigned long long v = 0;
+
+    g_assert_true(vrmParseUInt64("0", &v));
+    g_assert_cmpuint(v, ==, 0);
+    g_assert_true(vrmParseUInt64("18446744073709551615", &v));
+    g_assert_cmpuint(v, ==, G_MAXUINT64);
+    g_assert_false(vrmParseUInt64("18446744073709551616", &v));
+    g_assert_false(vrmParseUInt64("012", &v));
+    g_assert_false(vrmParseUInt64("-1", &v));
+    g_assert_false(vrmParseUInt64("+1", &v));
+    g_assert_false(vrmParseUInt64(" 1", &v));
+    g_assert_false(vrmParseUInt64("1 ", &v));
+    g_assert_false(vrmParseUInt64("", &v));
+    g_assert_false(vrmParseUInt64(NULL, &v));
+}
+
+static void
+testSizes(void)
+{
+    static const struct {
+        const char *text;
+        unsigned long long value;
+    } good[] = {
+        { "4096", 4096 }, { "0", 0 }, { "7B", 7 }, { "7b", 7 },
+        { "64K", 64ull << 10 }, { "64k", 64ull << 10 }, { "64KiB", 64ull << 10 },
+        { "64kib", 64ull << 10 }, { "64KB", 64000 },
+        { "1M", 1ull << 20 }, { "1MiB", 1ull << 20 }, { "1MB", 1000000 },
+        { "2G", 2ull << 30 }, { "2GiB", 2ull << 30 }, { "2GB", 2000000000ull },
+        { "1T", 1ull << 40 }, { "1TiB", 1ull << 40 }, { "1TB", 1000000000000ull },
+        { "0064K", 64ull << 10 },
+        { "16777215T", 16777215ull << 40 },
+    };
+    static const char *const bad[] = {
+        "", "K", "1.5M", "-1M", "1 M", "1M ", "1Mi", "1MIBS", "1X", "0x10",
+        "16777216T", "18446744073709551616", NULL,
+    };
+    unsigned long long v;
+    size_t i;
+
+    for (i = 0; i < G_N_ELEMENTS(good); i++) {
+        v = 0;
+        if (!vrmParseSize(good[i].text, &v) || v != good[i].value)
+            g_error("'%s' should read as %llu, got %llu", good[i].text,
+                    good[i].value, v);
+    }
+    for (i = 0; i < G_N_ELEMENTS(bad); i++) {
+        if (vrmParseSize(bad[i], &v))
+            g_error("'%s' should not read as a size (got %llu)",
+                    bad[i] ? bad[i] : "(null)", v);
+    }
+    g_assert_nonnull(strstr(vrmSizeSyntaxHelp(), "KiB"));
+}
+
+static void
+testNamesAddresses(void)
+{
+    g_autofree char *longest = g_strnfill(VRM_NAME_MAX, 'a');
+    g_autofree char *tooLong = g_strnfill(VRM_NAME_MAX + 1, 'a');
+
+    g_assert_true(vrmValidName("mlx5_0"));
+    g_assert_true(vrmValidName("rxe0.1-a"));
+    g_assert_true(vrmValidName(longest));
+    g_assert_false(vrmValidName(tooLong));
+    g_assert_false(vrmValidName(""));
+    g_assert_false(vrmValidName("a b"));
+    g_assert_false(vrmValidName("a/b"));
+    g_assert_false(vrmValidName(NULL));
+    g_assert_true(vrmValidAddress("192.0.2.1"));
+    g_assert_true(vrmValidAddress("fe80::1"));
+    g_assert_true(vrmValidAddress("::ffff:192.0.2.1"));
+    g_assert_false(vrmValidAddress("192.0.2"));
+    g_assert_false(vrmValidAddress("host.example"));
+    g_assert_false(vrmValidAddress(NULL));
+}
+
+static void
+testToken(void)
+{
+    static const vrmToken want = { {
+        0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77,
+        0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff,
+    } };
+    vrmToken tok, other;
+    char hex[VRM_TOKEN_HEX_LEN + 1];
+
+    g_assert_true(vrmTokenParse("00112233445566778899aabbccddeeff", &tok));
+    g_assert_true(vrmTokenEqual(&tok, &want));
+    vrmTokenFormat(&tok, hex);
+    g_assert_cmpstr(hex, ==, "00112233445566778899aabbccddeeff");
+    other = tok;
+    other.bytes[15] ^= 1;
+    g_assert_false(vrmTokenEqual(&tok, &other));
+    g_assert_false(vrmTokenParse("00112233445566778899AABBCCDDEEFF", &tok));
+    g_assert_false(vrmTokenParse("00112233445566778899aabbccddeef", &tok));
+    g_assert_false(vrmTokenParse("00112233445566778899aabbccddeeff0", &tok));
+    g_assert_false(vrmTokenParse("0011223344556677 899aabbccddeeff", &tok));
+    g_assert_false(vrmTokenParse("g0112233445566778899aabbccddeeff", &tok));
+    g_assert_false(vrmTokenParse(NULL, &tok));
+
+    g_assert_cmpint(vrmTokenGenerate(&tok), ==, 0);
+    g_assert_cmpint(vrmTokenGenerate(&other), ==, 0);
+    g_assert_false(vrmTokenEqual(&tok, &other));
+    vrmTokenClear(&tok);
+    memset(&other, 0, sizeof(other));
+    g_assert_true(vrmTokenEqual(&tok, &other));
+}
+
+static void
+testPinned(void)
+{
+    /* one channel at the defaults: two rings of 4 x 1 MiB and the control
+     * buffers of a 40-slot send queue and a 48-slot receive queue */
+    g_assert_cmpuint(vrmPinnedBytes(1, 4, 1 << 20), ==,
+                     2ull * 4 * (1 << 20) + (40 + 48) * 4096ull);
+    g_assert_cmpuint(vrmPinnedBytes(5, 4, 1 << 20), ==,
+                     5 * vrmPinnedBytes(1, 4, 1 << 20));
+    g_assert_cmpuint(vrmPinnedBytes(0, 4, 1 << 20), ==, 0);
+    /* no overflow at the largest values */
+    g_assert_cmpuint(vrmPinnedBytes(VRM_CHANNELS_MAX, VRM_RING_DEPTH_MAX,
+                                    VRM_CHUNK_SIZE_MAX), >, 1ull << 42);
+}
+
+static void
+testSanitize(void)
+{
+    static const struct {
+        const char *in;
+        const char *out;
+    } cases[] = {
+        { "plain text", "plain text" },
+        { "two\nlines", "two\\x0alines" },
+        { "carriage\rreturn", "carriage\\x0dreturn" },
+        { "\x1b[31mred\x1b[0m", "\\x1b[31mred\\x1b[0m" },
+        { "back\\slash", "back\\\\slash" },
+        { "bad \xff byte", "bad \\xff byte" },
+        { "C1 \xc2\x9b control", "C1 \\x9b control" },
+        { "caf\xc3\xa9", "caf\xc3\xa9" },
+        { "", "" },
+    };
+    size_t i;
+
+    for (i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autofree char *got = vrmLogSanitize(cases[i].in);
+
+        g_assert_cmpstr(got, ==, cases[i].out);
+    }
+}
+
+/* Log one warning with stderr on a file and return what was written */
+static char *
+logToFile(const char *journalEnv, bool matchStderr)
+{
+    g_autofree char *path = g_build_filename(g_get_tmp_dir(), "vrmutiltest-log-XXXXXX", NULL);
+    int fd = g_mkstemp(path);
+    int saved = dup(STDERR_FILENO);
+    char *data = NULL;
+    struct stat st;
+
+    g_assert_cmpint(fd, >=, 0);
+    g_assert_cmpint(fstat(fd, &st), ==, 0);
+    dup2(fd, STDERR_FILENO);
+    if (matchStderr) {
+        g_autofree char *env = g_strdup_printf("%llu:%llu",
+                                               (unsigned long long)st.st_dev,
+                                               (unsigned long long)st.st_ino);
+        g_setenv("JOURNAL_STREAM", env, TRUE);
+    } else if (journalEnv) {
+        g_setenv("JOURNAL_STREAM", journalEnv, TRUE);
+    } else {
+        g_unsetenv("JOURNAL_STREAM");
+    }
+    vrmLogResetJournal();
+    VRM_WARN("peer said: %s", "evil\nwarning: forged");
+    fflush(stderr);
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    close(fd);
+    g_assert_true(g_file_get_contents(path, &data, NULL, NULL));
+    unlink(path);
+    g_unsetenv("JOURNAL_STREAM");
+    vrmLogResetJournal();
+    return data;
+}
+
+static void
+testJournal(void)
+{
+    g_autofree char *journal = NULL;
+    g_autofree char *file = NULL;
+    g_autofree char *stale = NULL;
+
+    vrmLogSetProgram("vrmutiltest");
+    journal = logToFile(NULL, true);
+    g_assert_cmpstr(journal, ==, "<4>warning: peer said: evil\\x0awarning: forged\n");
+    file = logToFile(NULL, false);
+    g_assert_nonnull(strstr(file, " vrmutiltest["));
+    g_assert_nonnull(strstr(file, "] warning: peer said: evil\\x0awarning: forged\n"));
+    g_assert_cmpint(file[0], !=, '<');
+    /* inherited from a parent whose stderr was the journal: not ours */
+    stale = logToFile("1:1", false);
+    g_assert_cmpint(stale[0], !=, '<');
+}
+
+int
+main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/util/parse/uint64", testUInt64);
+    g_test_add_func("/util/parse/sizes", testSizes);
+    g_test_add_func("/util/parse/names-addresses", testNamesAddresses);
+    g_test_add_func("/util/token", testToken);
+    g_test_add_func("/util/limits/pinned", testPinned);
+    g_test_add_func("/util/log/sanitize", testSanitize);
+    g_test_add_func("/util/log/journal", testJournal);
+    return g_test_run();
+}

@@ -1,0 +1,107 @@
+/*
+ * vrmcapability.c: the capability table
+ *
+ * One row per capability bit, in the manner of libvirt's
+ * qemu_migration_params.c: adding a capability is adding a row.
+ */
+#include <config.h>
+
+#include <string.h>
+
+#include "vrmcapability.h"
+#include "vrmi18n.h"
+
+VRM_ENUM_IMPL(vrmCapability, VRM_CAPABILITY_LAST,
+              "pin-all",
+              "write-imm",
+);
+
+static const vrmCapabilityInfo vrmCapabilityTable[] = {
+    {
+        .cap = VRM_CAPABILITY_PIN_ALL,
+        .bit = VRM_CAP_PIN_ALL,
+        .side = VRM_SIDE_BOTH,
+        .defaultOn = false,
+        .option = "--rdma-pin-all",
+        .help = N_("register every chunk of the rings when the connection is set up, instead of on first use"),
+    },
+    {
+        .cap = VRM_CAPABILITY_WRITE_IMM,
+        .bit = VRM_CAP_WRITE_IMM,
+        .side = VRM_SIDE_BOTH,
+        .defaultOn = true,
+        .option = "--rdma-write-imm",
+        .help = N_("announce data with RDMA WRITE_WITH_IMM instead of a descriptor SEND"),
+    },
+};
+G_STATIC_ASSERT(G_N_ELEMENTS(vrmCapabilityTable) == VRM_CAPABILITY_LAST);
+
+const vrmCapabilityInfo *
+vrmCapabilityGetInfo(vrmCapability cap)
+{
+    if (cap < 0 || cap >= VRM_CAPABILITY_LAST)
+        return NULL;
+    return &vrmCapabilityTable[cap];
+}
+
+guint32
+vrmCapabilityKnownMask(void)
+{
+    guint32 mask = 0;
+    size_t i;
+
+    for (i = 0; i < G_N_ELEMENTS(vrmCapabilityTable); i++)
+        mask |= vrmCapabilityTable[i].bit;
+    return mask;
+}
+
+guint32
+vrmCapabilityDefaultMask(void)
+{
+    guint32 mask = 0;
+    size_t i;
+
+    for (i = 0; i < G_N_ELEMENTS(vrmCapabilityTable); i++) {
+        if (vrmCapabilityTable[i].defaultOn)
+            mask |= vrmCapabilityTable[i].bit;
+    }
+    return mask;
+}
+
+guint32
+vrmCapabilityIntersect(guint32 source, guint32 destination)
+{
+    return source & destination & vrmCapabilityKnownMask();
+}
+
+guint32
+vrmCapabilityForSide(guint32 flags, vrmSide side)
+{
+    guint32 mask = 0;
+    size_t i;
+
+    for (i = 0; i < G_N_ELEMENTS(vrmCapabilityTable); i++) {
+        if (vrmCapabilityTable[i].side & side)
+            mask |= vrmCapabilityTable[i].bit;
+    }
+    return flags & mask;
+}
+
+char *
+vrmCapabilityFormat(guint32 flags)
+{
+    GString *buf = g_string_new(NULL);
+    size_t i;
+
+    for (i = 0; i < G_N_ELEMENTS(vrmCapabilityTable); i++) {
+        if (!(flags & vrmCapabilityTable[i].bit))
+            continue;
+        if (buf->len)
+            g_string_append(buf, ", ");
+        g_string_append(buf, vrmCapabilityTypeToString(i));
+    }
+    if (buf->len == 0)
+        g_string_append(buf, _("none"));
+    return g_string_free(buf, FALSE);
+}
+

@@ -1,0 +1,55 @@
+/*
+ * vrmcapability.h: the capability flags of a migration, one row each
+ *
+ * 32-bit flags (bits in vrmlimits.h); the seed's rule: unknown bits are
+ * ignored and the agreed set is the intersection of both sides' known bits.
+ *
+ * Public API summary
+ * ------------------
+ *   vrmCapabilityTypeToString/FromString   "pin-all", "write-imm"
+ *   vrmCapabilityGetInfo(cap)              bit, side, default, CLI option, help
+ *   vrmCapabilityKnownMask()               bits this build understands
+ *   vrmCapabilityDefaultMask()             bits on unless switched off
+ *   vrmCapabilityIntersect(src, dst)       agreed bits
+ *   vrmCapabilityForSide(flags, side)      bits a given side acts on
+ *   vrmCapabilityFormat(flags)             "pin-all, write-imm" ("none")
+ */
+#pragma once
+
+#include <stdbool.h>
+
+#include <glib.h>
+
+#include "vrmenum.h"
+#include "vrmlimits.h"
+
+typedef enum {
+    VRM_CAPABILITY_PIN_ALL,        /* register whole rings up front (seed: PIN_ALL) */
+    VRM_CAPABILITY_WRITE_IMM,      /* data notified by RDMA WRITE_WITH_IMM */
+
+    VRM_CAPABILITY_LAST
+} vrmCapability;
+VRM_ENUM_DECL(vrmCapability);
+
+typedef enum {
+    VRM_SIDE_SOURCE = 1 << 0,
+    VRM_SIDE_DESTINATION = 1 << 1,
+    VRM_SIDE_BOTH = VRM_SIDE_SOURCE | VRM_SIDE_DESTINATION,
+} vrmSide;
+
+typedef struct {
+    vrmCapability cap;
+    guint32 bit;            /* flag in the offer/answer and connect private data */
+    vrmSide side;           /* whose engine acts on it once agreed */
+    bool defaultOn;         /* asked for unless switched off */
+    const char *option;     /* virt-rdma migrate option that switches it on */
+    const char *help;       /* N_() text for --help and docs */
+} vrmCapabilityInfo;
+
+
+const vrmCapabilityInfo *vrmCapabilityGetInfo(vrmCapability cap);
+guint32 vrmCapabilityKnownMask(void);
+guint32 vrmCapabilityDefaultMask(void);
+guint32 vrmCapabilityIntersect(guint32 source, guint32 destination);
+guint32 vrmCapabilityForSide(guint32 flags, vrmSide side);
+char *vrmCapabilityFormat(guint32 flags);
