@@ -50,6 +50,7 @@ esac
 at_exit() {
     local d
     [ -s /tmp/tunnel.log ] && { say "unix-tunnel.py's log:"; cat /tmp/tunnel.log; }
+    [ -d /run/virt-rdma ] && ls -la /run/virt-rdma
     [ -d /run/virt-rdma/qemu ] && ls -lR /run/virt-rdma/qemu
     if [ -e "$SHARED/failed-a" ] || [ -e "$SHARED/failed-b" ]; then
         say "QEMU's log of g1:"; tail -15 /var/log/libvirt/qemu/g1.log 2>/dev/null
