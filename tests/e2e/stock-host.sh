@@ -85,8 +85,9 @@ install_packages() {
     aa-enabled >/dev/null || fail "aa-enabled says AppArmor is not usable"
 
     # man-db's trigger rebuilds its index from every manual page, which
-    # takes minutes over the VM's 9p root; it plays no part here.
-    echo "man-db man-db/auto-update boolean false" | debconf-set-selections
+    # takes minutes over the VM's 9p root; it plays no part here. This is
+    # what answering "no" to man-db/auto-update does.
+    rm -f /var/lib/man-db/auto-update
     lds=$(ls "$libvirt_deb_dir"/libvirt-daemon-system_*.deb 2>/dev/null | tail -1)
     [ -n "$lds" ] || fail "no libvirt-daemon-system .deb in $libvirt_deb_dir: run tools/install-deps.sh"
     # Its other dependencies (network and nwfilter configuration, logrotate,
