@@ -6,7 +6,8 @@
 # makes with mmdebstrap from the Debian archive), builds
 # the unit tier again with AddressSanitizer and UndefinedBehaviorSanitizer,
 # runs the XML fuzzer for a bounded time, checks that the translation
-# template builds, and ends with the line `N passed, N failed`.
+# template builds, builds the Debian packages and runs lintian on them,
+# and ends with the line `N passed, N failed`.
 #
 #   --no-install     skip apt-get (the packages are already there)
 #   --fuzz-seconds N run the fuzzer N seconds (default 60)
@@ -73,8 +74,30 @@ check() {
     fi
 }
 
+# lint_debs DIR: lintian on the packages, with its informational tags;
+# errors, warnings and info tags not overridden (with their reason, in
+# debian/*.lintian-overrides) fail.
+lint_debs() {
+    lintian -I --pedantic --fail-on error,warning,info "$1"/*.changes
+}
+
 step "build (warnings are errors)"
 if meson setup "$out/build" -Dsandbox_tests=true && ninja -C "$out/build"; then
+    # Before the suites: the stock-host e2e scenario installs these
+    # packages inside the sandbox ($out/build/debs).
+    step "Debian packages (dpkg-buildpackage -b -us -uc) and lintian"
+    pkg_start=$SECONDS
+    if DEB_BUILD_OPTIONS="parallel=2" bash tools/build-debs.sh "$out/build/debs"; then
+        echo "check passed: Debian packages build (dpkg-buildpackage, unit suite inside)"; passed=$((passed + 1))
+        check "lintian clean (errors, warnings, info)" lint_debs "$out/build/debs"
+        check "packages hold what they should; libvirtrdma-dev builds a program" \
+            bash tests/packaging/deb-check.sh "$out/build/debs"
+        check "package build without compiler warnings" \
+            bash -c '! grep -E "^[^ ]+:[0-9]+:[0-9]+: warning:" "$1"' _ "$out/build/debs/build.log"
+    else
+        echo "check FAILED: Debian packages build (log: $out/build/debs/build.log)"; failed=$((failed + 1))
+    fi
+    echo "packages and lintian: $((SECONDS - pkg_start)) s"
     step "unit, rdma and e2e suites"
     meson test -C "$out/build" --print-errorlogs --num-processes 2 --no-suite compat
     count_meson "$out/build"

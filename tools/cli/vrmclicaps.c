@@ -24,7 +24,7 @@
 #include "vrmi18n.h"
 #include "vrmhelperclient.h"
 
-#define VRM_HOOK_PATH "/etc/libvirt/hooks/qemu.d/virt-rdma"
+#define VRM_HOOK_PATH VRM_LIBVIRT_HOOK_DIR "/virt-rdma"
 #define VRM_CAPS_HELPER_TIMEOUT_MS 5000
 
 typedef struct {
@@ -113,8 +113,9 @@ vrmCapsVerdict(vrmCaps *c)
     else if (!active)
         vrmCapsReason(c, g_strdup(_("no RDMA port is ACTIVE: check the cable, the subnet manager (InfiniBand) or the network interface (RoCE)")));
     if (i->peerStatus != VRM_HOST_INFO_STATUS_OK)
-        vrmCapsReason(c, g_strdup_printf(_("the helpers' channel does not work: %1$s; for a cluster key: virt-rdmad --generate-key /etc/virt-rdma/cluster.key on one host, copy the file (mode 0600) to every host, then systemctl restart virt-rdmad"),
-                                         i->peerMessage ? i->peerMessage : ""));
+        vrmCapsReason(c, g_strdup_printf(_("the helpers' channel does not work: %1$s; for a cluster key: virt-rdmad --generate-key %2$s on one host, copy the file (mode 0600) to every host, then systemctl restart virt-rdmad"),
+                                         i->peerMessage ? i->peerMessage : "",
+                                         VRM_SYSCONFDIR "/cluster.key"));
     if (i->libvirtStatus != VRM_HOST_INFO_STATUS_OK)
         vrmCapsReason(c, g_strdup_printf(_("virt-rdmad cannot reach libvirt at %1$s: %2$s; start libvirtd, or set [libvirt] uri"),
                                          i->libvirtURI, i->libvirtMessage ? i->libvirtMessage : ""));
@@ -125,8 +126,9 @@ vrmCapsVerdict(vrmCaps *c)
         vrmCapsReason(c, g_strdup_printf(_("virt-rdmad's locked-memory limit (%1$llu bytes) is below the %2$llu one channel pins: set LimitMEMLOCK=infinity in its unit"),
                                          i->memlockLimit, i->pinnedOneChannel));
     if (i->budget < i->pinnedOneChannel)
-        vrmCapsReason(c, g_strdup_printf(_("the pinned-memory budget ([limits] max-pinned-bytes = %1$llu) is below the %2$llu bytes one channel pins: raise it in /etc/virt-rdma/virt-rdmad.conf"),
-                                         i->budget, i->pinnedOneChannel));
+        vrmCapsReason(c, g_strdup_printf(_("the pinned-memory budget ([limits] max-pinned-bytes = %1$llu) is below the %2$llu bytes one channel pins: raise it in %3$s"),
+                                         i->budget, i->pinnedOneChannel,
+                                         vrmHelperConfigDefaultPath()));
 }
 
 static void
