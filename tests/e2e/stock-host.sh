@@ -26,7 +26,12 @@
 #                 make them): proves that a confined QEMU can create, listen
 #                 on and connect to its socket there
 #   one-channel   `virt-rdma migrate --live --p2p --persistent`, run by a
-#                 non-root user in the groups virt-rdma and libvirt
+#                 non-root user in the groups virt-rdma and libvirt, over
+#                 RDMA: the two hosts' virt-rdmad (one cluster key, the
+#                 packaged configuration with the device and the channel's
+#                 address set) negotiate it, the engines run as
+#                 virt-rdma-engine, the guest is RDMA-enabled by its
+#                 metadata
 #   parallel      the same with --parallel --parallel-connections 4
 #
 # b checks that the guest runs there, as libvirt-qemu and confined, and
@@ -171,6 +176,21 @@ CONF
         fail "libvirt does not use its AppArmor security driver"
 }
 
+# For virt-rdma's own migrations: the helpers' cluster key, and what an
+# administrator sets in the packaged configuration (the RDMA device and
+# address, the helper's channel address and name), by editing the shipped
+# lines.
+configure_helper() {
+    local conf=/etc/virt-rdma/virt-rdmad.conf
+    cluster_key
+    sed -i -e "s|^#device=.*|device=$VRM_RDMA_DEVICE|" \
+           -e "s|^#address=192.0.2.10\$|address=$VRM_SELF_ADDR|" \
+           -e "s|^#host=.*|host=sandbox-$VRM_SANDBOX_HOST|" \
+           -e "s|^#address=10.0.0.17\$|address=$VRM_SELF_ADDR|" "$conf"
+    grep -vE '^(#|$)' "$conf" | tr '\n' ' '; echo
+    /usr/sbin/virt-rdmad --check-config > /dev/null || fail "the edited $conf is refused"
+}
+
 # The socket unit, done by hand: systemd-socket-activate listens on the
 # unit's socket and starts the service's ExecStart on the first connection.
 start_helper_socket_activated() {
@@ -246,6 +266,7 @@ migration_dir() {
 install_packages
 add_apparmor_include
 load_apparmor
+[ "$scenario" = socket-path ] || configure_helper
 start_helper_socket_activated
 start_virtlogd
 start_stock_libvirtd
@@ -281,6 +302,8 @@ fi
 # host a: the guest; b learns its UUID, which names its migration socket
 define_guest g1 128 "dirty_kb=2048"
 check_guest_confined g1
+# RDMA-enabled: the helper puts its locator into the live metadata
+[ "$scenario" = socket-path ] || enable_rdma g1
 uuid=$(virsh domuuid g1 | head -1)
 sock=/run/virt-rdma/qemu/$uuid/migrate.sock
 echo "$uuid" > "$SHARED/guest-uuid"
