@@ -1,6 +1,16 @@
 /*
  * vrmengine.c: one job on one host: rdma_cm, QEMU's sockets, deadlines,
  * stats, and the order of teardown
+ *
+ * Threads and the lock rule: the engine's main thread runs a GMainLoop:
+ * rdma_cm events, device async events, QEMU's listening socket (source),
+ * ordered socket connects (destination), the stats socket, timers and
+ * signals. It alone creates and destroys rdma_cm ids, queue pairs and every
+ * resource of a channel, and keeps what it knows of each channel in a slot
+ * (vrmEngineSlot). Each channel's progress thread reaches the engine only
+ * through the vrmChannelHost callbacks: fail() (under e->lock, a leaf lock)
+ * and wake() (an eventfd); the main thread then reads the channel's events
+ * from its mailbox (vrmChannelTakeEvents).
  */
 #include <config.h>
 
@@ -23,7 +33,8 @@
 #include <arpa/inet.h>
 #include <glib-unix.h>
 
-#include "vrmtransportpriv.h"
+#include "vrmtransport.h"
+#include "vrmchannel.h"
 #include "vrmerror.h"
 #include "vrmsocket.h"
 #include "vrmi18n.h"
@@ -34,6 +45,60 @@
 #define VRM_ENGINE_OPEN_RETRY_MS 50         /* destination: QEMU's socket */
 #define VRM_ENGINE_LISTEN_BACKLOG 64
 #define VRM_CAP_IPC_LOCK_BIT 14
+
+typedef struct _vrmEngineSlot vrmEngineSlot;
+
+/* What the main thread knows of one channel */
+struct _vrmEngineSlot {
+    vrmEngine *engine;
+    guint32 index;
+    vrmChannel *ch;
+    struct rdma_cm_id *id;      /* the channel's rdma_cm id */
+    bool connected;             /* ESTABLISHED seen */
+    bool started;               /* its progress thread runs (or ran) */
+    guint retrySource;          /* destination: pending connect retry */
+    gint64 openDeadline;        /* destination: QEMU socket connect deadline */
+    guint openSource;           /* destination: pending socket retry */
+    bool openRequested;         /* destination: CHANNEL_OPEN arrived */
+    bool done;                  /* ended cleanly */
+    vrmStats sample;            /* snapshot of the last tick */
+    double mbpsCurrent;
+};
+
+struct _vrmEngine {
+    vrmEngineSettings s;        /* copy of the settings */
+    vrmToken token;             /* the job's secret, wiped at the end */
+    GMainLoop *loop;
+    struct rdma_event_channel *cm;
+    struct rdma_cm_id *listenId;    /* source */
+    GPtrArray *devices;         /* vrmRdmaDevice, one per verbs context */
+    GPtrArray *asyncSources;    /* GSource ids of device async fds */
+    vrmEngineSlot *slots;       /* s.channels entries */
+    guint32 established;        /* channels with a QP up */
+    guint32 acceptedSocks;      /* source: QEMU connections accepted */
+    guint32 nextOpen;           /* destination: next socket to connect */
+    guint32 rejects;            /* source: connection requests refused */
+    int lastReject;             /* source: reason of the last one */
+    int unixFd;                 /* source: QEMU's listening socket */
+    bool unixOwn;               /* we bound it (--qemu-path): unlink at the end */
+    char *portStr;              /* rdma_cm port as text, for rdma_getaddrinfo */
+    guint32 rdmaPort;           /* source: the port listened on */
+    int statsFd;                /* stats socket */
+    int wakefd;                 /* eventfd: progress threads -> main */
+    gint64 startUs;
+    gint64 connectDeadline;
+    gint64 lastProgressUs;
+    guint64 lastProgressSum;
+    gint64 endUs;
+    guint32 caps;               /* capabilities offered */
+    bool unusedAnnounced;
+    bool finished;              /* every channel ended cleanly */
+
+    GMutex lock;                /* leaf lock: the failure */
+    bool failed;
+    int failCode;
+    char *failReason;
+};
 
 /* ------------------------------------------------------------------ */
 /* Settings                                                            */
@@ -96,7 +161,7 @@ vrmEngineCheckPinned(const vrmEngineSettings *s)
 /* ------------------------------------------------------------------ */
 /* Failure and wake-ups (any thread)                                   */
 
-void
+static void
 vrmEngineWake(vrmEngine *e)
 {
     guint64 one = 1;
@@ -105,7 +170,7 @@ vrmEngineWake(vrmEngine *e)
         VRM_WARN("cannot wake the engine: %s", g_strerror(errno));
 }
 
-void
+static void
 vrmEngineFail(vrmEngine *e, int code, const char *reason)
 {
     bool first = false;
@@ -114,11 +179,9 @@ vrmEngineFail(vrmEngine *e, int code, const char *reason)
     g_mutex_lock(&e->lock);
     if (!e->failed) {
         e->failed = true;
-        e->fail_code = code;
-        e->fail_reason = g_strdup(reason);
+        e->failCode = code;
+        e->failReason = g_strdup(reason);
         first = true;
-        for (i = 0; i < e->s.channels; i++)
-            e->channels[i]->mb_stop = true;
     }
     g_mutex_unlock(&e->lock);
     if (!first)
@@ -126,7 +189,7 @@ vrmEngineFail(vrmEngine *e, int code, const char *reason)
     /* the program prints the reason once, at exit */
     VRM_INFO("the job is failing: %s", reason);
     for (i = 0; i < e->s.channels; i++)
-        vrmChannelWake(e->channels[i]);
+        vrmChannelStop(e->slots[i].ch, code, reason);
     vrmEngineWake(e);
 }
 
@@ -150,6 +213,19 @@ vrmEngineFailed(vrmEngine *e)
     return failed;
 }
 
+/* vrmChannelHost: what a channel's progress thread may do to the engine */
+static void
+vrmEngineChannelFail(void *opaque, int code, const char *reason)
+{
+    vrmEngineFail(((vrmEngineSlot *)opaque)->engine, code, reason);
+}
+
+static void
+vrmEngineChannelWake(void *opaque)
+{
+    vrmEngineWake(((vrmEngineSlot *)opaque)->engine);
+}
+
 /* ------------------------------------------------------------------ */
 /* Devices                                                             */
 
@@ -161,24 +237,22 @@ vrmEngineAsyncEvent(gint fd, GIOCondition cond, gpointer opaque)
     struct ibv_async_event ev;
 
     while (ibv_get_async_event(dev->ctx, &ev) == 0) {
-        vrmChannel *ch = NULL;
+        vrmEngineSlot *slot = NULL;
 
         switch (ev.event_type) {
         case IBV_EVENT_QP_FATAL:
         case IBV_EVENT_QP_REQ_ERR:
         case IBV_EVENT_QP_ACCESS_ERR:
-            ch = ev.element.qp->qp_context;
-            e = ch->engine;
+            slot = ev.element.qp->qp_context;
             vrmReportError(VRM_ERR_RDMA,
                            _("Channel %1$u: asynchronous error on its queue pair: %2$s."),
-                           ch->index, ibv_event_type_str(ev.event_type));
+                           slot->index, ibv_event_type_str(ev.event_type));
             vrmEngineFailLast(e);
             break;
         case IBV_EVENT_CQ_ERR:
-            ch = ev.element.cq->cq_context;
-            e = ch->engine;
+            slot = ev.element.cq->cq_context;
             vrmReportError(VRM_ERR_RDMA,
-                           _("Channel %1$u: its completion queue overran."), ch->index);
+                           _("Channel %1$u: its completion queue overran."), slot->index);
             vrmEngineFailLast(e);
             break;
         case IBV_EVENT_DEVICE_FATAL:
@@ -227,7 +301,7 @@ vrmEngineDevice(vrmEngine *e, struct ibv_context *ctx)
     flags = fcntl(ctx->async_fd, F_GETFL);
     if (flags >= 0 && fcntl(ctx->async_fd, F_SETFL, flags | O_NONBLOCK) == 0) {
         guint id = g_unix_fd_add(ctx->async_fd, G_IO_IN, vrmEngineAsyncEvent, dev);
-        g_ptr_array_add(e->async_sources, GUINT_TO_POINTER(id));
+        g_ptr_array_add(e->asyncSources, GUINT_TO_POINTER(id));
     }
     if (dev->iwarp && (e->caps & VRM_CAP_WRITE_IMM)) {
         VRM_INFO("device %s is iWARP: data is announced by descriptor SENDs", dev->name);
@@ -236,10 +310,35 @@ vrmEngineDevice(vrmEngine *e, struct ibv_context *ctx)
     return dev;
 }
 
+/* The channel's resources on the device of @id, and its queue pair */
+static int
+vrmEngineSlotSetup(vrmEngine *e, vrmEngineSlot *slot, struct rdma_cm_id *id,
+                   guint32 caps)
+{
+    vrmChannelConfig cfg = {
+        .role = e->s.role,
+        .index = slot->index,
+        .chunkSize = e->s.chunkSize,
+        .ringDepth = e->s.ringDepth,
+        .pinAll = e->s.pinAll,
+    };
+    vrmRdmaDevice *dev;
+    vrmRdmaQP *qp;
+    guint32 sq, rq;
+    int cqe;
+
+    if (!(dev = vrmEngineDevice(e, id->verbs)) ||
+        vrmChannelQueueSizes(&cfg, dev, &sq, &rq, &cqe) < 0 ||
+        vrmChannelSetup(slot->ch, dev) < 0 ||
+        !(qp = vrmRdmaQPNew(dev, id, sq, rq, cqe, slot)))
+        return -1;
+    return vrmChannelAttachQP(slot->ch, qp, caps);
+}
+
 /* ------------------------------------------------------------------ */
 /* rdma_cm                                                             */
 
-static int
+static void
 vrmEngineSetAckTimeout(struct rdma_cm_id *id)
 {
     guint8 timeout = VRM_RDMA_ACK_TIMEOUT;
@@ -247,43 +346,44 @@ vrmEngineSetAckTimeout(struct rdma_cm_id *id)
     if (rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT,
                         &timeout, sizeof(timeout)) < 0)
         VRM_DEBUG("cannot set the ACK timeout: %s", g_strerror(errno));
-    return 0;
 }
 
-static int vrmEngineConnectChannel(vrmEngine *e, vrmChannel *ch);
+static int vrmEngineConnectChannel(vrmEngine *e, vrmEngineSlot *slot);
 
 static gboolean
 vrmEngineRetryConnect(gpointer opaque)
 {
-    vrmChannel *ch = opaque;
+    vrmEngineSlot *slot = opaque;
 
-    ch->retry_source = 0;
-    if (!vrmEngineFailed(ch->engine) && vrmEngineConnectChannel(ch->engine, ch) < 0)
-        vrmEngineFailLast(ch->engine);
+    slot->retrySource = 0;
+    if (!vrmEngineFailed(slot->engine) &&
+        vrmEngineConnectChannel(slot->engine, slot) < 0)
+        vrmEngineFailLast(slot->engine);
     return G_SOURCE_REMOVE;
 }
 
 /* Destination: drop a failed attempt and try again until the deadline */
 static void
-vrmEngineScheduleRetry(vrmEngine *e, vrmChannel *ch, const char *why)
+vrmEngineScheduleRetry(vrmEngine *e, vrmEngineSlot *slot, const char *why)
 {
-    if (ch->id) {
-        if (ch->id->qp)
-            rdma_destroy_qp(ch->id);
-        rdma_destroy_id(ch->id);
-        ch->id = NULL;
+    g_assert(e->s.role == VRM_ENGINE_ROLE_DESTINATION);
+    vrmChannelDropQP(slot->ch);
+    if (slot->id) {
+        rdma_destroy_id(slot->id);
+        slot->id = NULL;
     }
-    if (g_get_monotonic_time() > e->connect_deadline) {
+    if (g_get_monotonic_time() > e->connectDeadline) {
+        g_autofree char *peer = vrmEngineFormatAddress(e->s.address, e->s.port);
+
         vrmReportError(VRM_ERR_TIMEOUT,
-                       _("Could not connect channel %1$u to the source engine at %2$s:%3$s within %4$u seconds (last attempt: %5$s)."),
-                       ch->index, e->s.address, e->port_str,
-                       e->s.deadlineConnect, why);
+                       _("Could not connect channel %1$u to the source engine at %2$s within %3$u seconds (last attempt: %4$s)."),
+                       slot->index, peer, e->s.deadlineConnect, why);
         vrmEngineFailLast(e);
         return;
     }
-    VRM_DEBUG("channel %u: %s, retrying", ch->index, why);
-    ch->retry_source = g_timeout_add(VRM_ENGINE_CONNECT_RETRY_MS,
-                                     vrmEngineRetryConnect, ch);
+    VRM_DEBUG("channel %u: %s, retrying", slot->index, why);
+    slot->retrySource = g_timeout_add(VRM_ENGINE_CONNECT_RETRY_MS,
+                                      vrmEngineRetryConnect, slot);
 }
 
 /* The rdma_cm address of the job: to listen on (passive) or to reach. */
@@ -296,44 +396,43 @@ vrmEngineResolve(vrmEngine *e, bool passive, struct rdma_addrinfo **ai)
     };
     int rc;
 
-    if ((rc = rdma_getaddrinfo(e->s.address, e->port_str, &hints, ai)) != 0) {
-        vrmReportError(VRM_ERR_INVALID_ARG, _("Cannot resolve the RDMA address %1$s:%2$s: %3$s"),
-                       e->s.address, e->port_str,
-                       rc == -1 ? g_strerror(errno) : gai_strerror(rc));
+    if ((rc = rdma_getaddrinfo(e->s.address, e->portStr, &hints, ai)) != 0) {
+        g_autofree char *addr = vrmEngineFormatAddress(e->s.address, e->s.port);
+
+        vrmReportError(VRM_ERR_INVALID_ARG, _("Cannot resolve the RDMA address %1$s: %2$s"),
+                       addr, rc == -1 ? g_strerror(errno) : gai_strerror(rc));
         return -1;
     }
     return 0;
 }
 
 static int
-vrmEngineConnectChannel(vrmEngine *e, vrmChannel *ch)
+vrmEngineConnectChannel(vrmEngine *e, vrmEngineSlot *slot)
 {
     struct rdma_addrinfo *ai = NULL;
     int rc;
 
     if (vrmEngineResolve(e, false, &ai) < 0)
         return -1;
-    if (rdma_create_id(e->cm, &ch->id, ch, RDMA_PS_TCP) < 0) {
+    if (rdma_create_id(e->cm, &slot->id, slot, RDMA_PS_TCP) < 0) {
         vrmReportSystemError(errno, _("Cannot create an rdma_cm id"));
         rdma_freeaddrinfo(ai);
         return -1;
     }
-    rc = rdma_resolve_addr(ch->id, NULL, ai->ai_dst_addr, VRM_RDMA_RESOLVE_TIMEOUT_MS);
+    rc = rdma_resolve_addr(slot->id, NULL, ai->ai_dst_addr, VRM_RDMA_RESOLVE_TIMEOUT_MS);
     rdma_freeaddrinfo(ai);
-    if (rc < 0) {
-        vrmEngineScheduleRetry(e, ch, g_strerror(errno));
-        return 0;
-    }
+    if (rc < 0)
+        vrmEngineScheduleRetry(e, slot, g_strerror(errno));
     return 0;
 }
 
 static int
-vrmEngineSendConnect(vrmEngine *e, vrmChannel *ch)
+vrmEngineSendConnect(vrmEngine *e, vrmEngineSlot *slot)
 {
     vrmProtoConnData cd = {
         .version = e->s.fault == VRM_ENGINE_FAULT_VERSION ? VRM_PROTOCOL_VERSION + 1 : VRM_PROTOCOL_VERSION,
         .flags = e->caps,
-        .channel = ch->index,
+        .channel = slot->index,
         .channels = e->s.channels,
     };
     guint8 pd[VRM_PROTO_CONN_DATA_LEN];
@@ -345,23 +444,21 @@ vrmEngineSendConnect(vrmEngine *e, vrmChannel *ch)
         .retry_count = VRM_RDMA_RETRY_COUNT,
         .rnr_retry_count = VRM_RDMA_RNR_RETRY_COUNT,
     };
-    vrmRdmaDevice *dev;
 
     G_STATIC_ASSERT(VRM_PROTO_CONN_DATA_LEN <= VRM_PROTO_PRIVATE_DATA_MAX);
     if (e->s.fault == VRM_ENGINE_FAULT_VERSION)
         VRM_WARN("test hook: connecting with protocol version %u", cd.version);
     cd.token = e->token;
     vrmProtoConnDataEncode(&cd, pd);
+    vrmTokenClear(&cd.token);
 
-    if (!(dev = vrmEngineDevice(e, ch->id->verbs)) ||
-        vrmChannelSetup(ch, dev) < 0 ||
-        vrmChannelCreateQP(ch) < 0)
+    /* the agreed capabilities come with the accept */
+    if (vrmEngineSlotSetup(e, slot, slot->id, e->caps) < 0)
         return -1;
-    vrmEngineSetAckTimeout(ch->id);
-    if (rdma_connect(ch->id, &param) < 0) {
-        vrmEngineScheduleRetry(e, ch, g_strerror(errno));
-        return 0;
-    }
+    vrmEngineSetAckTimeout(slot->id);
+    if (rdma_connect(slot->id, &param) < 0)
+        vrmEngineScheduleRetry(e, slot, g_strerror(errno));
+    explicit_bzero(pd, sizeof(pd));
     return 0;
 }
 
@@ -380,8 +477,8 @@ vrmEngineAccept(vrmEngine *e, struct rdma_cm_event *ev)
         .rnr_retry_count = VRM_RDMA_RNR_RETRY_COUNT,
     };
     vrmProtoConnData cd;
-    vrmChannel *ch = NULL;
-    vrmRdmaDevice *dev;
+    vrmEngineSlot *slot = NULL;
+    guint32 caps;
     int reason;
 
     /* Everything about the peer is checked before any resource exists. */
@@ -390,8 +487,8 @@ vrmEngineAccept(vrmEngine *e, struct rdma_cm_event *ev)
     else
         reason = vrmProtoConnDataCheck(&cd, &e->token, e->s.channels);
     if (reason == VRM_REJECT_NONE) {
-        ch = e->channels[cd.channel];
-        if (ch->id) {
+        slot = &e->slots[cd.channel];
+        if (slot->id) {
             vrmReportError(VRM_ERR_PROTOCOL, _("Channel %1$u is already connected."),
                            cd.channel);
             reason = VRM_REJECT_BUSY;
@@ -399,7 +496,7 @@ vrmEngineAccept(vrmEngine *e, struct rdma_cm_event *ev)
     }
     if (reason != VRM_REJECT_NONE) {
         e->rejects++;
-        e->last_reject = reason;
+        e->lastReject = reason;
         VRM_WARN(_("Refused a connection request: %1$s"), vrmGetLastErrorMessage());
         vrmProtoRejectEncode(reason, rej);
         if (rdma_reject(ev->id, rej, sizeof(rej)) < 0)
@@ -407,30 +504,28 @@ vrmEngineAccept(vrmEngine *e, struct rdma_cm_event *ev)
         return 1;   /* destroy ev->id after the ack */
     }
 
-    ch->id = ev->id;
-    ch->id->context = ch;
-    ch->caps = vrmProtoNegotiate(e->caps, cd.flags);
-    if (!(dev = vrmEngineDevice(e, ch->id->verbs)) ||
-        vrmChannelSetup(ch, dev) < 0 ||
-        vrmChannelCreateQP(ch) < 0) {
+    slot->id = ev->id;
+    slot->id->context = slot;
+    caps = vrmProtoNegotiate(e->caps, cd.flags);
+    if (vrmEngineSlotSetup(e, slot, slot->id, caps) < 0) {
         vrmProtoRejectEncode(VRM_REJECT_RESOURCES, rej);
         rdma_reject(ev->id, rej, sizeof(rej));
         return -1;
     }
-    cd.flags = ch->caps;
+    cd.flags = caps;
     vrmTokenClear(&cd.token);
     vrmProtoConnDataEncode(&cd, reply);
-    vrmEngineSetAckTimeout(ch->id);
-    if (rdma_accept(ch->id, &param) < 0) {
-        vrmReportSystemError(errno, _("Cannot accept channel %1$u"), ch->index);
+    vrmEngineSetAckTimeout(slot->id);
+    if (rdma_accept(slot->id, &param) < 0) {
+        vrmReportSystemError(errno, _("Cannot accept channel %1$u"), slot->index);
         return -1;
     }
-    VRM_INFO("channel %u accepted, capabilities 0x%x", ch->index, ch->caps);
+    VRM_INFO("channel %u accepted, capabilities 0x%x", slot->index, caps);
     return 0;
 }
 
 static int
-vrmEngineEstablished(vrmEngine *e, vrmChannel *ch, struct rdma_cm_event *ev)
+vrmEngineEstablished(vrmEngine *e, vrmEngineSlot *slot, struct rdma_cm_event *ev)
 {
     if (e->s.role == VRM_ENGINE_ROLE_DESTINATION) {
         vrmProtoConnData cd;
@@ -438,47 +533,36 @@ vrmEngineEstablished(vrmEngine *e, vrmChannel *ch, struct rdma_cm_event *ev)
         if (vrmProtoConnDataDecode(ev->param.conn.private_data,
                                    ev->param.conn.private_data_len, &cd) < 0)
             return -1;
-        if (cd.version != VRM_PROTOCOL_VERSION || cd.channel != ch->index ||
+        if (cd.version != VRM_PROTOCOL_VERSION || cd.channel != slot->index ||
             (cd.flags & ~e->caps)) {
             vrmReportError(VRM_ERR_PROTOCOL,
                            _("The source engine accepted channel %1$u with version %2$u, channel %3$u and capabilities 0x%4$x, which do not match the request."),
-                           ch->index, cd.version, cd.channel, cd.flags);
+                           slot->index, cd.version, cd.channel, cd.flags);
             return -1;
         }
-        ch->caps = vrmProtoNegotiate(e->caps, cd.flags);
+        /* the channel was set up with what we offered: now the agreed set */
+        vrmChannelSetCaps(slot->ch, vrmProtoNegotiate(e->caps, cd.flags));
     }
-    ch->connected = true;
+    slot->connected = true;
     e->established++;
-    {
-        struct ibv_qp_attr qa;
-        struct ibv_qp_init_attr qia;
-
-        if (ibv_query_qp(ch->id->qp, &qa, IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-                         IBV_QP_RNR_RETRY | IBV_QP_STATE, &qia) == 0)
-            VRM_DEBUG("channel %u: QP state %d timeout %u retry %u rnr_retry %u",
-                      ch->index, qa.qp_state, qa.timeout, qa.retry_cnt, qa.rnr_retry);
-    }
-    VRM_INFO("channel %u established (%u of %u)", ch->index, e->established,
+    VRM_INFO("channel %u established (%u of %u)", slot->index, e->established,
              e->s.channels);
-    return vrmChannelStart(ch);
+    if (vrmChannelStart(slot->ch) < 0)
+        return -1;
+    slot->started = true;
+    return 0;
 }
 
 static void
-vrmEngineDisconnected(vrmEngine *e, vrmChannel *ch)
+vrmEngineDisconnected(vrmEngine *e, vrmEngineSlot *slot)
 {
-    bool done;
-
-    g_mutex_lock(&e->lock);
-    ch->mb_disconnected = true;
-    done = ch->mb_done;
-    g_mutex_unlock(&e->lock);
-    if (!ch->thread && !done) {
+    if (!slot->started && !slot->done) {
         vrmReportError(VRM_ERR_PEER,
                        _("The peer closed channel %1$u before the end of the stream."),
-                       ch->index);
+                       slot->index);
         vrmEngineFailLast(e);
     }
-    vrmChannelWake(ch);
+    vrmChannelPeerGone(slot->ch);
 }
 
 static gboolean
@@ -488,13 +572,13 @@ vrmEngineCMEvent(gint fd, GIOCondition cond, gpointer opaque)
     struct rdma_cm_event *ev;
 
     while (rdma_get_cm_event(e->cm, &ev) == 0) {
-        vrmChannel *ch = ev->id ? ev->id->context : NULL;
+        vrmEngineSlot *slot = ev->id ? ev->id->context : NULL;
         struct rdma_cm_id *destroy = NULL;
         enum rdma_cm_event_type type = ev->event;
         int rc = 0;
 
         VRM_DEBUG("rdma_cm event %s status %d channel %d",
-                  vrmRdmaCMEventName(type), ev->status, ch ? (int)ch->index : -1);
+                  vrmRdmaCMEventName(type), ev->status, slot ? (int)slot->index : -1);
         if (vrmEngineFailed(e)) {
             if (type == RDMA_CM_EVENT_CONNECT_REQUEST) {
                 rdma_reject(ev->id, NULL, 0);
@@ -519,15 +603,15 @@ vrmEngineCMEvent(gint fd, GIOCondition cond, gpointer opaque)
             break;
         case RDMA_CM_EVENT_ADDR_RESOLVED:
             rdma_ack_cm_event(ev);
-            if (rdma_resolve_route(ch->id, VRM_RDMA_RESOLVE_TIMEOUT_MS) < 0)
-                vrmEngineScheduleRetry(e, ch, g_strerror(errno));
+            if (rdma_resolve_route(slot->id, VRM_RDMA_RESOLVE_TIMEOUT_MS) < 0)
+                vrmEngineScheduleRetry(e, slot, g_strerror(errno));
             break;
         case RDMA_CM_EVENT_ROUTE_RESOLVED:
             rdma_ack_cm_event(ev);
-            rc = vrmEngineSendConnect(e, ch);
+            rc = vrmEngineSendConnect(e, slot);
             break;
         case RDMA_CM_EVENT_ESTABLISHED:
-            rc = vrmEngineEstablished(e, ch, ev);
+            rc = vrmEngineEstablished(e, slot, ev);
             rdma_ack_cm_event(ev);
             break;
         case RDMA_CM_EVENT_REJECTED: {
@@ -541,11 +625,11 @@ vrmEngineCMEvent(gint fd, GIOCondition cond, gpointer opaque)
                                reason == VRM_REJECT_VERSION ? VRM_ERR_VERSION :
                                VRM_ERR_PEER,
                                _("The source engine rejected channel %1$u: %2$s."),
-                               ch->index, vrmProtoRejectReasonToString(reason));
+                               slot->index, vrmProtoRejectReasonToString(reason));
                 rc = -1;
             } else {
                 g_autofree char *why = g_strdup_printf("rejected, status %d", status);
-                vrmEngineScheduleRetry(e, ch, why);
+                vrmEngineScheduleRetry(e, slot, why);
             }
             break;
         }
@@ -554,18 +638,18 @@ vrmEngineCMEvent(gint fd, GIOCondition cond, gpointer opaque)
         case RDMA_CM_EVENT_UNREACHABLE:
         case RDMA_CM_EVENT_CONNECT_ERROR:
             rdma_ack_cm_event(ev);
-            if (e->s.role == VRM_ENGINE_ROLE_DESTINATION && !ch->connected) {
-                vrmEngineScheduleRetry(e, ch, vrmRdmaCMEventName(type));
+            if (e->s.role == VRM_ENGINE_ROLE_DESTINATION && slot && !slot->connected) {
+                vrmEngineScheduleRetry(e, slot, vrmRdmaCMEventName(type));
             } else {
                 vrmReportError(VRM_ERR_PEER, _("Channel %1$u: connection error (%2$s)."),
-                               ch ? ch->index : 0, vrmRdmaCMEventName(type));
+                               slot ? slot->index : 0, vrmRdmaCMEventName(type));
                 rc = -1;
             }
             break;
         case RDMA_CM_EVENT_DISCONNECTED:
             rdma_ack_cm_event(ev);
-            if (ch)
-                vrmEngineDisconnected(e, ch);
+            if (slot)
+                vrmEngineDisconnected(e, slot);
             break;
         case RDMA_CM_EVENT_DEVICE_REMOVAL:
             rdma_ack_cm_event(ev);
@@ -623,16 +707,11 @@ static gboolean
 vrmEngineUnixAccept(gint fd, GIOCondition cond, gpointer opaque)
 {
     vrmEngine *e = opaque;
-    vrmChannel *ch;
+    vrmEngineSlot *slot;
     int conn;
 
-    while ((conn = accept(fd, NULL, NULL)) >= 0) {
-        if (vrmSetNonBlock(conn) < 0 || fcntl(conn, F_SETFD, FD_CLOEXEC) < 0) {
-            close(conn);
-            vrmEngineFailLast(e);
-            return G_SOURCE_CONTINUE;
-        }
-        if (e->accepted_socks >= e->s.channels || e->unused_announced) {
+    while ((conn = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0) {
+        if (e->acceptedSocks >= e->s.channels || e->unusedAnnounced) {
             close(conn);
             vrmReportError(VRM_ERR_PROTOCOL,
                            _("QEMU opened more connections than the %1$u channels of this job."),
@@ -640,15 +719,12 @@ vrmEngineUnixAccept(gint fd, GIOCondition cond, gpointer opaque)
             vrmEngineFailLast(e);
             return G_SOURCE_CONTINUE;
         }
-        ch = e->channels[e->accepted_socks++];
-        VRM_INFO("QEMU connection %u accepted", ch->index);
-        g_mutex_lock(&e->lock);
-        ch->mb_fd = conn;
-        g_mutex_unlock(&e->lock);
-        vrmChannelWake(ch);
+        slot = &e->slots[e->acceptedSocks++];
+        VRM_INFO("QEMU connection %u accepted", slot->index);
+        vrmChannelGiveSocket(slot->ch, conn);
     }
     if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-        vrmReportSystemError(errno, _("Cannot accept a connection on %1$s"), e->s.qemuPath);
+        vrmReportSystemError(errno, _("Cannot accept a connection from QEMU"));
         vrmEngineFailLast(e);
     }
     return G_SOURCE_CONTINUE;
@@ -659,10 +735,10 @@ static void vrmEngineOpenNext(vrmEngine *e);
 static gboolean
 vrmEngineOpenRetry(gpointer opaque)
 {
-    vrmChannel *ch = opaque;
+    vrmEngineSlot *slot = opaque;
 
-    ch->open_source = 0;
-    vrmEngineOpenNext(ch->engine);
+    slot->openSource = 0;
+    vrmEngineOpenNext(slot->engine);
     return G_SOURCE_REMOVE;
 }
 
@@ -670,20 +746,16 @@ vrmEngineOpenRetry(gpointer opaque)
 static void
 vrmEngineOpenNext(vrmEngine *e)
 {
-    while (e->next_open < e->s.channels && !vrmEngineFailed(e)) {
-        vrmChannel *ch = e->channels[e->next_open];
+    while (e->nextOpen < e->s.channels && !vrmEngineFailed(e)) {
+        vrmEngineSlot *slot = &e->slots[e->nextOpen];
         struct sockaddr_un sun = { .sun_family = AF_UNIX };
-        bool requested;
         int fd;
 
-        g_mutex_lock(&e->lock);
-        requested = ch->mb_open_req;
-        g_mutex_unlock(&e->lock);
-        if (!requested || ch->open_source)
+        if (!slot->openRequested || slot->openSource)
             return;
-        if (!ch->open_deadline)
-            ch->open_deadline = g_get_monotonic_time() +
-                                (gint64)e->s.deadlineConnect * G_USEC_PER_SEC;
+        if (!slot->openDeadline)
+            slot->openDeadline = g_get_monotonic_time() +
+                                 (gint64)e->s.deadlineConnect * G_USEC_PER_SEC;
 
         g_strlcpy(sun.sun_path, e->s.qemuPath, sizeof(sun.sun_path));
         if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0) {
@@ -696,14 +768,14 @@ vrmEngineOpenNext(vrmEngine *e)
 
             close(fd);
             if ((err == ENOENT || err == ECONNREFUSED || err == EAGAIN) &&
-                g_get_monotonic_time() < ch->open_deadline) {
-                ch->open_source = g_timeout_add(VRM_ENGINE_OPEN_RETRY_MS,
-                                                vrmEngineOpenRetry, ch);
+                g_get_monotonic_time() < slot->openDeadline) {
+                slot->openSource = g_timeout_add(VRM_ENGINE_OPEN_RETRY_MS,
+                                                 vrmEngineOpenRetry, slot);
                 return;
             }
             vrmReportSystemError(err,
                                  _("Could not connect channel %1$u to QEMU at %2$s within %3$u seconds"),
-                                 ch->index, e->s.qemuPath, e->s.deadlineConnect);
+                                 slot->index, e->s.qemuPath, e->s.deadlineConnect);
             vrmEngineFailLast(e);
             return;
         }
@@ -712,12 +784,9 @@ vrmEngineOpenNext(vrmEngine *e)
             vrmEngineFailLast(e);
             return;
         }
-        VRM_INFO("channel %u connected to QEMU", ch->index);
-        g_mutex_lock(&e->lock);
-        ch->mb_fd = fd;
-        g_mutex_unlock(&e->lock);
-        vrmChannelWake(ch);
-        e->next_open++;
+        VRM_INFO("channel %u connected to QEMU", slot->index);
+        vrmChannelGiveSocket(slot->ch, fd);
+        e->nextOpen++;
     }
 }
 
@@ -734,10 +803,10 @@ vrmDataSeconds(gint64 first_us, gint64 last_us)
 void
 vrmEngineGetStats(vrmEngine *e, vrmEngineStats *st)
 {
-    gint64 now = e->end_us ? e->end_us : g_get_monotonic_time();
+    gint64 now = e->endUs ? e->endUs : g_get_monotonic_time();
     vrmStats total = { 0 };
-    double cur_total = 0;
-    gint64 data_first = 0, data_last = 0;
+    double curTotal = 0;
+    gint64 dataFirst = 0, dataLast = 0;
     struct rusage ru;
     guint32 caps = e->caps;
     guint32 i;
@@ -747,14 +816,14 @@ vrmEngineGetStats(vrmEngine *e, vrmEngineStats *st)
     st->state = e->failed ? VRM_ENGINE_STATE_FAILED :
         e->finished ? VRM_ENGINE_STATE_COMPLETED : VRM_ENGINE_STATE_RUNNING;
     if (e->failed) {
-        st->error = g_strdup(e->fail_reason);
-        st->errorCode = e->fail_code ? e->fail_code : VRM_ERR_INTERNAL;
+        st->error = g_strdup(e->failReason);
+        st->errorCode = e->failCode ? e->failCode : VRM_ERR_INTERNAL;
     }
     g_mutex_unlock(&e->lock);
 
     for (i = 0; i < e->s.channels; i++) {
-        if (e->channels[i]->connected) {
-            caps = e->channels[i]->caps;
+        if (e->slots[i].connected) {
+            caps = vrmChannelCaps(e->slots[i].ch);
             break;
         }
     }
@@ -765,33 +834,31 @@ vrmEngineGetStats(vrmEngine *e, vrmEngineStats *st)
     st->channels = e->s.channels;
     st->established = e->established;
     st->qemuConnections = e->s.role == VRM_ENGINE_ROLE_SOURCE ?
-        e->accepted_socks : e->next_open;
-    st->rdmaPort = e->rdma_port;
+        e->acceptedSocks : e->nextOpen;
+    st->rdmaPort = e->rdmaPort;
     st->chunkSize = e->s.chunkSize;
     st->ringDepth = e->s.ringDepth;
     st->pinnedBound = vrmEngineSettingsPinnedBytes(&e->s);
-    st->elapsedS = e->start_us ? (now - e->start_us) / 1e6 : 0;
+    st->elapsedS = e->startUs ? (now - e->startUs) / 1e6 : 0;
     /* The engine's own CPU time (all threads): what RDMA costs the host */
     if (getrusage(RUSAGE_SELF, &ru) == 0) {
         st->cpuUserS = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6;
         st->cpuSystemS = ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
     }
     for (i = 0; i < e->s.channels; i++) {
-        vrmChannel *ch = e->channels[i];
-        gint64 first = __atomic_load_n(&ch->first_byte_us, __ATOMIC_RELAXED);
-        gint64 last = __atomic_load_n(&ch->last_byte_us, __ATOMIC_RELAXED);
+        gint64 first, last;
         vrmStats snap;
 
-        if (first && (!data_first || first < data_first))
-            data_first = first;
-        data_last = MAX(data_last, last);
-        vrmStatsSnapshot(&ch->stats, &snap);
+        vrmChannelStats(e->slots[i].ch, &snap, &first, &last);
+        if (first && (!dataFirst || first < dataFirst))
+            dataFirst = first;
+        dataLast = MAX(dataLast, last);
         vrmStatsAccumulate(&total, &snap);
-        cur_total += ch->mbps_current;
+        curTotal += e->slots[i].mbpsCurrent;
     }
     /* averages are taken over the data phase: first to last stream byte */
-    st->dataS = vrmDataSeconds(data_first, data_last);
-    st->mbps = cur_total;
+    st->dataS = vrmDataSeconds(dataFirst, dataLast);
+    st->mbps = curTotal;
     st->mbpsAverage = vrmStatsMbps(total.v[VRM_STAT_BYTES_SENT] +
                                    total.v[VRM_STAT_BYTES_RECEIVED], st->dataS);
     st->bytesSent = total.v[VRM_STAT_BYTES_SENT];
@@ -845,37 +912,38 @@ vrmEngineTick(gpointer opaque)
     guint32 i;
 
     for (i = 0; i < e->s.channels; i++) {
-        vrmChannel *ch = e->channels[i];
+        vrmEngineSlot *slot = &e->slots[i];
+        gint64 first, last;
         vrmStats snap;
         guint64 delta;
 
-        vrmStatsSnapshot(&ch->stats, &snap);
+        vrmChannelStats(slot->ch, &snap, &first, &last);
         delta = snap.v[VRM_STAT_BYTES_SENT] + snap.v[VRM_STAT_BYTES_RECEIVED] -
-                ch->sample.v[VRM_STAT_BYTES_SENT] - ch->sample.v[VRM_STAT_BYTES_RECEIVED];
-        ch->mbps_current = vrmStatsMbps(delta, VRM_ENGINE_TICK_MS / 1000.0);
-        ch->sample = snap;
+                slot->sample.v[VRM_STAT_BYTES_SENT] - slot->sample.v[VRM_STAT_BYTES_RECEIVED];
+        slot->mbpsCurrent = vrmStatsMbps(delta, VRM_ENGINE_TICK_MS / 1000.0);
+        slot->sample = snap;
         /* keepalive completions are no progress */
         sum += snap.v[VRM_STAT_BYTES_SENT] + snap.v[VRM_STAT_BYTES_RECEIVED] +
                snap.v[VRM_STAT_REGISTRATIONS];
     }
-    sum += e->established + e->accepted_socks + e->next_open;
-    if (sum != e->last_progress_sum) {
-        e->last_progress_sum = sum;
-        e->last_progress_us = now;
+    sum += e->established + e->acceptedSocks + e->nextOpen;
+    if (sum != e->lastProgressSum) {
+        e->lastProgressSum = sum;
+        e->lastProgressUs = now;
     }
-    if (e->established < e->s.channels && now > e->connect_deadline) {
+    if (e->established < e->s.channels && now > e->connectDeadline) {
         if (e->s.role == VRM_ENGINE_ROLE_SOURCE && e->rejects)
             vrmReportError(VRM_ERR_TIMEOUT,
                            _("Only %1$u of %2$u channels were connected within %3$u seconds; %4$u connection requests were refused (last: %5$s)."),
                            e->established, e->s.channels, e->s.deadlineConnect,
-                           e->rejects, vrmProtoRejectReasonToString(e->last_reject));
+                           e->rejects, vrmProtoRejectReasonToString(e->lastReject));
         else
             vrmReportError(VRM_ERR_TIMEOUT,
                            _("Only %1$u of %2$u channels were connected within %3$u seconds."),
                            e->established, e->s.channels, e->s.deadlineConnect);
         vrmEngineFailLast(e);
     } else if (e->s.idleTimeout &&
-               now - e->last_progress_us > (gint64)e->s.idleTimeout * G_USEC_PER_SEC) {
+               now - e->lastProgressUs > (gint64)e->s.idleTimeout * G_USEC_PER_SEC) {
         vrmReportError(VRM_ERR_TIMEOUT,
                        _("Nothing moved on any channel for %1$u seconds (idle timeout)."),
                        e->s.idleTimeout);
@@ -894,13 +962,13 @@ vrmEngineSignal(gpointer opaque)
     return G_SOURCE_CONTINUE;
 }
 
+/* A channel told something: act on its events */
 static gboolean
 vrmEngineWoken(gint fd, GIOCondition cond, gpointer opaque)
 {
     vrmEngine *e = opaque;
     guint32 i, done = 0;
     guint64 junk;
-    bool main_done;
 
     if (read(fd, &junk, sizeof(junk)) < 0 && errno != EAGAIN)
         VRM_DEBUG("engine eventfd: %s", g_strerror(errno));
@@ -908,22 +976,24 @@ vrmEngineWoken(gint fd, GIOCondition cond, gpointer opaque)
         g_main_loop_quit(e->loop);
         return G_SOURCE_CONTINUE;
     }
+    for (i = 0; i < e->s.channels; i++) {
+        vrmEngineSlot *slot = &e->slots[i];
+        vrmChannelEvents ev;
+
+        vrmChannelTakeEvents(slot->ch, &ev);
+        if (ev.openRequested)
+            slot->openRequested = true;
+        slot->done = ev.done;
+        done += slot->done;
+    }
     if (e->s.role == VRM_ENGINE_ROLE_DESTINATION)
         vrmEngineOpenNext(e);
-
-    g_mutex_lock(&e->lock);
-    main_done = e->channels[0]->mb_done;
-    for (i = 0; i < e->s.channels; i++)
-        done += e->channels[i]->mb_done;
-    if (e->s.role == VRM_ENGINE_ROLE_SOURCE && main_done && !e->unused_announced) {
-        e->unused_announced = true;
-        for (i = e->accepted_socks; i < e->s.channels; i++)
-            e->channels[i]->mb_unused = true;
-    }
-    g_mutex_unlock(&e->lock);
-    if (e->unused_announced) {
-        for (i = e->accepted_socks; i < e->s.channels; i++)
-            vrmChannelWake(e->channels[i]);
+    /* v1: once the main channel has ended, the channels QEMU did not open
+     * end unused */
+    if (e->s.role == VRM_ENGINE_ROLE_SOURCE && e->slots[0].done && !e->unusedAnnounced) {
+        e->unusedAnnounced = true;
+        for (i = e->acceptedSocks; i < e->s.channels; i++)
+            vrmChannelWantUnused(e->slots[i].ch);
     }
     if (done == e->s.channels) {
         e->finished = true;
@@ -940,16 +1010,35 @@ vrmEngineNew(const vrmEngineSettings *settings, const vrmToken *token)
 
     vrmEngineSettingsCopy(&e->s, settings);
     e->token = *token;
-    e->port_str = g_strdup_printf("%u", e->s.port);
+    e->portStr = g_strdup_printf("%u", e->s.port);
     g_mutex_init(&e->lock);
-    e->unix_fd = -1;
-    e->stats_fd = -1;
+    e->unixFd = -1;
+    e->statsFd = -1;
     e->wakefd = -1;
     e->devices = g_ptr_array_new_with_free_func((GDestroyNotify)vrmRdmaDeviceFree);
-    e->async_sources = g_ptr_array_new();
-    e->channels = g_new0(vrmChannel *, e->s.channels);
-    for (i = 0; i < e->s.channels; i++)
-        e->channels[i] = vrmChannelNew(e, i);
+    e->asyncSources = g_ptr_array_new();
+    e->slots = g_new0(vrmEngineSlot, e->s.channels);
+    for (i = 0; i < e->s.channels; i++) {
+        vrmEngineSlot *slot = &e->slots[i];
+        vrmChannelConfig cfg = {
+            .role = e->s.role,
+            .index = i,
+            .chunkSize = e->s.chunkSize,
+            .ringDepth = e->s.ringDepth,
+            .pinAll = e->s.pinAll,
+            .fault = e->s.fault,
+            .faultBytes = e->s.faultBytes,
+        };
+        vrmChannelHost host = {
+            .fail = vrmEngineChannelFail,
+            .wake = vrmEngineChannelWake,
+            .opaque = slot,
+        };
+
+        slot->engine = e;
+        slot->index = i;
+        slot->ch = vrmChannelNew(&cfg, &host);
+    }
     e->caps = (e->s.pinAll ? VRM_CAP_PIN_ALL : 0) |
               (e->s.noWriteImm ? 0 : VRM_CAP_WRITE_IMM);
     return e;
@@ -961,32 +1050,29 @@ vrmEngineTeardown(vrmEngine *e)
     guint32 i;
 
     /* 1. stop the progress threads (each bounded: poll interval + ERROR wait) */
-    g_mutex_lock(&e->lock);
     for (i = 0; i < e->s.channels; i++)
-        e->channels[i]->mb_stop = true;
-    g_mutex_unlock(&e->lock);
-    for (i = 0; i < e->s.channels; i++) {
-        vrmChannelWake(e->channels[i]);
-        vrmChannelJoin(e->channels[i]);
-    }
-    e->end_us = g_get_monotonic_time();
-    /* 2. QEMU's sockets, then the listeners */
-    if (e->unix_fd >= 0) {
-        close(e->unix_fd);
-        e->unix_fd = -1;
-        if (e->unix_own)
+        vrmChannelStop(e->slots[i].ch, VRM_ERR_CANCELLED, _("the job ended"));
+    for (i = 0; i < e->s.channels; i++)
+        vrmChannelJoin(e->slots[i].ch);
+    e->endUs = g_get_monotonic_time();
+    /* 2. QEMU's listening socket */
+    if (e->unixFd >= 0) {
+        close(e->unixFd);
+        e->unixFd = -1;
+        if (e->unixOwn)
             unlink(e->s.qemuPath);
     }
-    /* 3. disconnect, then QPs, CQs, registrations, ids (vrmChannelFree) */
+    /* 3. disconnect; queue pairs, registrations and ids go in vrmEngineFree */
     for (i = 0; i < e->s.channels; i++) {
-        vrmChannel *ch = e->channels[i];
-        if (ch->retry_source)
-            g_source_remove(ch->retry_source);
-        if (ch->open_source)
-            g_source_remove(ch->open_source);
-        ch->retry_source = ch->open_source = 0;
-        if (ch->id && ch->connected)
-            rdma_disconnect(ch->id);
+        vrmEngineSlot *slot = &e->slots[i];
+
+        if (slot->retrySource)
+            g_source_remove(slot->retrySource);
+        if (slot->openSource)
+            g_source_remove(slot->openSource);
+        slot->retrySource = slot->openSource = 0;
+        if (slot->id && slot->connected)
+            rdma_disconnect(slot->id);
     }
 }
 
@@ -997,36 +1083,40 @@ vrmEngineFree(vrmEngine *e)
 
     if (!e)
         return;
-    for (i = 0; e->channels && i < e->s.channels; i++)
-        vrmChannelFree(e->channels[i]);
-    g_free(e->channels);
-    if (e->listen_id)
-        rdma_destroy_id(e->listen_id);
-    for (i = 0; e->async_sources && i < e->async_sources->len; i++)
-        g_source_remove(GPOINTER_TO_UINT(g_ptr_array_index(e->async_sources, i)));
-    if (e->async_sources)
-        g_ptr_array_free(e->async_sources, TRUE);
+    for (i = 0; e->slots && i < e->s.channels; i++) {
+        /* the channel (queue pair, memory) before its rdma_cm id */
+        vrmChannelFree(e->slots[i].ch);
+        if (e->slots[i].id && rdma_destroy_id(e->slots[i].id) < 0)
+            VRM_WARN("rdma_destroy_id on channel %u failed: %s", i, g_strerror(errno));
+    }
+    g_free(e->slots);
+    if (e->listenId)
+        rdma_destroy_id(e->listenId);
+    for (i = 0; e->asyncSources && i < e->asyncSources->len; i++)
+        g_source_remove(GPOINTER_TO_UINT(g_ptr_array_index(e->asyncSources, i)));
+    if (e->asyncSources)
+        g_ptr_array_free(e->asyncSources, TRUE);
     if (e->devices)
         g_ptr_array_free(e->devices, TRUE);
     if (e->cm)
         rdma_destroy_event_channel(e->cm);
-    if (e->unix_fd >= 0) {
-        close(e->unix_fd);
-        if (e->unix_own)
+    if (e->unixFd >= 0) {
+        close(e->unixFd);
+        if (e->unixOwn)
             unlink(e->s.qemuPath);
     }
     if (e->s.qemuListenFd >= 0)
         close(e->s.qemuListenFd);
-    if (e->stats_fd >= 0) {
-        close(e->stats_fd);
+    if (e->statsFd >= 0) {
+        close(e->statsFd);
         unlink(e->s.statsSocket);
     }
     if (e->wakefd >= 0)
         close(e->wakefd);
     if (e->loop)
         g_main_loop_unref(e->loop);
-    g_free(e->fail_reason);
-    g_free(e->port_str);
+    g_free(e->failReason);
+    g_free(e->portStr);
     g_mutex_clear(&e->lock);
     vrmTokenClear(&e->token);
     vrmEngineSettingsClear(&e->s);
@@ -1037,32 +1127,31 @@ static int
 vrmEngineListenRdma(vrmEngine *e)
 {
     struct rdma_addrinfo *ai = NULL;
+    g_autofree char *addr = vrmEngineFormatAddress(e->s.address, e->s.port);
     int rc;
 
     if (vrmEngineResolve(e, true, &ai) < 0)
         return -1;
-    if (rdma_create_id(e->cm, &e->listen_id, NULL, RDMA_PS_TCP) < 0) {
+    if (rdma_create_id(e->cm, &e->listenId, NULL, RDMA_PS_TCP) < 0) {
         vrmReportSystemError(errno, _("Cannot create an rdma_cm id"));
         rdma_freeaddrinfo(ai);
         return -1;
     }
-    rc = rdma_bind_addr(e->listen_id, ai->ai_src_addr);
+    rc = rdma_bind_addr(e->listenId, ai->ai_src_addr);
     rdma_freeaddrinfo(ai);
     if (rc < 0) {
-        vrmReportSystemError(errno, _("Cannot bind to the RDMA address %1$s:%2$s"),
-                             e->s.address, e->port_str);
+        vrmReportSystemError(errno, _("Cannot bind to the RDMA address %1$s"), addr);
         return -1;
     }
-    if (e->listen_id->verbs && !vrmEngineDevice(e, e->listen_id->verbs))
+    if (e->listenId->verbs && !vrmEngineDevice(e, e->listenId->verbs))
         return -1;
-    if (rdma_listen(e->listen_id, VRM_ENGINE_LISTEN_BACKLOG) < 0) {
-        vrmReportSystemError(errno, _("Cannot listen on the RDMA address %1$s:%2$s"),
-                             e->s.address, e->port_str);
+    if (rdma_listen(e->listenId, VRM_ENGINE_LISTEN_BACKLOG) < 0) {
+        vrmReportSystemError(errno, _("Cannot listen on the RDMA address %1$s"), addr);
         return -1;
     }
     /* port 0: the kernel chose one; the stats record tells the launcher */
-    e->rdma_port = ntohs(rdma_get_src_port(e->listen_id));
-    VRM_INFO("listening on %s port %u for %u channels", e->s.address, e->rdma_port,
+    e->rdmaPort = ntohs(rdma_get_src_port(e->listenId));
+    VRM_INFO("listening on %s port %u for %u channels", e->s.address, e->rdmaPort,
              e->s.channels);
     return 0;
 }
@@ -1076,8 +1165,8 @@ vrmEngineRun(vrmEngine *e)
 
     if (ret < 0 && !vrmEngineFailed(e))
         vrmEngineFailLast(e);
-    if (!e->end_us)
-        e->end_us = g_get_monotonic_time();
+    if (!e->endUs)
+        e->endUs = g_get_monotonic_time();
     return ret;
 }
 
@@ -1089,8 +1178,8 @@ vrmEngineRunInner(vrmEngine *e)
     guint32 i;
     int flags;
 
-    e->start_us = e->last_progress_us = g_get_monotonic_time();
-    e->connect_deadline = e->start_us + (gint64)e->s.deadlineConnect * G_USEC_PER_SEC;
+    e->startUs = e->lastProgressUs = g_get_monotonic_time();
+    e->connectDeadline = e->startUs + (gint64)e->s.deadlineConnect * G_USEC_PER_SEC;
     e->loop = g_main_loop_new(NULL, FALSE);
 
     if (vrmEngineSettingsValidate(&e->s) < 0 || vrmEngineCheckPinned(&e->s) < 0)
@@ -1109,7 +1198,7 @@ vrmEngineRunInner(vrmEngine *e)
         return -1;
     }
     if (e->s.statsSocket &&
-        (e->stats_fd = vrmUnixListen(e->s.statsSocket)) < 0)
+        (e->statsFd = vrmUnixListen(e->s.statsSocket)) < 0)
         return -1;
 
     if (e->s.role == VRM_ENGINE_ROLE_SOURCE) {
@@ -1117,29 +1206,27 @@ vrmEngineRunInner(vrmEngine *e)
             return -1;
         if (e->s.qemuListenFd >= 0) {
             /* inherited from the launcher, which owns its path */
-            e->unix_fd = e->s.qemuListenFd;
+            e->unixFd = e->s.qemuListenFd;
             e->s.qemuListenFd = -1;
-            if (vrmSetNonBlock(e->unix_fd) < 0 ||
-                fcntl(e->unix_fd, F_SETFD, FD_CLOEXEC) < 0)
+            if (vrmSetNonBlock(e->unixFd) < 0 ||
+                fcntl(e->unixFd, F_SETFD, FD_CLOEXEC) < 0)
                 return -1;
         } else {
-            if ((e->unix_fd = vrmUnixListen(e->s.qemuPath)) < 0)
+            if ((e->unixFd = vrmUnixListen(e->s.qemuPath)) < 0)
                 return -1;
-            e->unix_own = true;
+            e->unixOwn = true;
         }
-        sources[nsources++] = g_unix_fd_add(e->unix_fd, G_IO_IN, vrmEngineUnixAccept, e);
+        sources[nsources++] = g_unix_fd_add(e->unixFd, G_IO_IN, vrmEngineUnixAccept, e);
     } else {
         for (i = 0; i < e->s.channels; i++) {
-            if (vrmEngineConnectChannel(e, e->channels[i]) < 0)
+            if (vrmEngineConnectChannel(e, &e->slots[i]) < 0)
                 return -1;
         }
     }
     sources[nsources++] = g_unix_fd_add(e->cm->fd, G_IO_IN, vrmEngineCMEvent, e);
     sources[nsources++] = g_unix_fd_add(e->wakefd, G_IO_IN, vrmEngineWoken, e);
-    if (e->stats_fd >= 0) {
-        vrmSetNonBlock(e->stats_fd);
-        sources[nsources++] = g_unix_fd_add(e->stats_fd, G_IO_IN, vrmEngineStatsAccept, e);
-    }
+    if (e->statsFd >= 0)
+        sources[nsources++] = g_unix_fd_add(e->statsFd, G_IO_IN, vrmEngineStatsAccept, e);
     sources[nsources++] = g_timeout_add(VRM_ENGINE_TICK_MS, vrmEngineTick, e);
     sources[nsources++] = g_unix_signal_add(SIGINT, vrmEngineSignal, e);
     sources[nsources++] = g_unix_signal_add(SIGTERM, vrmEngineSignal, e);
@@ -1153,8 +1240,8 @@ vrmEngineRunInner(vrmEngine *e)
 
     if (!e->finished || vrmEngineFailed(e)) {
         g_mutex_lock(&e->lock);
-        vrmSetLastError(e->fail_code ? e->fail_code : VRM_ERR_INTERNAL,
-                        e->fail_reason ? e->fail_reason : _("The job ended before its channels did."));
+        vrmSetLastError(e->failCode ? e->failCode : VRM_ERR_INTERNAL,
+                        e->failReason ? e->failReason : _("The job ended before its channels did."));
         g_mutex_unlock(&e->lock);
         return -1;
     }

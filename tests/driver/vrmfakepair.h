@@ -1,0 +1,47 @@
+/*
+ * vrmfakepair.h: two real channels joined by the FAKE provider (tests,
+ * fuzzers)
+ *
+ * A source channel and a destination channel, each on its own fake device,
+ * their queue pairs joined by the fake wire, and for each a socket pair
+ * standing for QEMU's connection (the test holds one end). The test drives
+ * everything by hand: vrmFakePairStep() runs one round of both channels and
+ * carries some work requests each way; nothing runs in a thread.
+ */
+#pragma once
+
+#include <stdbool.h>
+
+#include "vrmchannel.h"
+#include "vrmfakeprovider.h"
+
+typedef struct {
+    guint32 srcDepth;
+    guint32 dstDepth;
+    guint32 chunkSize;
+    bool pinAll;
+    bool writeImm;
+} vrmFakePairConfig;
+
+typedef struct {
+    vrmChannel *ch[2];          /* 0: source, 1: destination */
+    vrmRdmaDevice *dev[2];
+    vrmRdmaQP *qp[2];           /* owned by the channels once attached */
+    int qemu[2];                /* the test's end of each QEMU socket, -1 none */
+    int engineSock[2];          /* the channel's end, until given */
+    int failed[2];              /* vrmChannelStep returned -1 */
+    char *error[2];             /* and why */
+    int failures;               /* fail() calls through the host */
+} vrmFakePair;
+
+vrmFakePair *vrmFakePairNew(const vrmFakePairConfig *cfg);
+void vrmFakePairFree(vrmFakePair *p);
+
+/* Hand each side its QEMU socket the way the engine does: the source's at
+ * once, the destination's once CHANNEL_OPEN has arrived */
+void vrmFakePairGiveSockets(vrmFakePair *p);
+/* One round: step both channels, carry up to @wire work requests each way.
+ * Returns true while anything moved. */
+bool vrmFakePairStep(vrmFakePair *p, int wire);
+/* Run rounds until nothing moves, or @rounds have passed */
+void vrmFakePairRun(vrmFakePair *p, int rounds);
