@@ -3,11 +3,13 @@
 # Debian 12 machine, as root. It installs what is needed, builds, runs the
 # unit, rdma and e2e suites (the latter two in the Soft-RoCE sandbox), builds
 # the unit tier again with AddressSanitizer and UndefinedBehaviorSanitizer,
-# runs the XML fuzzer for a bounded time, checks that the translation
+# replays every fuzzer's seeds and regression inputs and runs each fuzzer
+# (XML, wire codec, channel state machines, stats record) for a bounded
+# time, checks that the translation
 # template builds, and ends with the line `N passed, N failed`.
 #
 #   --no-install     skip apt-get (the packages are already there)
-#   --fuzz-seconds N run the fuzzer N seconds (default 60)
+#   --fuzz-seconds N run each fuzzer N seconds (default 60)
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -96,11 +98,16 @@ else
 fi
 
 if [ -f tests/fuzz/run-fuzz.sh ]; then
-    step "XML parser fuzzing (${fuzz_seconds}s, libFuzzer with ASan+UBSan)"
+    step "fuzzing (${fuzz_seconds}s each, libFuzzer with ASan+UBSan)"
     if CC=clang meson setup "$out/fuzz" -Dsandbox_tests=false -Dfuzzing=true \
            -Db_sanitize=address,undefined -Db_lundef=false &&
        ninja -C "$out/fuzz"; then
-        check "fuzzing the XML parser for ${fuzz_seconds}s" bash tests/fuzz/run-fuzz.sh "$out/fuzz" "$fuzz_seconds"
+        # every seed and regression input once, then each fuzzer in turn
+        meson test -C "$out/fuzz" --suite fuzz --print-errorlogs
+        count_meson "$out/fuzz"
+        for f in vrmxmlfuzz vrmwirefuzz vrmchannelfuzz vrmstatsfuzz; do
+            check "fuzzing $f for ${fuzz_seconds}s" bash tests/fuzz/run-fuzz.sh "$out/fuzz" "$fuzz_seconds" "$f"
+        done
     else
         echo "run-all.sh: the fuzzing build failed"
         failed=$((failed + 1))
