@@ -361,6 +361,7 @@ testRefusals(void)
     g_autoptr(vrmControlMessage) v = NULL;
     g_autoptr(vrmControlMessage) p = NULL;
     g_autoptr(vrmOffer) offer = NULL;
+    g_autofree char *tooNew = NULL;
 
     helperStart(h);
     p = openJob(h, "big", 8);
@@ -368,9 +369,11 @@ testRefusals(void)
 
     a = openJob(h, "web1", 1);
     offer = vrmOfferCopy(onlyJob(a)->migration->offer);
-    offer->version = 2;
+    offer->version = VRM_PROTOCOL_VERSION + 1;
     v = acceptOffer(h, offer);
-    assertError(v, VRM_ERR_VERSION, "protocol version 2 of the source is too new");
+    tooNew = g_strdup_printf("protocol version %d of the source is too new",
+                             VRM_PROTOCOL_VERSION + 1);
+    assertError(v, VRM_ERR_VERSION, tooNew);
 
     b = openJob(h, "web2", 1);
     onlyJob(b);
@@ -646,6 +649,7 @@ testHook(void)
     g_autoptr(vrmOffer) newer = NULL;
     g_autofree char *newerXML = NULL;
     g_autofree char *missing = g_strdup_printf("%s/nothing.sock", h->dir);
+    g_autofree char *expected = NULL;
 
     helperStart(h);
     a = openJob(h, "web1", 2);
@@ -684,8 +688,11 @@ testHook(void)
     newerXML = vrmDomainXMLSetOffer(domainXML, newer);
     g_assert_cmpint(runHook(h, h->sock, "migrate", "begin", newerXML, &out, &err), ==, 1);
     g_assert_cmpstr(out, ==, "");
-    g_assert_cmpstr(err, ==,
-                    "virt-rdma: virt-rdmad on the destination refused the migration: protocol version 9 of the source is too new; this host speaks versions 1 to 1\n");
+    expected = g_strdup_printf("virt-rdma: virt-rdmad on the destination refused the migration: "
+                               "protocol version 9 of the source is too new; "
+                               "this host speaks versions %d to %d\n",
+                               VRM_PROTOCOL_VERSION_MIN, VRM_PROTOCOL_VERSION_MAX);
+    g_assert_cmpstr(err, ==, expected);
     g_clear_pointer(&out, g_free);
     g_clear_pointer(&err, g_free);
 
