@@ -39,6 +39,7 @@
 #define VRM_CHANNEL_RING_BATCH 170      /* RAM_BLOCKS entries per message */
 #define VRM_CHANNEL_KEEPALIVE_US (1000 * 1000) /* probe a silent peer after 1 s */
 #define VRM_CHANNEL_PEER_TIMEOUT_US (5 * 1000 * 1000) /* signaled work unanswered */
+#define VRM_CHANNEL_AUTH_TIMEOUT_US (5 * 1000 * 1000)  /* source: AUTH awaited */
 
 G_STATIC_ASSERT(VRM_CHANNEL_RING_BATCH * 24 <= VRM_PROTO_PAYLOAD_MAX);
 
@@ -46,16 +47,17 @@ G_STATIC_ASSERT(VRM_CHANNEL_RING_BATCH * 24 <= VRM_PROTO_PAYLOAD_MAX);
     ((type *)((char *)(ptr) - offsetof(type, member)))
 
 VRM_ENUM_IMPL(vrmChannelTx, VRM_CHANNEL_TX_LAST,
+              "auth",
               "describe",
               "wait-open",
               "open",
               "stream",
               "eof-sent",
               "done",
-              "unused",
 );
 
 VRM_ENUM_IMPL(vrmChannelRx, VRM_CHANNEL_RX_LAST,
+              "auth",
               "describe",
               "open",
               "stream",
@@ -79,11 +81,15 @@ typedef struct {
 
 #define RX(s) (1u << VRM_CHANNEL_RX_##s)
 #define TX(s) (1u << VRM_CHANNEL_TX_##s)
+/* every state once the peer has proved who it is */
 #define RX_ANY (RX(DESCRIBE) | RX(OPEN) | RX(STREAM) | RX(DRAIN) | RX(DONE))
 
-/* A type without a row (NONE, QEMU_FILE, COMPRESS, REGISTER_FINISHED) is
- * never legal; the decoder refuses those already. */
+/* A type without a row (NONE, QEMU_FILE, COMPRESS, REGISTER_FINISHED, and
+ * version 1's CHANNEL_UNUSED) is never legal; the decoder refuses those
+ * already. Until the destination's AUTH has been checked, AUTH is the only
+ * legal message. */
 static const vrmChannelRule vrmChannelRules[VRM_MSG_LAST] = {
+    [VRM_MSG_AUTH] = { VRM_RULE_RX, VRM_ENGINE_FOR_SOURCE, RX(AUTH) },
     [VRM_MSG_ERROR] = { VRM_RULE_RX, VRM_ENGINE_FOR_BOTH, RX_ANY },
     [VRM_MSG_READY] = { VRM_RULE_TX, VRM_ENGINE_FOR_BOTH, TX(STREAM) | TX(EOF_SENT) },
     [VRM_MSG_RAM_BLOCKS] = { VRM_RULE_RX, VRM_ENGINE_FOR_BOTH, RX(DESCRIBE) },
@@ -93,8 +99,8 @@ static const vrmChannelRule vrmChannelRules[VRM_MSG_LAST] = {
     [VRM_MSG_DATA] = { VRM_RULE_RX, VRM_ENGINE_FOR_BOTH, RX(STREAM) },
     [VRM_MSG_EOF] = { VRM_RULE_RX, VRM_ENGINE_FOR_BOTH, RX(STREAM) },
     [VRM_MSG_EOF_ACK] = { VRM_RULE_TX, VRM_ENGINE_FOR_BOTH, TX(EOF_SENT) },
-    [VRM_MSG_CHANNEL_UNUSED] = { VRM_RULE_RX, VRM_ENGINE_FOR_DESTINATION, RX(OPEN) },
     [VRM_MSG_KEEPALIVE] = { VRM_RULE_RX, VRM_ENGINE_FOR_BOTH, RX_ANY },
+    [VRM_MSG_CHANNEL_CONNECT] = { VRM_RULE_RX, VRM_ENGINE_FOR_DESTINATION, RX(STREAM) },
 };
 
 #undef RX
@@ -133,6 +139,13 @@ typedef struct {
     struct ibv_mr *whole;       /* pin-all: one registration */
     struct ibv_mr **mrs;        /* dynamic: per chunk, on first use */
 } vrmRing;
+
+/* The end of QEMU's stream, with the owner's verdict (cfg.checkEnd) */
+typedef enum {
+    VRM_CHANNEL_END_NONE,       /* the stream goes on */
+    VRM_CHANNEL_END_ASKED,      /* it ended; is QEMU still there? */
+    VRM_CHANNEL_END_CLEARED,    /* it is: the end is an end, not a crash */
+} vrmChannelEnd;
 
 struct _vrmChannel {
     vrmChannelConfig cfg;
@@ -197,9 +210,22 @@ struct _vrmChannel {
 
     int sock;                   /* QEMU's connection, -1 until given */
     bool faultDone;             /* the test fault fired */
-    bool unusedWanted;          /* source: end it unused (from the mailbox) */
     bool peerGone;              /* the peer disconnected (from the mailbox) */
     gint64 doneSince;           /* both directions ended at (monotonic us) */
+    gint64 attachedUs;          /* the queue pair came (monotonic us) */
+
+    /* the mutual authentication */
+    guint8 auth[VRM_PROTO_MAC_LEN]; /* destination: to send; source: expected */
+    bool unauthenticated;       /* source: the peer failed to prove itself */
+
+    /* source, channel 0: connections QEMU opened, to announce */
+    guint32 announce[VRM_CHANNELS_MAX];
+    guint32 nannounce;
+
+    /* the end of QEMU's stream, when the owner must say whether QEMU lives */
+    vrmChannelEnd end;
+    int endErr;                 /* the socket error that ended it, 0 for EOF */
+    bool endReading;            /* ... while reading (or writing) */
 
     /* mailbox, under lock */
     GMutex lock;
@@ -208,7 +234,10 @@ struct _vrmChannel {
     int mbCode;                 /* and why, for the ERROR to the peer */
     char *mbReason;
     bool mbPeerGone;
-    bool mbUnused;
+    guint32 mbAnnounce[VRM_CHANNELS_MAX];
+    guint32 mbNannounce;
+    int mbVerdict;              /* 0 none, 1 QEMU alive, 2 gone */
+    int mbQemuPid;              /* (gone) its pid */
     vrmChannelEvents ev;        /* for the owner */
 
     vrmStats stats;
@@ -318,8 +347,9 @@ vrmChannelNew(const vrmChannelConfig *cfg, const vrmChannelHost *host)
 
     ch->cfg = *cfg;
     ch->host = *host;
-    ch->tx = VRM_CHANNEL_TX_DESCRIBE;
-    ch->rx = VRM_CHANNEL_RX_DESCRIBE;
+    ch->tx = VRM_CHANNEL_TX_AUTH;
+    ch->rx = cfg->role == VRM_ENGINE_ROLE_SOURCE ? VRM_CHANNEL_RX_AUTH :
+        VRM_CHANNEL_RX_DESCRIBE;
     ch->sock = -1;
     ch->mbFd = -1;
     ch->wakefd = -1;
@@ -451,7 +481,7 @@ vrmChannelAttachQP(vrmChannel *ch, vrmRdmaQP *qp, guint32 caps)
     ch->qp = qp;
     ch->caps = caps;
     ch->recvPosted = 0;
-    ch->lastActivity = g_get_monotonic_time();
+    ch->lastActivity = ch->attachedUs = g_get_monotonic_time();
     for (i = 0; i < ch->rqSize; i++)
         ch->repost[i] = i;
     return vrmChannelPostRecvs(ch, ch->repost, ch->rqSize);
@@ -462,6 +492,13 @@ vrmChannelSetCaps(vrmChannel *ch, guint32 caps)
 {
     g_assert(!ch->thread);
     ch->caps = caps;
+}
+
+void
+vrmChannelSetAuth(vrmChannel *ch, const guint8 mac[VRM_PROTO_MAC_LEN])
+{
+    g_assert(!ch->thread);
+    memcpy(ch->auth, mac, VRM_PROTO_MAC_LEN);
 }
 
 void
@@ -515,6 +552,7 @@ vrmChannelFree(vrmChannel *ch)
     if (ch->wakefd >= 0)
         close(ch->wakefd);
     g_free(ch->mbReason);
+    explicit_bzero(ch->auth, sizeof(ch->auth));
     g_mutex_clear(&ch->lock);
     g_free(ch);
 }
@@ -565,10 +603,21 @@ vrmChannelPeerGone(vrmChannel *ch)
 }
 
 void
-vrmChannelWantUnused(vrmChannel *ch)
+vrmChannelAnnounce(vrmChannel *ch, guint32 index)
 {
     g_mutex_lock(&ch->lock);
-    ch->mbUnused = true;
+    g_assert(ch->mbNannounce < G_N_ELEMENTS(ch->mbAnnounce));
+    ch->mbAnnounce[ch->mbNannounce++] = index;
+    g_mutex_unlock(&ch->lock);
+    vrmChannelWake(ch);
+}
+
+void
+vrmChannelStreamVerdict(vrmChannel *ch, bool qemuAlive, int qemuPid)
+{
+    g_mutex_lock(&ch->lock);
+    ch->mbVerdict = qemuAlive ? 1 : 2;
+    ch->mbQemuPid = qemuPid;
     g_mutex_unlock(&ch->lock);
     vrmChannelWake(ch);
 }
@@ -579,6 +628,9 @@ vrmChannelTakeEvents(vrmChannel *ch, vrmChannelEvents *ev)
     g_mutex_lock(&ch->lock);
     *ev = ch->ev;
     ch->ev.openRequested = false;
+    ch->ev.authenticated = false;
+    ch->ev.streamEnded = false;
+    ch->ev.nconnect = 0;
     g_mutex_unlock(&ch->lock);
 }
 
@@ -747,6 +799,23 @@ vrmChannelFaults(vrmChannel *ch, bool *progress)
 {
     const vrmChannelConfig *c = &ch->cfg;
 
+    if (c->fault == VRM_ENGINE_FAULT_OVERSIZE && !ch->faultDone &&
+        ch->tx >= VRM_CHANNEL_TX_WAIT_OPEN && vrmChannelSqFree(ch) > 0) {
+        /* a SEND longer than any receive buffer: two control buffers
+         * (registered together) when they follow each other */
+        size_t off = (size_t)(ch->postSeq % ch->sqSize) * VRM_CONTROL_MESSAGE_MAX;
+        size_t len = MIN(2 * VRM_CONTROL_MESSAGE_MAX,
+                         (size_t)ch->sqSize * VRM_CONTROL_MESSAGE_MAX - off);
+
+        if (len > VRM_CONTROL_MESSAGE_MAX) {
+            VRM_WARN("test hook: sending %zu bytes in one SEND on channel %u",
+                     len, c->index);
+            vrmProtoBuildU32Pair(ch->ctlSend + off, VRM_MSG_KEEPALIVE, 0, 0);
+            ch->faultDone = true;
+            *progress = true;
+            return vrmChannelPostCtl(ch, len, true);
+        }
+    }
     if (c->fault == VRM_ENGINE_FAULT_MALFORMED && !ch->faultDone &&
         ch->tx == VRM_CHANNEL_TX_STREAM && ch->txTotal >= c->faultBytes &&
         vrmChannelSqFree(ch) > 0) {
@@ -771,8 +840,28 @@ static int
 vrmChannelPumpControl(vrmChannel *ch, bool *progress)
 {
     bool source = ch->cfg.role == VRM_ENGINE_ROLE_SOURCE;
+    size_t len;
 
     switch (ch->tx) {
+    case VRM_CHANNEL_TX_AUTH:
+        /* the source sends nothing before the destination's AUTH */
+        if (source || vrmChannelSqFree(ch) < 2)
+            break;
+        len = vrmProtoBuildAuth(vrmChannelCtlBuf(ch, 0), ch->auth);
+        if (vrmChannelPostCtl(ch, len, false) < 0)
+            return -1;
+        if (ch->cfg.fault == VRM_ENGINE_FAULT_EARLY_REGISTER) {
+            guint32 zero = 0;
+
+            VRM_WARN("test hook: REGISTER_REQUEST before the ring description on channel %u",
+                     ch->cfg.index);
+            len = vrmProtoBuildRegRequest(vrmChannelCtlBuf(ch, 0), &zero, 1);
+            if (vrmChannelPostCtl(ch, len, false) < 0)
+                return -1;
+        }
+        vrmChannelSetTx(ch, VRM_CHANNEL_TX_DESCRIBE);
+        *progress = true;
+        break;
     case VRM_CHANNEL_TX_DESCRIBE:
         if (vrmChannelSendDescription(ch, progress) < 0)
             return -1;
@@ -783,12 +872,6 @@ vrmChannelPumpControl(vrmChannel *ch, bool *progress)
         if (ch->sock >= 0) {
             /* the source announces the open once the peer is described */
             vrmChannelSetTx(ch, source ? VRM_CHANNEL_TX_OPEN : VRM_CHANNEL_TX_STREAM);
-            *progress = true;
-        } else if (source && ch->unusedWanted && vrmChannelSqFree(ch) > 0) {
-            if (vrmChannelPostPair(ch, VRM_MSG_CHANNEL_UNUSED, ch->cfg.index, true) < 0)
-                return -1;
-            vrmChannelSetTx(ch, VRM_CHANNEL_TX_UNUSED);
-            vrmChannelSetRx(ch, VRM_CHANNEL_RX_DONE);
             *progress = true;
         }
         break;
@@ -803,10 +886,21 @@ vrmChannelPumpControl(vrmChannel *ch, bool *progress)
         vrmChannelSetRx(ch, VRM_CHANNEL_RX_STREAM);
         *progress = true;
         break;
-    case VRM_CHANNEL_TX_STREAM:         /* data: vrmChannelPumpTx */
+    case VRM_CHANNEL_TX_STREAM:
+        /* source, channel 0: the connections QEMU opened since, each
+         * before this stream's EOF (vrmChannelPumpTx waits for them) */
+        while (ch->nannounce && vrmChannelSqFree(ch) > 0) {
+            guint32 k = ch->announce[0];
+
+            if (vrmChannelPostPair(ch, VRM_MSG_CHANNEL_CONNECT, k, false) < 0)
+                return -1;
+            memmove(ch->announce, ch->announce + 1, --ch->nannounce * sizeof(*ch->announce));
+            VRM_DEBUG("channel %u: CHANNEL_CONNECT %u sent", ch->cfg.index, k);
+            *progress = true;
+        }
+        break;                          /* data: vrmChannelPumpTx */
     case VRM_CHANNEL_TX_EOF_SENT:       /* waiting for EOF_ACK */
     case VRM_CHANNEL_TX_DONE:
-    case VRM_CHANNEL_TX_UNUSED:
     case VRM_CHANNEL_TX_LAST:
         break;
     }
@@ -814,8 +908,8 @@ vrmChannelPumpControl(vrmChannel *ch, bool *progress)
     /* registrations the peer asked for */
     if (ch->nRegRes && vrmChannelSqFree(ch) > 0) {
         guint32 n = MIN(ch->nRegRes, vrmProtoMaxEntries(VRM_MSG_REGISTER_RESULT));
-        size_t len = vrmProtoBuildRegResult(vrmChannelCtlBuf(ch, 0), ch->regRes, n);
 
+        len = vrmProtoBuildRegResult(vrmChannelCtlBuf(ch, 0), ch->regRes, n);
         if (vrmChannelPostCtl(ch, len, false) < 0)
             return -1;
         memmove(ch->regRes, ch->regRes + n, (ch->nRegRes - n) * sizeof(*ch->regRes));
@@ -827,8 +921,8 @@ vrmChannelPumpControl(vrmChannel *ch, bool *progress)
         g_autofree guint32 *idx = g_new(guint32, ch->remote.queued);
         guint32 n = vrmRemoteRingTakeRequests(&ch->remote, idx,
                                               vrmProtoMaxEntries(VRM_MSG_REGISTER_REQUEST));
-        size_t len = vrmProtoBuildRegRequest(vrmChannelCtlBuf(ch, 0), idx, n);
 
+        len = vrmProtoBuildRegRequest(vrmChannelCtlBuf(ch, 0), idx, n);
         if (vrmChannelPostCtl(ch, len, false) < 0)
             return -1;
         *progress = true;
@@ -845,8 +939,6 @@ vrmChannelPumpControl(vrmChannel *ch, bool *progress)
     /* the peer's direction ends once every byte is in the socket */
     if (ch->rx == VRM_CHANNEL_RX_DRAIN && ch->rxf.filled == 0 && ch->sock >= 0 &&
         vrmChannelSqFree(ch) > 0) {
-        size_t len;
-
         if (shutdown(ch->sock, SHUT_WR) < 0 && errno != ENOTCONN)
             VRM_DEBUG("channel %u: shutdown: %s", ch->cfg.index, g_strerror(errno));
         len = vrmProtoBuildU64(vrmChannelCtlBuf(ch, 0), VRM_MSG_EOF_ACK, ch->rxf.bytes);
@@ -883,6 +975,34 @@ vrmChannelSocketError(vrmChannel *ch, int err, bool reading)
                              ch->rxf.bytes - __atomic_load_n(&ch->stats.v[VRM_STAT_BYTES_RECEIVED],
                                                              __ATOMIC_RELAXED));
     return -1;
+}
+
+/*
+ * QEMU's stream ended: EOF (@err 0) or a socket error. With checkEnd, the
+ * owner first looks whether QEMU is still there (a crash also reads as
+ * EOF): the EOF goes to the peer, or the error ends the job, only once it
+ * has answered (vrmChannelStreamVerdict). -1 reported otherwise.
+ */
+static int
+vrmChannelStreamEnds(vrmChannel *ch, int err, bool reading)
+{
+    if (!ch->cfg.checkEnd) {
+        if (err)
+            return vrmChannelSocketError(ch, err, reading);
+        return 0;
+    }
+    if (ch->end != VRM_CHANNEL_END_NONE) {
+        if (err && ch->end == VRM_CHANNEL_END_CLEARED)
+            return vrmChannelSocketError(ch, err, reading);
+        return 0;
+    }
+    ch->end = VRM_CHANNEL_END_ASKED;
+    ch->endErr = err;
+    ch->endReading = reading;
+    VRM_DEBUG("channel %u: QEMU's stream ended (%s); asking whether QEMU lives",
+              ch->cfg.index, err ? g_strerror(err) : "end of file");
+    vrmChannelSignal(ch, &ch->ev.streamEnded);
+    return 0;
 }
 
 /* Could the next chunk be written now, bytes permitting? */
@@ -940,13 +1060,17 @@ vrmChannelPumpTx(vrmChannel *ch, bool *progress)
         if (r < 0) {
             if (errno == EINTR)
                 continue;
-            if (errno != EAGAIN && errno != EWOULDBLOCK)
-                return vrmChannelSocketError(ch, errno, true);
+            if (errno != EAGAIN && errno != EWOULDBLOCK) {
+                if (vrmChannelStreamEnds(ch, errno, true) < 0)
+                    return -1;
+                ch->sockEof = true;
+            }
             again = true;
         } else if (r == 0) {
             ch->sockEof = true;
             VRM_DEBUG("channel %u: socket EOF after %" G_GUINT64_FORMAT " bytes",
                       ch->cfg.index, ch->txTotal + ch->stageFill);
+            vrmChannelStreamEnds(ch, 0, true);
         } else {
             ch->stageFill += r;
             ch->stalled = false;
@@ -1003,8 +1127,11 @@ vrmChannelPumpTx(vrmChannel *ch, bool *progress)
         *progress = true;
     }
 
-    /* our direction ends after its last WRITE */
-    if (ch->sockEof && ch->stageFill == 0 && vrmChannelSqFree(ch) > 0) {
+    /* our direction ends after its last WRITE, after every announcement,
+     * and (checkEnd) once the owner knows QEMU did not just vanish */
+    if (ch->sockEof && ch->stageFill == 0 && !ch->nannounce &&
+        (!ch->cfg.checkEnd || ch->end == VRM_CHANNEL_END_CLEARED) &&
+        vrmChannelSqFree(ch) > 0) {
         size_t len = vrmProtoBuildU64(vrmChannelCtlBuf(ch, 0), VRM_MSG_EOF, ch->txTotal);
 
         if (vrmChannelPostCtl(ch, len, true) < 0)
@@ -1025,6 +1152,9 @@ vrmChannelPumpRx(vrmChannel *ch, bool *progress)
 
     /* try again each round: a full socket is seen by send() itself */
     ch->rxBlocked = false;
+    /* a socket that failed while the owner looks at QEMU is left alone */
+    if (ch->endErr && !ch->endReading)
+        return 0;
     while (ch->sock >= 0 && ch->rxf.filled > 0 && !ch->rxBlocked) {
         guint32 idx = ch->rxf.drain;
         guint32 len = ch->rxLen[idx];
@@ -1038,7 +1168,7 @@ vrmChannelPumpRx(vrmChannel *ch, bool *progress)
                 ch->rxBlocked = true;
                 break;
             }
-            return vrmChannelSocketError(ch, errno, false);
+            return vrmChannelStreamEnds(ch, errno, false);
         }
         ch->rxOff += r;
         vrmStatsAdd(&ch->stats, VRM_STAT_BYTES_RECEIVED, r);
@@ -1232,6 +1362,33 @@ vrmChannelHandleMessage(vrmChannel *ch, const guint8 *buf, size_t len)
         return -1;
 
     switch ((vrmProtoMsgType)msg.hdr.type) {
+    case VRM_MSG_AUTH:
+        if (!vrmProtoMacEqual(vrmProtoGetAuth(&msg), ch->auth, VRM_PROTO_MAC_LEN)) {
+            ch->unauthenticated = true;
+            vrmReportError(VRM_ERR_AUTH,
+                           _("channel %1$u: the peer could not prove it holds this job's token"),
+                           ch->cfg.index);
+            return -1;
+        }
+        /* from now on it may hear from us: our description, our keys */
+        vrmChannelSetRx(ch, VRM_CHANNEL_RX_DESCRIBE);
+        vrmChannelSetTx(ch, VRM_CHANNEL_TX_DESCRIBE);
+        vrmChannelSignal(ch, &ch->ev.authenticated);
+        return 0;
+    case VRM_MSG_CHANNEL_CONNECT:
+        vrmProtoGetU32Pair(&msg, 0, &a, NULL);
+        if (ch->cfg.index != 0)
+            return vrmChannelUnexpected(ch, msg.hdr.type, _("only channel 0 carries it"));
+        g_mutex_lock(&ch->lock);
+        if (ch->ev.nconnect >= G_N_ELEMENTS(ch->ev.connect)) {
+            g_mutex_unlock(&ch->lock);
+            return vrmChannelUnexpected(ch, msg.hdr.type, _("more connections than channels"));
+        }
+        ch->ev.connect[ch->ev.nconnect++] = a;
+        g_mutex_unlock(&ch->lock);
+        if (ch->host.wake)
+            ch->host.wake(ch->host.opaque);
+        return 0;
     case VRM_MSG_ERROR: {
         g_autofree char *text = NULL;
         g_autofree char *safe = NULL;
@@ -1267,13 +1424,6 @@ vrmChannelHandleMessage(vrmChannel *ch, const guint8 *buf, size_t len)
         vrmChannelSetRx(ch, VRM_CHANNEL_RX_STREAM);
         vrmChannelSignal(ch, &ch->ev.openRequested);
         return 0;
-    case VRM_MSG_CHANNEL_UNUSED:
-        vrmProtoGetU32Pair(&msg, 0, &a, NULL);
-        if (a != ch->cfg.index)
-            return vrmChannelUnexpected(ch, msg.hdr.type, _("it names another channel"));
-        vrmChannelSetTx(ch, VRM_CHANNEL_TX_UNUSED);
-        vrmChannelSetRx(ch, VRM_CHANNEL_RX_DONE);
-        return 0;
     case VRM_MSG_DATA:
         return vrmChannelHandleData(ch, &msg);
     case VRM_MSG_EOF:
@@ -1304,6 +1454,7 @@ vrmChannelHandleMessage(vrmChannel *ch, const guint8 *buf, size_t len)
     case VRM_MSG_QEMU_FILE:
     case VRM_MSG_COMPRESS:
     case VRM_MSG_REGISTER_FINISHED:
+    case VRM_MSG_CHANNEL_UNUSED:
     case VRM_MSG_LAST:
         break;
     }
@@ -1314,8 +1465,7 @@ vrmChannelHandleMessage(vrmChannel *ch, const guint8 *buf, size_t len)
 static bool
 vrmChannelLogicallyDone(const vrmChannel *ch)
 {
-    return (ch->tx == VRM_CHANNEL_TX_DONE || ch->tx == VRM_CHANNEL_TX_UNUSED) &&
-           ch->rx == VRM_CHANNEL_RX_DONE;
+    return ch->tx == VRM_CHANNEL_TX_DONE && ch->rx == VRM_CHANNEL_RX_DONE;
 }
 
 static int
@@ -1330,9 +1480,14 @@ vrmChannelHandleWC(vrmChannel *ch, struct ibv_wc *wc, guint32 *nrepost)
         if (wc->status == IBV_WC_WR_FLUSH_ERR &&
             (vrmChannelLogicallyDone(ch) || ch->peerGone))
             return 0;
-        if (wid && wid->kind == VRM_WR_RECV && wc->status == IBV_WC_LOC_LEN_ERR) {
-            /* the only way a receive is too short: the peer sent more than
-             * a control message may hold */
+        if (wid && wid->kind == VRM_WR_RECV &&
+            (wc->status == IBV_WC_LOC_LEN_ERR || wc->status == IBV_WC_LOC_QP_OP_ERR)) {
+            /* a receive fails only when the peer sent more than a control
+             * message may hold: our buffers are the provider's own, all
+             * of VRM_CONTROL_MESSAGE_MAX bytes. The verbs name it
+             * LOC_LEN_ERR; rxe completes it with LOC_QP_OP_ERR (its copy
+             * into the buffer fails as a malformed request), which the
+             * sandbox showed (issue 13 item 12) */
             vrmReportError(VRM_ERR_PROTOCOL,
                            _("Channel %1$u: the peer sent a control message larger than %2$d bytes."),
                            ch->cfg.index, VRM_CONTROL_MESSAGE_MAX);
@@ -1430,13 +1585,15 @@ vrmChannelPollCQ(vrmChannel *ch, bool *progress)
 /* ------------------------------------------------------------------ */
 /* One round, and the progress thread                                  */
 
-/* The mailbox: a socket, the unused wish, the peer gone. True: stop. */
-static bool
+/* The mailbox: a socket, announcements, the owner's verdict, the peer
+ * gone, the stop. -1 failed (reported), VRM_CHANNEL_STOPPED, or 0. */
+static int
 vrmChannelMailbox(vrmChannel *ch)
 {
     guint64 junk;
     bool stop;
-    int fd;
+    int fd, verdict, qemuPid;
+    guint32 i, n;
 
     if (ch->wakefd >= 0 && read(ch->wakefd, &junk, sizeof(junk)) < 0 && errno != EAGAIN)
         VRM_DEBUG("channel %u: eventfd read: %s", ch->cfg.index, g_strerror(errno));
@@ -1445,14 +1602,46 @@ vrmChannelMailbox(vrmChannel *ch)
     ch->mbFd = -1;
     stop = ch->mbStop;
     ch->peerGone = ch->mbPeerGone;
-    ch->unusedWanted = ch->mbUnused;
+    verdict = ch->mbVerdict;
+    qemuPid = ch->mbQemuPid;
+    ch->mbVerdict = 0;
+    n = ch->mbNannounce;
+    for (i = 0; i < n && ch->nannounce < G_N_ELEMENTS(ch->announce); i++)
+        ch->announce[ch->nannounce++] = ch->mbAnnounce[i];
+    ch->mbNannounce = 0;
     g_mutex_unlock(&ch->lock);
     if (fd >= 0) {
         g_assert(ch->sock < 0);
         ch->sock = fd;
         VRM_DEBUG("channel %u: socket attached", ch->cfg.index);
     }
-    return stop;
+    if (stop)
+        return VRM_CHANNEL_STOPPED;
+    if (n && ch->tx > VRM_CHANNEL_TX_STREAM) {
+        vrmReportError(VRM_ERR_PROTOCOL,
+                       _("QEMU opened connection %1$u after it had closed its main connection"),
+                       ch->announce[0]);
+        return -1;
+    }
+    if (verdict && ch->end == VRM_CHANNEL_END_ASKED) {
+        if (verdict == 2) {
+            /* a crash reads as an end of file (issue 13 item 11); QEMU
+             * outlives its migration streams, so one gone when a stream
+             * ended had crashed */
+            vrmChannelSignal(ch, &ch->ev.qemuGone);
+            if (ch->cfg.domainUUID)
+                vrmReportError(VRM_ERR_PEER, _("QEMU (pid %1$d) of domain %2$s exited mid-stream"),
+                               qemuPid, ch->cfg.domainUUID);
+            else
+                vrmReportError(VRM_ERR_PEER, _("QEMU (pid %1$d) exited mid-stream"),
+                               qemuPid);
+            return -1;
+        }
+        ch->end = VRM_CHANNEL_END_CLEARED;
+        if (ch->endErr)
+            return vrmChannelSocketError(ch, ch->endErr, ch->endReading);
+    }
+    return 0;
 }
 
 /* A silent peer is probed: the probe's completion, or its failure once the
@@ -1461,7 +1650,8 @@ vrmChannelMailbox(vrmChannel *ch)
 static int
 vrmChannelKeepalive(vrmChannel *ch, gint64 now)
 {
-    if (ch->tx == VRM_CHANNEL_TX_DESCRIBE || ch->keepaliveSeq ||
+    /* nothing before the authentication and our description */
+    if (ch->tx < VRM_CHANNEL_TX_WAIT_OPEN || ch->keepaliveSeq ||
         vrmChannelSqFree(ch) == 0 || now - ch->lastActivity <= VRM_CHANNEL_KEEPALIVE_US)
         return 0;
     if (vrmChannelPostPair(ch, VRM_MSG_KEEPALIVE, 0, true) < 0)
@@ -1472,13 +1662,16 @@ vrmChannelKeepalive(vrmChannel *ch, gint64 now)
     return 0;
 }
 
-int
-vrmChannelStep(vrmChannel *ch, bool *progress)
+/* One round; see vrmChannelStep(), which tells an unauthenticated peer
+ * from a failure */
+static int
+vrmChannelRound(vrmChannel *ch, bool *progress)
 {
     gint64 now;
+    int rc;
 
-    if (vrmChannelMailbox(ch))
-        return 1;
+    if ((rc = vrmChannelMailbox(ch)) != 0)
+        return rc;
     if (vrmChannelPollCQ(ch, progress) < 0 ||
         vrmChannelPumpRx(ch, progress) < 0 ||
         vrmChannelPumpControl(ch, progress) < 0 ||
@@ -1486,13 +1679,19 @@ vrmChannelStep(vrmChannel *ch, bool *progress)
         return -1;
     if (vrmChannelLogicallyDone(ch) || *progress)
         return 0;
+    now = g_get_monotonic_time();
+    if (ch->rx == VRM_CHANNEL_RX_AUTH && now - ch->attachedUs > VRM_CHANNEL_AUTH_TIMEOUT_US) {
+        vrmReportError(VRM_ERR_AUTH,
+                       _("channel %1$u: the peer sent no AUTH within %2$d seconds"),
+                       ch->cfg.index, VRM_CHANNEL_AUTH_TIMEOUT_US / 1000000);
+        return -1;
+    }
     if (ch->peerGone) {
         vrmReportError(VRM_ERR_PEER,
                        _("The peer closed channel %1$u before the end of the stream."),
                        ch->cfg.index);
         return -1;
     }
-    now = g_get_monotonic_time();
     if (vrmChannelKeepalive(ch, now) < 0)
         return -1;
     /* The transport's own retry timer is not enough: Soft-RoCE was seen
@@ -1506,6 +1705,21 @@ vrmChannelStep(vrmChannel *ch, bool *progress)
         return -1;
     }
     return 0;
+}
+
+int
+vrmChannelStep(vrmChannel *ch, bool *progress)
+{
+    int rc = vrmChannelRound(ch, progress);
+
+    /* Until the destination has proved itself, whatever goes wrong (a bad
+     * AUTH, anything else, garbage, silence, a disconnect) is a peer that
+     * did not authenticate: the source listens again, the job goes on. */
+    if (rc < 0 && ch->rx == VRM_CHANNEL_RX_AUTH) {
+        ch->unauthenticated = true;
+        return VRM_CHANNEL_UNAUTHENTICATED;
+    }
+    return rc;
 }
 
 bool
@@ -1522,7 +1736,9 @@ vrmChannelSendError(vrmChannel *ch, int code, const char *reason)
     guint64 want;
     size_t len;
 
-    if (code == VRM_ERR_PEER || ch->peerGone || !ch->qp || vrmChannelSqFree(ch) == 0)
+    /* an unauthenticated peer hears nothing from us, not even why */
+    if (code == VRM_ERR_PEER || ch->peerGone || !ch->qp || vrmChannelSqFree(ch) == 0 ||
+        ch->rx == VRM_CHANNEL_RX_AUTH)
         return;
     len = vrmProtoBuildError(vrmChannelCtlBuf(ch, 0), code, reason);
     if (vrmChannelPostCtl(ch, len, true) < 0)
@@ -1609,7 +1825,14 @@ vrmChannelThread(gpointer opaque)
         bool progress = false;
         int rc = vrmChannelStep(ch, &progress);
 
-        if (rc > 0) {
+        if (rc == VRM_CHANNEL_UNAUTHENTICATED) {
+            /* not a failure of the job: the owner listens again; the
+             * impostor learns nothing, not even an ERROR */
+            VRM_DEBUG("channel %u: %s", ch->cfg.index, vrmGetLastErrorMessage());
+            vrmChannelSignal(ch, &ch->ev.authFailed);
+            break;
+        }
+        if (rc == VRM_CHANNEL_STOPPED) {
             g_autofree char *reason = NULL;
             int code;
 

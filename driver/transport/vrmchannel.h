@@ -31,6 +31,8 @@
  *   vrmChannelGiveSocket(ch, fd)   QEMU's connection (mailbox)
  *   vrmChannelStop(ch, code, why)  the job ends: send ERROR, stop (mailbox)
  *   vrmChannelPeerGone(ch)         the peer disconnected (mailbox)
+ *   vrmChannelAnnounce(ch0, k)     source: ask the peer to connect channel k
+ *   vrmChannelStreamVerdict(ch, alive, pid)  QEMU is (not) there after its stream ended
  *   vrmChannelTakeEvents(ch, &ev)  what the owner must act on (mailbox)
  *   vrmChannelStep(ch, &progress)  one round of the logic (tests, the thread)
  *   vrmChannelStats(ch, &snap, &first, &last)
@@ -46,13 +48,14 @@
 
 /* Our direction: what we send on the queue pair */
 typedef enum {
+    VRM_CHANNEL_TX_AUTH,        /* destination: AUTH to send first; source:
+                                 * the peer's AUTH awaited, nothing may go out */
     VRM_CHANNEL_TX_DESCRIBE,    /* our ring description is (partly) to be sent */
     VRM_CHANNEL_TX_WAIT_OPEN,   /* described; no QEMU socket attached yet */
     VRM_CHANNEL_TX_OPEN,        /* source: socket attached, CHANNEL_OPEN to send */
     VRM_CHANNEL_TX_STREAM,      /* socket -> peer's ring, while credits last */
     VRM_CHANNEL_TX_EOF_SENT,    /* our socket ended, EOF posted, EOF_ACK awaited */
     VRM_CHANNEL_TX_DONE,        /* the peer acknowledged every byte */
-    VRM_CHANNEL_TX_UNUSED,      /* source: QEMU never opened it, CHANNEL_UNUSED posted */
 
     VRM_CHANNEL_TX_LAST
 } vrmChannelTx;
@@ -60,6 +63,7 @@ VRM_ENUM_DECL(vrmChannelTx);
 
 /* The peer's direction: what it may send us */
 typedef enum {
+    VRM_CHANNEL_RX_AUTH,        /* source: only the destination's AUTH is legal */
     VRM_CHANNEL_RX_DESCRIBE,    /* the peer's ring description is incomplete */
     VRM_CHANNEL_RX_OPEN,        /* described; the peer may not stream yet */
     VRM_CHANNEL_RX_STREAM,      /* peer's data into our ring -> socket */
@@ -76,6 +80,8 @@ typedef struct {
     guint32 chunkSize;              /* our rings */
     guint32 ringDepth;
     bool pinAll;                    /* register our rings at set-up */
+    bool checkEnd;                  /* ask the owner before a QEMU stream ends */
+    const char *domainUUID;         /* named when QEMU exits mid-stream (or NULL) */
     vrmEngineFault fault;           /* test hooks */
     unsigned long long faultBytes;
 } vrmChannelConfig;
@@ -89,7 +95,13 @@ typedef struct {
 
 /* What the owner must act on, taken from the mailbox */
 typedef struct {
+    bool authenticated;             /* the peer proved it holds the token */
+    bool authFailed;                /* source: it did not (the thread ended) */
     bool openRequested;             /* destination: CHANNEL_OPEN arrived */
+    guint32 connect[VRM_CHANNELS_MAX];  /* destination, channel 0: CHANNEL_CONNECTs */
+    guint32 nconnect;
+    bool streamEnded;               /* QEMU's stream ended (checkEnd): a verdict is awaited */
+    bool qemuGone;                  /* QEMU had gone when its stream ended */
     bool done;                      /* both directions ended cleanly */
     bool exited;                    /* the progress thread returned */
 } vrmChannelEvents;
@@ -104,8 +116,11 @@ int vrmChannelQueueSizes(const vrmChannelConfig *cfg, const vrmRdmaDevice *dev,
 int vrmChannelSetup(vrmChannel *ch, vrmRdmaDevice *dev);
 int vrmChannelAttachQP(vrmChannel *ch, vrmRdmaQP *qp, guint32 caps);
 void vrmChannelDropQP(vrmChannel *ch);
-/* Before the start: the capabilities the peer agreed to */
+/* Before the start: the capabilities the peer agreed to, and the proof of
+ * the mutual authentication: the destination's AUTH to send, or the one
+ * the source expects */
 void vrmChannelSetCaps(vrmChannel *ch, guint32 caps);
+void vrmChannelSetAuth(vrmChannel *ch, const guint8 mac[32]);
 
 int vrmChannelStart(vrmChannel *ch);
 void vrmChannelJoin(vrmChannel *ch);
@@ -113,12 +128,20 @@ void vrmChannelJoin(vrmChannel *ch);
 void vrmChannelGiveSocket(vrmChannel *ch, int fd);
 void vrmChannelStop(vrmChannel *ch, int code, const char *reason);
 void vrmChannelPeerGone(vrmChannel *ch);
-void vrmChannelWantUnused(vrmChannel *ch);
+/* Source, channel 0: QEMU opened connection @index (CHANNEL_CONNECT) */
+void vrmChannelAnnounce(vrmChannel *ch, guint32 index);
+/* The owner's verdict after streamEnded: is QEMU still there? One that
+ * has gone (@qemuPid, named in the error) fails the channel: qemuGone */
+void vrmChannelStreamVerdict(vrmChannel *ch, bool qemuAlive, int qemuPid);
 void vrmChannelTakeEvents(vrmChannel *ch, vrmChannelEvents *ev);
 
 /* One round: mailbox, completions, both directions, control. -1 with the
- * error reported when the channel failed, 1 when the owner asked it to
- * stop, 0 otherwise; *progress when anything moved. */
+ * error reported when the channel failed, VRM_CHANNEL_STOPPED when the
+ * owner asked it to stop, VRM_CHANNEL_UNAUTHENTICATED when the peer did
+ * not prove it holds the token (source: the owner may listen again), 0
+ * otherwise; *progress when anything moved. */
+#define VRM_CHANNEL_STOPPED 1
+#define VRM_CHANNEL_UNAUTHENTICATED 2
 int vrmChannelStep(vrmChannel *ch, bool *progress);
 /* Both directions ended (and every signaled send retired) */
 bool vrmChannelFinished(const vrmChannel *ch);

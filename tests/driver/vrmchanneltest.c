@@ -25,6 +25,8 @@ typedef struct {
     bool shut[2];
     GByteArray *in[2];          /* what each QEMU end reads */
     bool eof[2];
+    bool holdOpen[2];           /* never close (a QEMU still streaming) */
+    bool closeAfterEof[2];      /* close only once the end of file came */
 } Streams;
 
 static GByteArray *
@@ -78,7 +80,7 @@ pumpQemu(vrmFakePair *p, Streams *s)
                 s->sent[i] += r;
                 moved = true;
             }
-        } else if (!s->shut[i]) {
+        } else if (!s->shut[i] && !s->holdOpen[i] && (!s->closeAfterEof[i] || s->eof[i])) {
             shutdown(p->qemu[i], SHUT_WR);
             s->shut[i] = true;
             moved = true;
@@ -177,32 +179,162 @@ static const StreamCase streamCases[] = {
     { "depth-16-2", { 16, 2, K64, false, true }, 2 * 1024 * 1024 + 9, 512 * 1024, 7 },
 };
 
-/* The source's QEMU never opens the channel: both sides end it unused */
+/* The destination does not hold the token: its AUTH is refused, the
+ * source reports it as such (not as a failure of the job) and has sent
+ * nothing at all: no description, no key */
 static void
-testUnused(void)
+testAuthRefused(void)
 {
-    vrmFakePairConfig cfg = { 4, 4, K64, false, true };
-    vrmFakePair *p;
-    int i;
+    vrmFakePairConfig cfg = { 4, 4, K64, true, true, .badAuth = true };
+    vrmFakePair *p = vrmFakePairNew(&cfg);
+    vrmStats snap;
+    gint64 first, last;
 
     vrmFakeViolationReset();
-    p = vrmFakePairNew(&cfg);
-    /* no socket for the source: it waits for QEMU */
-    vrmFakePairStep(p, 64);
-    vrmFakePairStep(p, 64);
-    g_assert_cmpint(vrmChannelTxState(p->ch[0]), ==, VRM_CHANNEL_TX_WAIT_OPEN);
-    g_assert_cmpint(vrmChannelRxState(p->ch[1]), ==, VRM_CHANNEL_RX_OPEN);
-    vrmChannelWantUnused(p->ch[0]);
-    for (i = 0; i < 20; i++)
-        vrmFakePairStep(p, 64);
-    for (i = 0; i < 2; i++) {
-        g_assert_false(p->failed[i]);
-        g_assert_cmpint(vrmChannelTxState(p->ch[i]), ==, VRM_CHANNEL_TX_UNUSED);
-        g_assert_cmpint(vrmChannelRxState(p->ch[i]), ==, VRM_CHANNEL_RX_DONE);
-        g_assert_true(vrmChannelFinished(p->ch[i]));
-    }
+    vrmFakePairRun(p, 50);
+    /* VRM_CHANNEL_UNAUTHENTICATED: the thread tells the owner authFailed */
+    g_assert_cmpint(p->failed[0], ==, 2);
+    g_assert_false(p->authenticated);
+    g_assert_cmpint(p->failures, ==, 0);
+    g_assert_nonnull(strstr(p->error[0], "could not prove it holds this job's token"));
+    vrmChannelStats(p->ch[0], &snap, &first, &last);
+    g_assert_cmpuint(snap.v[VRM_STAT_CONTROL_SENT], ==, 0);
+    g_assert_cmpint(vrmChannelTxState(p->ch[0]), ==, VRM_CHANNEL_TX_AUTH);
     vrmFakePairFree(p);
     g_assert_null(vrmFakeViolation());
+}
+
+/* Until the AUTH, anything else from the peer is an unauthenticated peer:
+ * the source listens again, it never fails the job for it */
+static void
+testAuthFirst(void)
+{
+    vrmFakePairConfig cfg = { 4, 4, K64, false, true };
+    vrmFakePair *p = vrmFakePairNew(&cfg);
+    guint8 buf[VRM_CONTROL_MESSAGE_MAX];
+    bool progress = false;
+    size_t len = vrmProtoBuildError(buf, VRM_ERR_PEER, "made up");
+
+    vrmFakeQPInject(p->qp[0], buf, len);
+    g_assert_cmpint(vrmChannelStep(p->ch[0], &progress), ==, VRM_CHANNEL_UNAUTHENTICATED);
+    vrmFakePairFree(p);
+    p = vrmFakePairNew(&cfg);
+    vrmFakeQPInject(p->qp[0], "garbage", 7);
+    progress = false;
+    g_assert_cmpint(vrmChannelStep(p->ch[0], &progress), ==, VRM_CHANNEL_UNAUTHENTICATED);
+    vrmFakePairFree(p);
+    /* a disconnect before it */
+    p = vrmFakePairNew(&cfg);
+    vrmChannelPeerGone(p->ch[0]);
+    progress = false;
+    g_assert_cmpint(vrmChannelStep(p->ch[0], &progress), ==, VRM_CHANNEL_UNAUTHENTICATED);
+    vrmFakePairFree(p);
+}
+
+/* Lazy channels: the source announces the connections QEMU opens on
+ * channel 0, before its EOF; one QEMU opens after closing the main
+ * connection fails */
+static void
+testAnnounce(void)
+{
+    vrmFakePairConfig cfg = { 4, 4, K64, false, true };
+    vrmFakePair *p = vrmFakePairNew(&cfg);
+    Streams s;
+    bool progress = false;
+
+    vrmFakeViolationReset();
+    streamsInit(&s, 100 * 1024, 0);
+    s.shut[0] = true;       /* keep the source's QEMU socket open for now */
+    runStreams(p, &s, 64);
+    g_assert_cmpint(vrmChannelTxState(p->ch[0]), ==, VRM_CHANNEL_TX_STREAM);
+    vrmChannelAnnounce(p->ch[0], 1);
+    vrmChannelAnnounce(p->ch[0], 2);
+    /* the EOF waits for the announcements */
+    shutdown(p->qemu[0], SHUT_WR);
+    runStreams(p, &s, 64);
+    g_assert_cmpuint(p->nconnect, ==, 2);
+    g_assert_cmpuint(p->connect[0], ==, 1);
+    g_assert_cmpuint(p->connect[1], ==, 2);
+    g_assert_cmpint(vrmChannelTxState(p->ch[0]), >=, VRM_CHANNEL_TX_EOF_SENT);
+    /* too late */
+    vrmChannelAnnounce(p->ch[0], 3);
+    g_assert_cmpint(vrmChannelStep(p->ch[0], &progress), ==, -1);
+    g_assert_nonnull(strstr(vrmGetLastErrorMessage(), "after it had closed its main connection"));
+    streamsClear(&s);
+    vrmFakePairFree(p);
+    g_assert_null(vrmFakeViolation());
+}
+
+/* With checkEnd, the EOF of QEMU's stream waits for the owner's verdict */
+static void
+testStreamVerdict(void)
+{
+    vrmFakePairConfig cfg = { 4, 4, K64, false, true, .checkEnd = true };
+    vrmFakePair *p = vrmFakePairNew(&cfg);
+    Streams s;
+
+    vrmFakeViolationReset();
+    streamsInit(&s, 300 * 1024, 7);
+    runStreams(p, &s, 64);
+    assertStreams(p, &s);
+    streamsClear(&s);
+    vrmFakePairFree(p);
+}
+
+/* A QEMU that has gone when its stream ends crashed mid-stream (issue 13
+ * item 11: a crash reads as an end of file; QEMU outlives its migration).
+ * Source: the stream ends, QEMU is gone: the channel fails and names it,
+ * and no EOF goes to the peer. */
+static void
+testStreamVerdictGone(void)
+{
+    vrmFakePairConfig cfg = { 4, 4, K64, false, true, .checkEnd = true };
+    vrmFakePair *p = vrmFakePairNew(&cfg);
+    Streams s;
+
+    vrmFakeViolationReset();
+    streamsInit(&s, 100 * 1024, 0);
+    s.holdOpen[1] = true;
+    p->qemuExited[0] = true;
+    runStreams(p, &s, 64);
+    g_assert_cmpint(p->failed[0], ==, 1);
+    g_assert_cmpstr(p->error[0], ==, "QEMU (pid 4242) exited mid-stream");
+    g_assert_true(p->qemuGone[0]);
+    /* nothing of the truncated stream was declared complete */
+    g_assert_cmpint(vrmChannelTxState(p->ch[0]), <, VRM_CHANNEL_TX_EOF_SENT);
+    g_assert_false(s.eof[1]);
+    streamsClear(&s);
+    vrmFakePairFree(p);
+    g_assert_null(vrmFakeViolation());
+}
+
+/* Destination: the return stream ends and QEMU is gone: it fails too, at
+ * any point of the stream (a dead destination QEMU is no migration) */
+static void
+testStreamVerdictGoneDestination(void)
+{
+    int late;
+
+    for (late = 0; late < 2; late++) {
+        vrmFakePairConfig cfg = { 4, 4, K64, false, true, .checkEnd = true };
+        vrmFakePair *p = vrmFakePairNew(&cfg);
+        Streams s;
+
+        vrmFakeViolationReset();
+        streamsInit(&s, 300 * 1024 + 3, 5);
+        /* early: it closes its return stream at once; late: only once it
+         * read all of its own */
+        s.closeAfterEof[1] = late;
+        p->qemuExited[1] = true;
+        runStreams(p, &s, 64);
+        g_assert_cmpint(p->failed[1], ==, 1);
+        g_assert_cmpstr(p->error[1], ==, "QEMU (pid 4242) exited mid-stream");
+        g_assert_true(p->qemuGone[1]);
+        g_assert_cmpint(vrmChannelTxState(p->ch[1]), <, VRM_CHANNEL_TX_EOF_SENT);
+        streamsClear(&s);
+        vrmFakePairFree(p);
+        g_assert_null(vrmFakeViolation());
+    }
 }
 
 /* ---- every message in every state ------------------------------------ */
@@ -210,7 +342,7 @@ testUnused(void)
 /* A well-formed message of @type for channel 0 (content that is legal
  * whenever the type is) */
 static size_t
-buildMessage(int type, guint8 *buf)
+buildMessage(int type, guint8 *buf, const vrmFakePair *p)
 {
     vrmProtoRingEntry ring = { .index = 0, .depth = 4, .length = K64, .addr = 0x100000 };
     vrmProtoRegResult res = { .index = 0, .rkey = 1, .addr = 0x100000 };
@@ -237,6 +369,10 @@ buildMessage(int type, guint8 *buf)
     case VRM_MSG_CHANNEL_UNUSED:
     case VRM_MSG_KEEPALIVE:
         return vrmProtoBuildU32Pair(buf, type, 0, 0);
+    case VRM_MSG_CHANNEL_CONNECT:
+        return vrmProtoBuildU32Pair(buf, type, 1, 0);
+    case VRM_MSG_AUTH:
+        return vrmProtoBuildAuth(buf, p->auth);
     default:
         return 0;
     }
@@ -267,8 +403,10 @@ pairAt(Stage stage)
     if (stage == STAGE_FRESH)
         return p;
     if (stage == STAGE_DESCRIBED) {
-        vrmFakePairStep(p, 64);
-        vrmFakePairStep(p, 64);
+        int i;
+
+        for (i = 0; i < 4; i++)
+            vrmFakePairStep(p, 64);
         return p;
     }
     streamsInit(&s, 0, 0);
@@ -306,51 +444,74 @@ testIllegal(void)
         for (side = 0; side < 2; side++) {
             for (type = VRM_MSG_ERROR; type < VRM_MSG_LAST; type++) {
                 guint8 buf[VRM_CONTROL_MESSAGE_MAX];
-                size_t len = buildMessage(type, buf);
+                size_t len;
                 vrmFakePair *p;
                 vrmChannelTx tx;
                 vrmChannelRx rx;
                 bool progress = false;
+                const char *err;
                 int rc;
 
-                if (!len)
-                    continue;
                 vrmFakeViolationReset();
                 p = pairAt(stage);
+                if (!(len = buildMessage(type, buf, p))) {
+                    vrmFakePairFree(p);
+                    continue;
+                }
                 g_assert_false(p->failed[0] || p->failed[1]);
                 tx = vrmChannelTxState(p->ch[side]);
                 rx = vrmChannelRxState(p->ch[side]);
                 vrmFakeQPInject(p->qp[side], buf, len);
                 vrmResetLastError();
                 rc = vrmChannelStep(p->ch[side], &progress);
+                err = vrmGetLastErrorMessage();
                 checked++;
-                /* refused by the table: "unexpected TYPE message"; accepted
-                 * ones may still fail on their content (ERROR always does) */
-                if (rc < 0 && strstr(vrmGetLastErrorMessage(), "unexpected"))
+                /* refused by the table ("unexpected TYPE message"), by the
+                 * decoder, or as an unauthenticated peer; accepted ones
+                 * may still fail on their content (ERROR always does) */
+                if ((rc < 0 && (strstr(err, "unexpected") || strstr(err, "not used"))) ||
+                    rc == VRM_CHANNEL_UNAUTHENTICATED)
                     refused++;
                 if (g_test_verbose())
                     g_printerr("%s %s tx=%s rx=%s %s: %s\n", stageNames[stage],
                                side ? "dst" : "src", vrmChannelTxTypeToString(tx),
                                vrmChannelRxTypeToString(rx), vrmProtoMsgTypeToString(type),
-                               rc < 0 ? vrmGetLastErrorMessage() : "accepted");
-                /* the rules every state keeps */
+                               rc == 0 ? "accepted" : err);
+                /* until the AUTH, only the AUTH; anything else is an
+                 * unauthenticated peer, never a failure of the job */
+                if (rx == VRM_CHANNEL_RX_AUTH) {
+                    g_assert_cmpint(rc, ==, type == VRM_MSG_AUTH ? 0 : VRM_CHANNEL_UNAUTHENTICATED);
+                    g_assert_null(vrmFakeViolation());
+                    vrmFakePairFree(p);
+                    continue;
+                }
+                /* the rules every other state keeps */
                 if (type == VRM_MSG_KEEPALIVE)
                     g_assert_cmpint(rc, ==, 0);
                 if (type == VRM_MSG_ERROR) {
                     g_assert_cmpint(rc, ==, -1);
-                    g_assert_nonnull(strstr(vrmGetLastErrorMessage(), "boom"));
+                    g_assert_nonnull(strstr(err, "boom"));
+                }
+                if (type == VRM_MSG_AUTH) {
+                    g_assert_cmpint(rc, ==, -1);
+                    g_assert_nonnull(strstr(err, "unexpected AUTH"));
+                }
+                if (type == VRM_MSG_CHANNEL_UNUSED) {
+                    g_assert_cmpint(rc, ==, -1);
+                    g_assert_nonnull(strstr(err, "not used in protocol version 2"));
                 }
                 if (rx == VRM_CHANNEL_RX_DESCRIBE && type != VRM_MSG_RAM_BLOCKS &&
                     type != VRM_MSG_ERROR && type != VRM_MSG_KEEPALIVE) {
                     /* issue 13 item 12: nothing before the ring description */
                     g_assert_cmpint(rc, ==, -1);
-                    g_assert_nonnull(strstr(vrmGetLastErrorMessage(), "unexpected"));
                 }
                 if (type == VRM_MSG_RAM_BLOCKS && rx != VRM_CHANNEL_RX_DESCRIBE)
                     g_assert_cmpint(rc, ==, -1);
-                if ((type == VRM_MSG_CHANNEL_OPEN || type == VRM_MSG_CHANNEL_UNUSED) &&
+                if ((type == VRM_MSG_CHANNEL_OPEN || type == VRM_MSG_CHANNEL_CONNECT) &&
                     side == 0)
-                    g_assert_nonnull(strstr(vrmGetLastErrorMessage(), "a source engine never receives it"));
+                    g_assert_nonnull(strstr(err, "a source engine never receives it"));
+                if (type == VRM_MSG_CHANNEL_CONNECT)
+                    g_assert_cmpint(rc, ==, side == 1 && rx == VRM_CHANNEL_RX_STREAM ? 0 : -1);
                 if (type == VRM_MSG_EOF_ACK && tx != VRM_CHANNEL_TX_EOF_SENT)
                     g_assert_cmpint(rc, ==, -1);
                 if ((type == VRM_MSG_DATA || type == VRM_MSG_EOF ||
@@ -364,25 +525,36 @@ testIllegal(void)
             }
         }
     }
-    g_assert_cmpuint(checked, ==, STAGE_LAST * 2 * 11);
+    g_assert_cmpuint(checked, ==, STAGE_LAST * 2 * 13);
     g_assert_cmpuint(refused, >, checked / 2);
 }
 
-/* The peer sends more than a receive buffer holds: its own failure, named */
+/* The peer sends more than a receive buffer holds: its own failure, named,
+ * whichever status the device reports it with (issue 13 item 12: rxe
+ * completes the receive with IBV_WC_LOC_QP_OP_ERR, not LOC_LEN_ERR) */
 static void
 testOversize(void)
 {
-    vrmFakePairConfig cfg = { 4, 4, K64, false, true };
-    vrmFakePair *p = vrmFakePairNew(&cfg);
-    g_autofree guint8 *big = g_malloc0(VRM_CONTROL_MESSAGE_MAX + 1);
-    bool progress = false;
+    static const int statuses[] = { IBV_WC_LOC_LEN_ERR, IBV_WC_LOC_QP_OP_ERR };
+    size_t i;
 
-    vrmFakeQPInject(p->qp[0], big, VRM_CONTROL_MESSAGE_MAX + 1);
-    g_assert_cmpint(vrmChannelStep(p->ch[0], &progress), ==, -1);
-    g_assert_cmpint(vrmGetLastErrorCode(), ==, VRM_ERR_PROTOCOL);
-    g_assert_nonnull(strstr(vrmGetLastErrorMessage(),
-                            "the peer sent a control message larger than 4096 bytes"));
-    vrmFakePairFree(p);
+    for (i = 0; i < G_N_ELEMENTS(statuses); i++) {
+        vrmFakePairConfig cfg = { 4, 4, K64, false, true };
+        vrmFakePair *p = vrmFakePairNew(&cfg);
+        g_autofree guint8 *big = g_malloc0(VRM_CONTROL_MESSAGE_MAX + 1);
+        bool progress = false;
+
+        vrmFakeSetOversizeStatus(statuses[i]);
+        /* at the destination: before the AUTH, the source would take it
+         * for an unauthenticated peer (tested in /channel/auth/first) */
+        vrmFakeQPInject(p->qp[1], big, VRM_CONTROL_MESSAGE_MAX + 1);
+        g_assert_cmpint(vrmChannelStep(p->ch[1], &progress), ==, -1);
+        g_assert_cmpint(vrmGetLastErrorCode(), ==, VRM_ERR_PROTOCOL);
+        g_assert_nonnull(strstr(vrmGetLastErrorMessage(),
+                                "the peer sent a control message larger than 4096 bytes"));
+        vrmFakePairFree(p);
+    }
+    vrmFakeSetOversizeStatus(IBV_WC_LOC_LEN_ERR);
 }
 
 /* The failure-injection point of the provider covers every poll */
@@ -434,7 +606,12 @@ main(int argc, char **argv)
         g_autofree char *path = g_strdup_printf("/channel/stream/%s", streamCases[i].name);
         g_test_add_data_func(path, &streamCases[i], testStream);
     }
-    g_test_add_func("/channel/unused", testUnused);
+    g_test_add_func("/channel/auth/refused", testAuthRefused);
+    g_test_add_func("/channel/auth/first", testAuthFirst);
+    g_test_add_func("/channel/announce", testAnnounce);
+    g_test_add_func("/channel/stream-verdict", testStreamVerdict);
+    g_test_add_func("/channel/stream-verdict/qemu-gone", testStreamVerdictGone);
+    g_test_add_func("/channel/stream-verdict/qemu-gone-destination", testStreamVerdictGoneDestination);
     g_test_add_func("/channel/illegal-in-every-state", testIllegal);
     g_test_add_func("/channel/oversize", testOversize);
     g_test_add_func("/channel/fault-injection", testFaultInjection);

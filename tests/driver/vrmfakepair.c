@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "vrmfakepair.h"
+#include "vrmproto.h"
 #include "vrmerror.h"
 
 static void
@@ -44,6 +45,7 @@ vrmFakePairNew(const vrmFakePairConfig *cfg)
             .chunkSize = cfg->chunkSize,
             .ringDepth = i == 0 ? cfg->srcDepth : cfg->dstDepth,
             .pinAll = cfg->pinAll,
+            .checkEnd = cfg->checkEnd,
         };
         int sv[2];
 
@@ -61,6 +63,28 @@ vrmFakePairNew(const vrmFakePairConfig *cfg)
     vrmFakeQPPair(p->dev[0], p->dev[1], sq, rq, cqe, &p->qp[0], &p->qp[1]);
     for (i = 0; i < 2; i++)
         g_assert_cmpint(vrmChannelAttachQP(p->ch[i], p->qp[i], caps), ==, 0);
+
+    /* the mutual authentication, as the engines set it up: the source
+     * expects the AUTH the destination sends */
+    {
+        vrmToken token, other;
+        guint8 nd[VRM_PROTO_NONCE_LEN], ns[VRM_PROTO_NONCE_LEN];
+
+        g_assert_cmpint(vrmTokenGenerate(&token), ==, 0);
+        g_assert_cmpint(vrmTokenGenerate(&other), ==, 0);
+        g_assert_cmpint(vrmProtoNonce(nd), ==, 0);
+        g_assert_cmpint(vrmProtoNonce(ns), ==, 0);
+        vrmProtoMacDestination(&token, ns, nd, caps, 0, 1, p->auth);
+        vrmChannelSetAuth(p->ch[0], p->auth);
+        if (cfg->badAuth) {
+            guint8 bad[VRM_PROTO_MAC_LEN];
+
+            vrmProtoMacDestination(&other, ns, nd, caps, 0, 1, bad);
+            vrmChannelSetAuth(p->ch[1], bad);
+        } else {
+            vrmChannelSetAuth(p->ch[1], p->auth);
+        }
+    }
     return p;
 }
 
@@ -87,16 +111,49 @@ void
 vrmFakePairGiveSockets(vrmFakePair *p)
 {
     vrmChannelEvents ev;
+    guint32 k;
+    int i;
 
-    if (p->engineSock[0] >= 0) {
+    for (i = 0; i < 2; i++) {
+        vrmChannelTakeEvents(p->ch[i], &ev);
+        if (ev.authenticated)
+            p->authenticated = true;
+        if (ev.authFailed)
+            p->authFailed = true;
+        if (ev.openRequested)
+            p->openRequested = true;
+        if (ev.streamEnded)
+            vrmChannelStreamVerdict(p->ch[i], !p->qemuExited[i], 4242);
+        if (ev.qemuGone)
+            p->qemuGone[i] = true;
+        for (k = 0; k < ev.nconnect; k++)
+            p->connect[p->nconnect++ % G_N_ELEMENTS(p->connect)] = ev.connect[k];
+    }
+    if (p->authenticated && p->engineSock[0] >= 0) {
         vrmChannelGiveSocket(p->ch[0], p->engineSock[0]);
         p->engineSock[0] = -1;
     }
-    vrmChannelTakeEvents(p->ch[1], &ev);
-    if (ev.openRequested && p->engineSock[1] >= 0) {
+    if (p->openRequested && p->engineSock[1] >= 0) {
         vrmChannelGiveSocket(p->ch[1], p->engineSock[1]);
         p->engineSock[1] = -1;
     }
+}
+
+bool
+vrmFakePairStepSide(vrmFakePair *p, int side)
+{
+    bool progress = false;
+    int rc;
+
+    if (p->failed[side])
+        return false;
+    if ((rc = vrmChannelStep(p->ch[side], &progress)) != 0) {
+        p->failed[side] = rc < 0 ? 1 : rc == VRM_CHANNEL_UNAUTHENTICATED ? 2 : 3;
+        p->error[side] = g_strdup(vrmGetLastErrorMessage());
+    }
+    if (vrmChannelCheckInvariants(p->ch[side]) < 0)
+        g_error("%s", vrmGetLastErrorMessage());
+    return progress;
 }
 
 bool
@@ -105,18 +162,8 @@ vrmFakePairStep(vrmFakePair *p, int wire)
     bool moved = false;
     int i;
 
-    for (i = 0; i < 2; i++) {
-        bool progress = false;
-
-        if (p->failed[i])
-            continue;
-        if (vrmChannelStep(p->ch[i], &progress) < 0) {
-            p->failed[i] = 1;
-            p->error[i] = g_strdup(vrmGetLastErrorMessage());
-        }
-        g_assert_cmpint(vrmChannelCheckInvariants(p->ch[i]), ==, 0);
-        moved |= progress;
-    }
+    for (i = 0; i < 2; i++)
+        moved |= vrmFakePairStepSide(p, i);
     for (i = 0; i < 2; i++) {
         if (!p->failed[i] && vrmFakeQPDeliver(p->qp[i], wire) > 0)
             moved = true;

@@ -21,6 +21,8 @@ typedef struct {
     guint32 chunkSize;
     bool pinAll;
     bool writeImm;
+    bool badAuth;               /* the destination does not hold the token */
+    bool checkEnd;              /* both ask before a QEMU stream ends */
 } vrmFakePairConfig;
 
 typedef struct {
@@ -29,17 +31,30 @@ typedef struct {
     vrmRdmaQP *qp[2];           /* owned by the channels once attached */
     int qemu[2];                /* the test's end of each QEMU socket, -1 none */
     int engineSock[2];          /* the channel's end, until given */
-    int failed[2];              /* vrmChannelStep returned -1 */
+    int failed[2];              /* vrmChannelStep returned -1 (1) or more */
     char *error[2];             /* and why */
     int failures;               /* fail() calls through the host */
+    guint8 auth[32];            /* the AUTH the source expects */
+    bool authenticated;         /* events seen */
+    bool authFailed;
+    bool openRequested;
+    guint32 connect[64];        /* CHANNEL_CONNECTs the destination got */
+    guint32 nconnect;
+    bool qemuExited[2];         /* set by the test: the verdict says "gone" */
+    bool qemuGone[2];           /* the channel found it gone mid-stream */
 } vrmFakePair;
 
 vrmFakePair *vrmFakePairNew(const vrmFakePairConfig *cfg);
 void vrmFakePairFree(vrmFakePair *p);
 
-/* Hand each side its QEMU socket the way the engine does: the source's at
- * once, the destination's once CHANNEL_OPEN has arrived */
+/* Hand each side its QEMU socket the way the engine does: the source's
+ * once the destination authenticated, the destination's once CHANNEL_OPEN
+ * has arrived; and answer when a stream ends (checkEnd): "QEMU lives",
+ * or "it has gone" (pid 4242) once the test set qemuExited */
 void vrmFakePairGiveSockets(vrmFakePair *p);
+/* One round of one channel (a failure recorded in failed/error, the
+ * channel's invariants checked); true when anything moved */
+bool vrmFakePairStepSide(vrmFakePair *p, int side);
 /* One round: step both channels, carry up to @wire work requests each way.
  * Returns true while anything moved. */
 bool vrmFakePairStep(vrmFakePair *p, int wire);

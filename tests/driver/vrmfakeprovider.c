@@ -315,6 +315,14 @@ vrmFakeQPPending(const vrmRdmaQP *q)
     return g_queue_get_length((GQueue *)&((const vrmFakeQP *)q)->wire);
 }
 
+static int vrmFakeOversizeStatus = IBV_WC_LOC_LEN_ERR;
+
+void
+vrmFakeSetOversizeStatus(int status)
+{
+    vrmFakeOversizeStatus = status;
+}
+
 /* A receive at @qp: consume a buffer and complete it; false if none */
 static bool
 vrmFakeReceive(vrmFakeQP *qp, const void *buf, size_t len, bool imm, guint32 immData)
@@ -327,7 +335,7 @@ vrmFakeReceive(vrmFakeQP *qp, const void *buf, size_t len, bool imm, guint32 imm
         vrmFakeComplete(qp, r->wrId, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM,
                         len, immData);
     } else if (len > r->length) {
-        vrmFakeComplete(qp, r->wrId, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0, 0);
+        vrmFakeComplete(qp, r->wrId, vrmFakeOversizeStatus, IBV_WC_RECV, 0, 0);
         qp->error = true;
     } else {
         if (len)

@@ -7,8 +7,10 @@
  *
  *   byte 0      source ring depth 2..9
  *   byte 1      destination ring depth 2..9
- *   byte 2      bit 0 pin-all, bit 1 WRITE_IMM, bit 2/3: 128K chunks at the
- *               source/destination (64K otherwise)
+ *   byte 2      bit 0 pin-all, bit 1 WRITE_IMM, bit 2: 128K chunks (64K
+ *               otherwise), bit 3: the destination's AUTH is wrong, bit 4:
+ *               both ask whether QEMU lives when a stream ends, bits 5
+ *               and 6: the source's / destination's QEMU is then gone
  *   then ops    QEMU writes and closes on either side, a round of either
  *               channel, work requests carried either way (one at a time or
  *               in bulk), a hostile message injected into either channel
@@ -22,11 +24,14 @@
  * queue of registration requests or results over its ring). Without a
  * hostile message, the bytes each QEMU end reads are a prefix of what the
  * other wrote, and once everything has run both channels have ended with
- * every byte delivered.
+ * every byte delivered, or (a QEMU gone) the side whose QEMU went before
+ * it had all of its stream failed saying so.
  */
 #include <config.h>
 
+#include <signal.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -79,27 +84,54 @@ typedef struct {
 /* The streams' own bytes are neither coverage nor a search target: their
  * generation and check are left out of the instrumentation (it would
  * otherwise drown the channel's features in per-byte comparisons) */
-#define FUZZ_PLAIN __attribute__((no_sanitize("coverage")))
+#define FUZZ_PLAIN __attribute__((no_sanitize("coverage", "address", "undefined"), noinline))
+
+/* The stream written on side @side: byte n is pattern[side][n % PERIOD],
+ * a table twice the period long so that any PERIOD bytes from any offset
+ * are one slice (copied and compared with memcpy/memcmp, not byte by byte) */
+#define PERIOD 65521            /* prime: no alignment with the chunk sizes */
+static guint8 pattern[2][2 * PERIOD];
+
+static void
+patternInit(void)
+{
+    int side;
+    guint32 k;
+
+    for (side = 0; side < 2; side++)
+        for (k = 0; k < 2 * PERIOD; k++)
+            pattern[side][k] = (guint8)((k % PERIOD) * 131 + side * 7 + ((k % PERIOD) >> 11));
+}
 
 /* Bytes n.. of the stream written on side @side */
 FUZZ_PLAIN static void
 streamFill(int side, guint64 n, guint8 *buf, size_t len)
 {
-    size_t i;
+    while (len) {
+        size_t off = n % PERIOD, k = MIN(len, (size_t)PERIOD);
 
-    for (i = 0; i < len; i++, n++)
-        buf[i] = (guint8)(n * 131 + side * 7 + (n >> 11));
+        memcpy(buf, &pattern[side][off], k);
+        buf += k;
+        n += k;
+        len -= k;
+    }
 }
 
 /* Offset of the first byte that differs, or -1 */
 FUZZ_PLAIN static gssize
 streamCheck(int side, guint64 n, const guint8 *buf, size_t len)
 {
-    size_t i;
+    size_t done = 0;
 
-    for (i = 0; i < len; i++, n++) {
-        if (buf[i] != (guint8)(n * 131 + side * 7 + (n >> 11)))
-            return i;
+    while (done < len) {
+        size_t off = (n + done) % PERIOD, k = MIN(len - done, (size_t)PERIOD), i;
+
+        if (memcmp(buf + done, &pattern[side][off], k) != 0) {
+            for (i = 0; buf[done + i] == pattern[side][off + i]; i++)
+                ;
+            return done + i;
+        }
+        done += k;
     }
     return -1;
 }
@@ -140,7 +172,7 @@ qemuRead(vrmFakePair *p, Run *r)
 
 /* A well-formed message of any type, fields from the input */
 static size_t
-buildMessage(Input *in, guint8 *buf)
+buildMessage(Input *in, guint8 *buf, const vrmFakePair *pair)
 {
     int type = take8(in) % VRM_MSG_LAST;
     guint32 n = 1 + take8(in) % 4, i;
@@ -186,16 +218,38 @@ buildMessage(Input *in, guint8 *buf)
     case VRM_MSG_CHANNEL_OPEN:
     case VRM_MSG_CHANNEL_UNUSED:
     case VRM_MSG_KEEPALIVE:
+    case VRM_MSG_CHANNEL_CONNECT:
         return vrmProtoBuildU32Pair(buf, type, take8(in) % 6, 0);
+    case VRM_MSG_AUTH: {
+        guint8 mac[VRM_PROTO_MAC_LEN];
+
+        /* the right proof or a made-up one */
+        if (take8(in) & 1)
+            memcpy(mac, pair->auth, sizeof(mac));
+        else
+            for (i = 0; i < sizeof(mac); i++)
+                mac[i] = take8(in);
+        return vrmProtoBuildAuth(buf, mac);
+    }
     default:
         return 0;
     }
+}
+
+/* g_error() stops at a breakpoint (SIGTRAP), which libFuzzer does not
+ * catch: a finding would leave no input behind. Make it an abort. */
+static void
+onTrap(int sig G_GNUC_UNUSED)
+{
+    abort();
 }
 
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     vrmLogSetLevel(VRM_LOG_ERROR);
+    signal(SIGTRAP, onTrap);
+    patternInit();
     return 0;
 }
 
@@ -221,9 +275,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* one chunk size for both: the pair's channels share it; the peer's
      * is taken from its description either way */
     cfg.chunkSize = (flags & 4) ? 128 * 1024 : 64 * 1024;
+    cfg.badAuth = flags & 8;
+    cfg.checkEnd = flags & 16;
 
     vrmFakeViolationReset();
     p = vrmFakePairNew(&cfg);
+    p->qemuExited[0] = flags & 32;
+    p->qemuExited[1] = flags & 64;
     while (in.left && ops++ < 400) {
         uint8_t op = take8(&in) % 16;
         int side = op & 1;
@@ -240,16 +298,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 r->shut[side] = true;
             }
             break;
-        case 2: {                               /* one round of one channel */
-            bool progress = false;
-
+        case 2:                                 /* one round of one channel */
             vrmFakePairGiveSockets(p);
-            if (!p->failed[side] && vrmChannelStep(p->ch[side], &progress) < 0)
-                p->failed[side] = 1;
-            if (vrmChannelCheckInvariants(p->ch[side]) < 0)
-                g_error("%s", vrmGetLastErrorMessage());
+            vrmFakePairStepSide(p, side);
             break;
-        }
         case 3:                                 /* carry work requests */
             if (!p->failed[side])
                 vrmFakeQPDeliver(p->qp[side], 1 + take8(&in) % 8);
@@ -264,7 +316,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             r->hostile = true;
             break;
         case 5:                                 /* hostile: well-formed */
-            if ((len = buildMessage(&in, msg))) {
+            if ((len = buildMessage(&in, msg, p))) {
                 vrmFakeQPInject(p->qp[side], msg, len);
                 r->hostile = true;
             }
@@ -284,7 +336,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
 
     /* run out: the rest must finish on its own */
-    if (!r->hostile) {
+    if (!r->hostile && !cfg.badAuth) {
         int rounds;
 
         if (!r->shut[0])
@@ -297,6 +349,17 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             qemuRead(p, r);
             if (vrmChannelFinished(p->ch[0]) && vrmChannelFinished(p->ch[1]))
                 break;
+        }
+        if (p->qemuGone[0] || p->qemuGone[1]) {
+            /* a QEMU gone mid-stream: its side failed, naming it; the
+             * other may wait for an end that will not come */
+            int side = p->qemuGone[0] ? 0 : 1;
+
+            if (!p->qemuExited[side] || !p->failed[side] || !p->error[side] ||
+                !strstr(p->error[side], "exited mid-stream"))
+                g_error("QEMU %d gone, yet: %s", side,
+                        p->error[side] ? p->error[side] : "no failure");
+            goto out;
         }
         if (p->failed[0] || p->failed[1])
             g_error("an honest run failed: %s", p->error[0] ? p->error[0] : p->error[1]);
@@ -311,6 +374,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     G_GUINT64_FORMAT "/%" G_GUINT64_FORMAT, r->read[1], r->written[0],
                     r->read[0], r->written[1]);
     }
+ out:
     vrmFakePairFree(p);
     if (vrmFakeViolation())
         g_error("fake provider: %s", vrmFakeViolation());

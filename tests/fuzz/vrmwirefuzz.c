@@ -5,7 +5,8 @@
  *   0  a control message (vrmProtoMsgDecode), then every accessor of its
  *      type over every entry; an accepted message encodes back to the same
  *      bytes with the builders
- *   1  the connection private data of a request, and its check
+ *   1  the private data of a REQ (and its check) and of a REP; the proofs
+ *      of the mutual authentication over the fields decoded
  *   2  the reject record
  *   3  a WRITE_WITH_IMM immediate value and a ring description entry
  * Besides the sanitizers: no decoder reports VRM_ERR_INTERNAL, and every
@@ -95,6 +96,9 @@ fuzzMessage(const uint8_t *data, size_t size)
     case VRM_MSG_EOF_ACK:
         len = vrmProtoBuildU64(again, msg.hdr.type, vrmProtoGetU64(&msg));
         break;
+    case VRM_MSG_AUTH:
+        len = vrmProtoBuildAuth(again, vrmProtoGetAuth(&msg));
+        break;
     default: {
         guint32 a, b;
 
@@ -110,24 +114,39 @@ fuzzMessage(const uint8_t *data, size_t size)
 static void
 fuzzConnData(const uint8_t *data, size_t size)
 {
-    vrmProtoConnData cd;
-    guint8 again[VRM_PROTO_CONN_DATA_LEN];
+    vrmProtoConnReq req;
+    vrmProtoConnRep rep;
+    guint8 again[VRM_PROTO_REP_LEN];
+    guint8 mac[VRM_PROTO_MAC_LEN];
     vrmToken token = { { 0 } };
 
-    if (vrmProtoConnDataDecode(data, size, &cd) < 0)
-        return;
-    vrmProtoConnDataEncode(&cd, again);
-    if (memcmp(again, data, sizeof(again)) != 0)
-        fuzzFail("accepted private data does not encode back");
-    vrmProtoConnDataCheck(&cd, &token, 1 + (data[0] % 64));
-    if (vrmGetLastErrorCode() == VRM_ERR_INTERNAL)
-        fuzzFail("an internal error");
+    if (vrmProtoConnReqDecode(data, size, &req) == 0) {
+        vrmProtoConnReqEncode(&req, again);
+        if (memcmp(again, data, VRM_PROTO_REQ_LEN) != 0)
+            fuzzFail("an accepted REQ does not encode back");
+        vrmProtoConnReqCheck(&req, 1 + (data[0] % 64));
+        if (vrmGetLastErrorCode() == VRM_ERR_INTERNAL)
+            fuzzFail("an internal error");
+        vrmProtoMacDestination(&token, req.nonce, req.nonce, req.flags, req.channel,
+                               req.channels, mac);
+    }
+    if (vrmProtoConnRepDecode(data, size, &rep) == 0) {
+        vrmProtoConnRepEncode(&rep, again);
+        if (memcmp(again, data, VRM_PROTO_REP_LEN) != 0)
+            fuzzFail("an accepted REP does not encode back");
+        vrmProtoMacSource(&token, rep.nonce, rep.nonce, rep.flags, rep.channel,
+                          rep.channels, mac);
+        /* a forged proof that holds would be a finding */
+        if (vrmProtoMacEqual(mac, rep.mac, VRM_PROTO_MAC_SOURCE_LEN))
+            fuzzFail("a REP carries a valid proof for the zero token");
+    }
 }
 
 static void
 fuzzReject(const uint8_t *data, size_t size)
 {
-    int reason = vrmProtoRejectDecode(data, size);
+    guint32 version;
+    int reason = vrmProtoRejectDecode(data, size, &version);
 
     if (reason < VRM_REJECT_NONE || reason >= VRM_REJECT_LAST)
         fuzzFail("a reject reason out of range");
