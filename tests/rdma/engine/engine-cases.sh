@@ -1,7 +1,7 @@
 #!/bin/bash
 # engine-cases.sh: several engine scenarios in one sandbox boot (protocol
-# version 2: authentication, hostile peers, QEMU's side, lazy channels).
-# Host a is the source side, host b the destination side.
+# version 2: authentication, hostile peers, QEMU's side, lazy channels,
+# confinement). Host a is the source side, host b the destination side.
 #
 #   engine-cases.sh ENGINE STREAMTEST CASE...
 #
@@ -430,6 +430,68 @@ lazy_check() {
     [ "$ch" = 8 ] || fail "the agreed maximum is $ch, not 8"
     [ "$est" = 2 ] || fail "$est channels were connected, QEMU opened 2"
     [ "$pinned" -le $((bound / 4)) ] || fail "pinned $pinned bytes: more than 2 of 8 channels"
+}
+
+# Least privilege: engines as an unprivileged user, no capabilities, no new
+# privileges, not dumpable, the seccomp filter in force, memlock limited to
+# one channel's need (which they check themselves: a smaller limit refuses)
+# (it execs: run it in a subshell, so that $! of "unpriv ... &" is the
+# engine's own pid, prlimit and setpriv exec'ing in turn)
+unpriv() {   # MEMLOCK ENGINE ARGS...
+    local lim=$1; shift
+    exec prlimit --memlock="$lim:$lim" setpriv --reuid=65534 --regid=65534 --clear-groups \
+        --inh-caps=-all --bounding-set=-all --no-new-privs "$@"
+}
+confinement_check() {   # PID LIMIT
+    local st=/proc/$1/status
+    grep -q "^Uid:[[:space:]]*65534[[:space:]]65534" $st || fail "uid: $(grep ^Uid $st)"
+    grep -q "^CapEff:[[:space:]]*0000000000000000" $st || fail "$(grep ^CapEff $st)"
+    grep -q "^CapBnd:[[:space:]]*0000000000000000" $st || fail "$(grep ^CapBnd $st)"
+    grep -q "^NoNewPrivs:[[:space:]]*1" $st || fail "$(grep ^NoNewPrivs $st)"
+    grep -q "^Seccomp:[[:space:]]*2" $st || fail "$(grep ^Seccomp $st)"
+    grep -q "^Max locked memory *$2 *$2 *bytes" /proc/$1/limits || fail "$(grep 'locked memory' /proc/$1/limits)"
+    # not dumpable: its /proc files are root's, not its user's
+    [ "$(stat -c %u /proc/$1/environ)" = 0 ] || fail "/proc/$1/environ belongs to uid $(stat -c %u /proc/$1/environ)"
+    grep -E "^(Uid|CapEff|CapBnd|NoNewPrivs|Seccomp)" $st | tr '\n' ' '; echo
+}
+# the need of one channel of depth 8 and 64K chunks (util/vrmlimits.c)
+one_channel=$(( 2 * 8 * 65536 + (2 * 8 + 32 + 4 * 8 + 32) * 4096 ))
+case_unprivileged_a() {
+    chmod 0666 /dev/infiniband/* 2>/dev/null
+    chmod 0777 "$w"
+    ( unpriv $((one_channel - 4096)) "$engine" --role source --qemu-path "$w/up0.sock" \
+        --listen "$VRM_SELF_ADDR:$port" --token-fd 3 $small 2>"$w/up0.log" 3< <(printf %s $token) )
+    expect_error "$w/up0.log" "1 channel needs $one_channel bytes of locked memory but RLIMIT_MEMLOCK allows $((one_channel - 4096))"
+    port=$((port + 1))
+    unpriv $((one_channel + 262144)) "$engine" --role source --qemu-path "$w/up.sock" \
+        --listen "$VRM_SELF_ADDR:$port" --token-fd 3 --stats-fd 4 $small $log 2>"$w/up.log" \
+        3< <(printf %s $token) 4>"$w/up.json" &
+    epid=$!
+    # looked at while it waits for its QEMU, which only comes once the
+    # destination's side has looked at its engine too (in a busy one-CPU
+    # guest the shell may not get to look before a stream ends)
+    for _ in $(seq 100); do grep -q "listening on" "$w/up.log" && break; sleep 0.1; done
+    confinement_check $epid $((one_channel + 262144))
+    wait_mark checked 60
+    stream_src up --bytes 4M --reverse-bytes 64K || fail "the stream failed"
+    wait $epid || fail "the unprivileged source failed: $(grep error: "$w/up.log" | tail -1)"
+}
+case_unprivileged_b() {
+    chmod 0666 /dev/infiniband/* 2>/dev/null
+    chmod 0777 "$w"
+    port=$((port + 1))
+    ( umask 0; stream_dst up --bytes 4M --reverse-bytes 64K ) &
+    spid=$!
+    unpriv $((one_channel + 262144)) "$engine" --role destination --qemu-path "$w/up.sock" \
+        --connect "$VRM_PEER_ADDR:$port" --token-fd 3 --stats-fd 4 $small $log 2>"$w/up.log" \
+        3< <(printf %s $token) 4>"$w/up.json" &
+    epid=$!
+    # looked at before the source's QEMU starts its stream
+    for _ in $(seq 100); do grep -q "pinned memory" "$w/up.log" && break; sleep 0.1; done
+    confinement_check $epid $((one_channel + 262144))
+    mark checked
+    wait $epid || fail "the unprivileged destination failed: $(grep error: "$w/up.log" | tail -1)"
+    wait $spid || fail "the stream failed"
 }
 
 # ---- run them -----------------------------------------------------------
