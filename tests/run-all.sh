@@ -1,12 +1,14 @@
 #!/bin/bash
 # run-all.sh: the one command that passes virt-rdma's tests on a fresh
 # Debian 12 machine, as root. It installs what is needed, builds, runs the
-# unit, rdma and e2e suites (the latter two in the Soft-RoCE sandbox), builds
+# unit, rdma and e2e suites (the latter two in the Soft-RoCE sandbox), the
+# compat suite (the e2e scenarios on Debian 13 sandbox hosts, a root it
+# makes with mmdebstrap from the Debian archive), builds
 # the unit tier again with AddressSanitizer and UndefinedBehaviorSanitizer,
 # replays every fuzzer's seeds and regression inputs and runs each fuzzer
 # (XML, wire codec, channel state machines, stats record) for a bounded
-# time, checks that the translation
-# template builds, and ends with the line `N passed, N failed`.
+# time, checks that the translation template builds, builds the Debian
+# packages and runs lintian on them, and ends with the line `N passed, N failed`.
 #
 #   --no-install     skip apt-get (the packages are already there)
 #   --fuzz-seconds N run each fuzzer N seconds (default 60)
@@ -73,11 +75,38 @@ check() {
     fi
 }
 
+# lint_debs DIR: lintian on the packages, with its informational tags;
+# errors, warnings and info tags not overridden (with their reason, in
+# debian/*.lintian-overrides) fail.
+lint_debs() {
+    lintian -I --pedantic --fail-on error,warning,info "$1"/*.changes
+}
+
 step "build (warnings are errors)"
 if meson setup "$out/build" -Dsandbox_tests=true && ninja -C "$out/build"; then
+    # Before the suites: the stock-host e2e scenario installs these
+    # packages inside the sandbox ($out/build/debs).
+    step "Debian packages (dpkg-buildpackage -b -us -uc) and lintian"
+    pkg_start=$SECONDS
+    if DEB_BUILD_OPTIONS="parallel=2" bash tools/build-debs.sh "$out/build/debs"; then
+        echo "check passed: Debian packages build (dpkg-buildpackage, unit suite inside)"; passed=$((passed + 1))
+        check "lintian clean (errors, warnings, info)" lint_debs "$out/build/debs"
+        check "packages hold what they should; libvirtrdma-dev builds a program" \
+            bash tests/packaging/deb-check.sh "$out/build/debs"
+        check "package build without compiler warnings" \
+            bash -c '! grep -E "^[^ ]+:[0-9]+:[0-9]+: warning:" "$1"' _ "$out/build/debs/build.log"
+    else
+        echo "check FAILED: Debian packages build (log: $out/build/debs/build.log)"; failed=$((failed + 1))
+    fi
+    echo "packages and lintian: $((SECONDS - pkg_start)) s"
     step "unit, rdma and e2e suites"
-    meson test -C "$out/build" --print-errorlogs --num-processes 2
+    meson test -C "$out/build" --print-errorlogs --num-processes 2 --no-suite compat
     count_meson "$out/build"
+    step "compat suite: Debian 13 sandbox hosts"
+    compat_start=$SECONDS
+    meson test -C "$out/build" --print-errorlogs --suite compat
+    count_meson "$out/build"
+    echo "compat suite: $((SECONDS - compat_start)) s"
     step "translation template"
     check "po template builds" ninja -C "$out/build" virt-rdma-pot
 else

@@ -15,6 +15,16 @@ packages=(
     # inside the sandbox: libvirt hosts for the end-to-end tests
     libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients
     python3 procps
+    # packaging: dpkg-buildpackage with debhelper (compat 13) and lintian
+    # (tools/build-debs.sh, tests/run-all.sh); systemd for systemd.pc (the
+    # unit directory) and systemd-socket-activate (stock-host e2e test)
+    dpkg-dev debhelper lintian systemd adduser
+    # AppArmor: apparmor_parser checks the abstractions (unit suite) and
+    # loads libvirt's profiles inside the sandbox (stock-host e2e test)
+    apparmor
+    # compat suite: makes the Debian 13 sandbox root from the archive
+    # (tests/compat/mkroot.sh); the archive keyring has Debian 13's keys
+    mmdebstrap debian-archive-keyring
 )
 
 if [ "$(id -u)" != 0 ]; then
@@ -24,3 +34,15 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q
 apt-get install -y -q --no-install-recommends "${packages[@]}"
+
+# The stock-host e2e test installs Debian's libvirt-daemon-system (default
+# qemu.conf, libvirt's AppArmor profiles, the libvirt-qemu user) inside the
+# sandbox VMs only: installed here it would start libvirtd on this machine.
+# Keep its .deb, of the version of the installed libvirt, for the VMs.
+debs=/var/cache/virt-rdma-sandbox
+version=$(dpkg-query -W -f='${Version}' libvirt-daemon)
+mkdir -p "$debs"
+if ! ls "$debs"/libvirt-daemon-system_*.deb 2>/dev/null | grep -qF "_${version#*:}_"; then
+    rm -f "$debs"/libvirt-daemon-system_*.deb
+    (cd "$debs" && apt-get download -q -o APT::Sandbox::User=root "libvirt-daemon-system=$version")
+fi

@@ -8,10 +8,21 @@
 #include "vrmi18n.h"
 
 void
+vrmI18nBind(void)
+{
+    static gsize bound;
+
+    if (g_once_init_enter(&bound)) {
+        bindtextdomain(GETTEXT_PACKAGE, LOCALEDIR);
+        bind_textdomain_codeset(GETTEXT_PACKAGE, "UTF-8");
+        g_once_init_leave(&bound, 1);
+    }
+}
+
+void
 vrmI18nInit(void)
 {
     setlocale(LC_ALL, "");
-    bindtextdomain(GETTEXT_PACKAGE, LOCALEDIR);
-    bind_textdomain_codeset(GETTEXT_PACKAGE, "UTF-8");
+    vrmI18nBind();
     textdomain(GETTEXT_PACKAGE);
 }

@@ -23,13 +23,18 @@ main(int argc, char **argv)
     gint idleTimeout = 120;
     gboolean verbose = FALSE, debug = FALSE, engineDebug = FALSE;
     gboolean version = FALSE, checkConfig = FALSE;
+    g_autofree char *configHelp = NULL;
+    g_autofree char *engineHelp = NULL;
+    /* The descriptions of --config and --engine name this build's paths:
+     * filled in below, once gettext is set up (a path glued into an N_()
+     * literal would not be the msgid xgettext extracts). */
     GOptionEntry entries[] = {
         { "config", 'c', 0, G_OPTION_ARG_FILENAME, &configPath,
-          N_("configuration file (default " VRM_SYSCONFDIR "/" VRM_HELPER_CONFIG_FILE ")"), "PATH" },
+          NULL, "PATH" },
         { "socket", 's', 0, G_OPTION_ARG_FILENAME, &socketPath,
           N_("control socket (default: virt-rdmad.sock in the run directory)"), "PATH" },
         { "engine", 0, 0, G_OPTION_ARG_FILENAME, &enginePath,
-          N_("transport engine program (default: $VRM_ENGINE, else the installed virt-rdma-engine)"), "PATH" },
+          NULL, "PATH" },
         { "connect-timeout", 0, 0, G_OPTION_ARG_INT, &connectTimeout,
           N_("seconds the engines have to connect to each other and to QEMU (default 30)"), "SEC" },
         { "idle-timeout", 0, 0, G_OPTION_ARG_INT, &idleTimeout,
@@ -52,6 +57,14 @@ main(int argc, char **argv)
 
     vrmI18nInit();
     vrmLogSetProgram("virt-rdmad");
+    /* TRANSLATORS: %1$s is the path of the configuration file */
+    configHelp = g_strdup_printf(_("configuration file (default %1$s)"),
+                                 VRM_SYSCONFDIR "/" VRM_HELPER_CONFIG_FILE);
+    /* TRANSLATORS: %1$s is the path of the installed engine program */
+    engineHelp = g_strdup_printf(_("transport engine program (default: $VRM_ENGINE, else %1$s)"),
+                                 VRM_ENGINE_PATH);
+    entries[0].description = configHelp;
+    entries[2].description = engineHelp;
 
     octx = g_option_context_new(NULL);
     g_option_context_set_translation_domain(octx, GETTEXT_PACKAGE);

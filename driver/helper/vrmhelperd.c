@@ -1303,7 +1303,7 @@ vrmHelperDaemonNew(vrmHelperConfig *conf, const vrmHelperOptions *opts)
     else if (engine && *engine)
         d->enginePath = g_strdup(engine);
     else
-        d->enginePath = g_build_filename(VRM_BINDIR, "virt-rdma-engine", NULL);
+        d->enginePath = g_strdup(VRM_ENGINE_PATH);
     d->connectTimeout = opts && opts->connectTimeout ? opts->connectTimeout : 30;
     d->idleTimeout = opts && opts->idleTimeout ? opts->idleTimeout : 120;
     d->engineDebug = opts && opts->engineDebug;

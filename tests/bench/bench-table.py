@@ -122,6 +122,8 @@ def main():
     print("=" * w)
     print("virt-rdma performance, one sandbox run: two Soft-RoCE hosts (rxe, QEMU TCG), "
           "guest of %s MiB" % mem)
+    if os.environ.get("VRM_BENCH_STACK"):
+        print("hosts: %s" % os.environ["VRM_BENCH_STACK"])
     print("=" * w)
     print("Link and engine alone (128 MiB stream, 1 MiB chunks, every byte checked; "
           "median [min-max]):")

@@ -27,6 +27,8 @@
 # the engines log at debug level; the logs are kept with the results),
 # VRM_BENCH_CHANNELS (the engine-alone channel counts, "1 2 4"),
 # VRM_BENCH_VRM_OPTS (more options for `virt-rdma migrate`, for experiments),
+# VRM_BENCH_DISTRO (12, the default: this machine's Debian 12 root; 13:
+# Debian 13 hosts and virt-rdma built for them, tests/compat; run-bench.sh),
 # VRM_BENCH_VARIANT (options of the method "vrm1x": 1 channel with these
 # options, to compare a setting with the default in the same run, e.g.
 # VRM_BENCH_METHODS="vrm1 vrm1x native" VRM_BENCH_VARIANT="--chunk-size 256K").
@@ -54,6 +56,10 @@ mkdir -p "$res"
 virt_rdma=$VRM_BUILD_DIR/tools/cli/virt-rdma
 dest=qemu+tcp://$VRM_PEER_ADDR/system
 state_dirs="/var/local/lib/virt-rdma /var/lib/virt-rdma"
+# QEMU's own RDMA needs --postcopy on Debian 12 and refuses it on Debian 13
+# (tests/e2e/native-rdma.sh says why)
+native_postcopy=--postcopy
+[ "${VRM_NATIVE_RDMA_POSTCOPY:-1}" = 1 ] || native_postcopy=
 
 # 1. the link and the engine alone
 say "ib_write_bw and the engine alone (1, 2, 4 channels)"
@@ -91,7 +97,7 @@ migrate_cmd() {  # METHOD NAME: every migration has a deadline
                    "$2" "$dest" ;;
         vrm4) timeout 600 "$virt_rdma" migrate --live --p2p --persistent $vrm_opts --parallel \
                   --parallel-connections 4 "$2" "$dest" ;;
-        native) timeout 600 virsh migrate --live --p2p --persistent --rdma-pin-all --postcopy \
+        native) timeout 600 virsh migrate --live --p2p --persistent --rdma-pin-all $native_postcopy \
                     --migrateuri "rdma://$VRM_PEER_ADDR:49152" \
                     --listen-address "$VRM_PEER_ADDR" "$2" "$dest" ;;
         tcp) timeout 600 virsh migrate --live --p2p --persistent \
@@ -215,4 +221,7 @@ for load in $loads; do
 done
 
 [ "$VRM_SANDBOX_HOST" = a ] || exit 0
+# the stack the table was measured on (VRM_BENCH_DISTRO chose it)
+VRM_BENCH_STACK="Debian $(cat /etc/debian_version), kernel $(uname -r), libvirt $(libvirtd --version | awk '{print $NF}'), QEMU $(qemu-system-x86_64 --version | awk 'NR == 1 {print $4}')"
+export VRM_BENCH_STACK
 python3 "$bench/bench-table.py" "$res" "$mem" "$dirty_cmdline" | tee "$SHARED/bench-table.txt"

@@ -1,7 +1,10 @@
 #!/bin/bash
-# rdma-migrate.sh SCENARIO: live-migrate the e2e guest from host a to host b
-# with `virt-rdma migrate`, through virt-rdmad, the libvirt hook and the
-# engines, over rxe.
+# rdma-migrate.sh SCENARIO...: live-migrate the e2e guest from host a to
+# host b with `virt-rdma migrate`, through virt-rdmad, the libvirt hook and
+# the engines, over rxe. Several scenarios that end in a migrated guest
+# (one-channel, demo, parallel, pin-all) run one after the other on the same
+# hosts and daemons, each with its own guest (g1, g2, ...), which b destroys
+# once its memory verified; a failure scenario runs alone.
 #
 #   one-channel   --live --p2p --persistent --verbose
 #   demo          one-channel, showing each host's `virt-rdma capabilities`
@@ -17,90 +20,116 @@
 #                 the guest keeps running on the source
 set -u
 . "$(dirname "$0")/e2e-lib.sh"
-scenario=$1
+[ $# -ge 1 ] || fail "usage: rdma-migrate.sh SCENARIO..."
+scenarios=("$@")
 virt_rdma=$VRM_BUILD_DIR/tools/cli/virt-rdma
 dest=qemu+tcp://$VRM_PEER_ADDR/system
+if [ $# -gt 1 ]; then
+    for scenario in "$@"; do
+        case "$scenario" in
+            one-channel|demo|parallel|pin-all) ;;
+            *) fail "scenario '$scenario' runs alone, not with others" ;;
+        esac
+    done
+fi
 
-if [ "$VRM_SANDBOX_HOST" = b ]; then
-    if [ "$scenario" = no-helper ]; then start_virt_rdma --no-helper; else start_virt_rdma; fi
-    start_libvirt
-    [ "$scenario" = demo ] && { say "virt-rdma capabilities:"; "$virt_rdma" capabilities; }
-    flag ready-b
-    wait_flag migrated 600
+# run_b SCENARIO N: the destination's side of the Nth migration (guest gN).
+run_b() {
+    local scenario=$1 n=$2 sfx= g=g$2
+    [ "$n" = 1 ] || sfx=-$n
+    wait_flag "migrated$sfx" 600
     case "$scenario" in
         no-helper|bad-metadata|abort)
-            virsh -q list --all | grep -q g1 && fail "g1 exists on the destination after a failed migration"
+            virsh -q list --all | grep -q "$g" && fail "$g exists on the destination after a failed migration"
             check_no_leftovers ;;
         *)
-            check_migrated_destination g1
-            check_no_leftovers ;;
+            check_migrated_destination "$g"
+            check_no_leftovers
+            # its vCPU is this host's CPU too: not during the next migration
+            virsh -q destroy "$g" >/dev/null ;;
     esac
-    flag verified-b
+    flag "verified-b$sfx"
+    say "$scenario: done"
+}
+
+if [ "$VRM_SANDBOX_HOST" = b ]; then
+    if [ "${scenarios[0]}" = no-helper ]; then start_virt_rdma --no-helper; else start_virt_rdma; fi
+    start_libvirt
+    [ "${scenarios[0]}" = demo ] && { say "virt-rdma capabilities:"; "$virt_rdma" capabilities; }
+    flag ready-b
+    for i in "${!scenarios[@]}"; do
+        run_b "${scenarios[$i]}" $((i + 1))
+    done
     say "done"
     exit 0
 fi
 
 start_virt_rdma
 start_libvirt
-define_guest g1 128 "dirty_kb=2048"
-wait_flag ready-b 180
-[ "$scenario" = demo ] && { say "virt-rdma capabilities:"; "$virt_rdma" capabilities; }
 
-opts=(--live --p2p --persistent --verbose)
-case "$scenario" in
-    parallel) opts+=(--parallel --parallel-connections 4) ;;
-    pin-all) opts+=(--rdma-pin-all) ;;
-    abort) opts+=(--bandwidth 2) ;;     # MiB/s: long enough to abort it
-    bad-metadata)
-        virsh -q metadata g1 --uri "$VRM_NS" --key rdma \
-            --set '<migration><chunk size="3000"/></migration>' || fail "cannot set the metadata" ;;
-esac
+# run_a SCENARIO N: the Nth migration, of guest gN, from this host.
+run_a() {
+    local scenario=$1 n=$2 sfx= g=g$2 opts out rc mpid deadline info
+    [ "$n" = 1 ] || sfx=-$n
+    define_guest "$g" 128 "dirty_kb=2048"
+    [ "$n" = 1 ] && wait_flag ready-b 180
+    [ "$scenario" = demo ] && { say "virt-rdma capabilities:"; "$virt_rdma" capabilities; }
 
-say "virt-rdma migrate ${opts[*]} g1 $dest"
-if [ "$scenario" = abort ]; then
-    "$virt_rdma" migrate "${opts[@]}" g1 "$dest" > /tmp/migrate.out 2>&1 &
-    mpid=$!
-    deadline=$((SECONDS + 120))
-    until virsh domjobinfo g1 2>/dev/null | grep -qE "^Data processed: +[1-9]"; do
-        [ $SECONDS -ge $deadline ] && fail "the migration never started moving data"
-        sleep 0.5
-    done
-    say "aborting the migration with virsh domjobabort"
-    virsh domjobabort g1 || fail "virsh domjobabort failed"
-    wait "$mpid"; rc=$?
-    out=$(tr '\r' '\n' < /tmp/migrate.out)
-    echo "$out" | grep -v '^$' | tail -3
-elif [ "$scenario" = demo ]; then
-    # Live progress on the terminal, as a user sees it.
-    "$virt_rdma" migrate "${opts[@]}" g1 "$dest" 2>&1 | tee /tmp/migrate.out; rc=${PIPESTATUS[0]}
-    out=$(cat /tmp/migrate.out)
-else
-    out=$("$virt_rdma" migrate "${opts[@]}" g1 "$dest" 2>&1); rc=$?
-    echo "$out" | tr '\r' '\n' | grep -v '^$' | tail -8
-fi
+    opts=(--live --p2p --persistent --verbose)
+    case "$scenario" in
+        parallel) opts+=(--parallel --parallel-connections 4) ;;
+        pin-all) opts+=(--rdma-pin-all) ;;
+        abort) opts+=(--bandwidth 2) ;;     # MiB/s: long enough to abort it
+        bad-metadata)
+            virsh -q metadata "$g" --uri "$VRM_NS" --key rdma \
+                --set '<migration><chunk size="3000"/></migration>' || fail "cannot set the metadata" ;;
+    esac
 
-case "$scenario" in
-    no-helper|bad-metadata|abort)
-        [ $rc -ne 0 ] || fail "virt-rdma migrate succeeded; it should have failed"
-        if [ "$scenario" = no-helper ]; then
-            grep -q "virt-rdmad" <<<"$out" || fail "the error does not say the destination helper is missing"
-        elif [ "$scenario" = abort ]; then
-            grep -qi "cancel\|abort" <<<"$out" || fail "the error does not say the migration was cancelled"
-        else
-            grep -q "chunk" <<<"$out" && grep -q "3000" <<<"$out" ||
-                fail "the error does not name the bad chunk size"
-        fi
-        [ "$(virsh domstate g1)" = running ] || fail "g1 is not running on the source after the failure"
-        wait_serial g1 "verify [0-9]+ ok" 120
-        check_no_leftovers
-        flag migrated
-        wait_flag verified-b 120 ;;
-    *)
-        [ $rc -eq 0 ] || fail "virt-rdma migrate failed (status $rc)"
-        check_migrated_source g1
-        info=$("$virt_rdma" jobinfo --completed g1) || fail "virt-rdma jobinfo --completed failed"
-        echo "$info"
-        python3 - "$info" <<'PY' || fail "RDMA bytes sent are fewer than the memory libvirt moved"
+    say "$scenario: virt-rdma migrate ${opts[*]} $g $dest"
+    if [ "$scenario" = abort ]; then
+        "$virt_rdma" migrate "${opts[@]}" "$g" "$dest" > /tmp/migrate.out 2>&1 &
+        mpid=$!
+        deadline=$((SECONDS + 120))
+        until virsh domjobinfo "$g" 2>/dev/null | grep -qE "^Data processed: +[1-9]"; do
+            [ $SECONDS -ge $deadline ] && fail "the migration never started moving data"
+            sleep 0.5
+        done
+        say "aborting the migration with virsh domjobabort"
+        virsh domjobabort "$g" || fail "virsh domjobabort failed"
+        wait "$mpid"; rc=$?
+        out=$(tr '\r' '\n' < /tmp/migrate.out)
+        echo "$out" | grep -v '^$' | tail -3
+    elif [ "$scenario" = demo ]; then
+        # Live progress on the terminal, as a user sees it.
+        "$virt_rdma" migrate "${opts[@]}" "$g" "$dest" 2>&1 | tee /tmp/migrate.out; rc=${PIPESTATUS[0]}
+        out=$(cat /tmp/migrate.out)
+    else
+        out=$("$virt_rdma" migrate "${opts[@]}" "$g" "$dest" 2>&1); rc=$?
+        echo "$out" | tr '\r' '\n' | grep -v '^$' | tail -8
+    fi
+
+    case "$scenario" in
+        no-helper|bad-metadata|abort)
+            [ $rc -ne 0 ] || fail "virt-rdma migrate succeeded; it should have failed"
+            if [ "$scenario" = no-helper ]; then
+                grep -q "virt-rdmad" <<<"$out" || fail "the error does not say the destination helper is missing"
+            elif [ "$scenario" = abort ]; then
+                grep -qi "cancel\|abort" <<<"$out" || fail "the error does not say the migration was cancelled"
+            else
+                grep -q "chunk" <<<"$out" && grep -q "3000" <<<"$out" ||
+                    fail "the error does not name the bad chunk size"
+            fi
+            [ "$(virsh domstate "$g")" = running ] || fail "$g is not running on the source after the failure"
+            wait_serial "$g" "verify [0-9]+ ok" 120
+            check_no_leftovers
+            flag "migrated$sfx"
+            wait_flag "verified-b$sfx" 120 ;;
+        *)
+            [ $rc -eq 0 ] || fail "virt-rdma migrate failed (status $rc)"
+            check_migrated_source "$g"
+            info=$("$virt_rdma" jobinfo --completed "$g") || fail "virt-rdma jobinfo --completed failed"
+            echo "$info"
+            python3 - "$info" <<'PY' || fail "RDMA bytes sent are fewer than the memory libvirt moved"
 import re, sys
 units = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
 def size(label):
@@ -112,18 +141,24 @@ mem, rdma = size("Memory processed:"), size("RDMA bytes sent:")
 print("memory processed %.0f bytes, RDMA bytes sent %.0f bytes" % (mem, rdma))
 sys.exit(0 if rdma >= mem else 1)
 PY
-        # the source engine's own CPU time reaches the tool (moving tens of
-        # MiB over rxe costs it far more than a millisecond)
-        grep -qE "^RDMA engine CPU: +[1-9][0-9]* +ms *$" <<<"$info" ||
-            fail "virt-rdma jobinfo shows no engine CPU time"
-        # rc 0 alone does not prove a parallel migration: QEMU must have
-        # opened the main connection and 4 multifd ones through the engine.
-        if [ "$scenario" = parallel ]; then
-            grep -qE "^RDMA channels: +5 *$" <<<"$info" ||
-                fail "the RDMA job did not carry 5 channels (main + 4 multifd)"
-        fi
-        check_no_leftovers
-        flag migrated
-        wait_flag verified-b 300 ;;
-esac
+            # the source engine's own CPU time reaches the tool (moving tens of
+            # MiB over rxe costs it far more than a millisecond)
+            grep -qE "^RDMA engine CPU: +[1-9][0-9]* +ms *$" <<<"$info" ||
+                fail "virt-rdma jobinfo shows no engine CPU time"
+            # rc 0 alone does not prove a parallel migration: QEMU must have
+            # opened the main connection and 4 multifd ones through the engine.
+            if [ "$scenario" = parallel ]; then
+                grep -qE "^RDMA channels: +5 *$" <<<"$info" ||
+                    fail "the RDMA job did not carry 5 channels (main + 4 multifd)"
+            fi
+            check_no_leftovers
+            flag "migrated$sfx"
+            wait_flag "verified-b$sfx" 300 ;;
+    esac
+    say "$scenario: done"
+}
+
+for i in "${!scenarios[@]}"; do
+    run_a "${scenarios[$i]}" $((i + 1))
+done
 say "done"

@@ -160,7 +160,8 @@ def header_cycles(includes):
 
 def objects(build):
     for root, _, files in os.walk(build):
-        if "/tests/" in root + "/" or "meson-private" in root:
+        rel = os.path.relpath(root, build) + "/"
+        if rel.startswith(("tests/", "meson-private/", "compat/")):
             continue
         for name in files:
             if name.endswith(".c.o"):

@@ -1,13 +1,15 @@
 #!/bin/sh
-# Print the version of the newest installed Debian kernel that has
-# rdma_rxe and the 9p modules; the sandbox VMs boot it. Fails with the
-# package to install when there is none.
+# find-kernel.sh [ROOT]: print the version of the newest installed Debian
+# kernel that has rdma_rxe and the 9p modules; the sandbox VMs boot it.
+# With ROOT, look in that root's /boot and /lib/modules instead of this
+# machine's. Fails with the package to install when there is none.
 set -eu
+root=${1:-}
 best=
-for k in /boot/vmlinuz-*; do
+for k in "$root"/boot/vmlinuz-*; do
     [ -e "$k" ] || continue
-    ver=${k#/boot/vmlinuz-}
-    mods=/lib/modules/$ver
+    ver=${k#"$root"/boot/vmlinuz-}
+    mods=$root/lib/modules/$ver
     [ -r "$k" ] || continue
     if find "$mods" -name 'rdma_rxe.ko*' 2>/dev/null | grep -q . &&
        find "$mods" -name '9p.ko*' 2>/dev/null | grep -q .; then
@@ -15,7 +17,7 @@ for k in /boot/vmlinuz-*; do
     fi
 done
 if [ -z "$best" ]; then
-    echo "no kernel with rdma_rxe and 9p modules in /boot and /lib/modules; install one with: apt-get install linux-image-amd64" >&2
+    echo "no kernel with rdma_rxe and 9p modules in $root/boot and $root/lib/modules; install one with: apt-get install linux-image-amd64" >&2
     exit 1
 fi
 echo "$best"

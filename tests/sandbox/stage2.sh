@@ -35,6 +35,20 @@ mount -t tmpfs -o mode=1777 tmpfs /dev/shm
 [ -e /dev/fd ] || ln -s /proc/self/fd /dev/fd
 mount -t debugfs none /sys/kernel/debug 2>/dev/null
 
+# Another distribution's root: this machine's paths that the commands use
+# (source and build trees), read-only at their own paths.
+bind=$(param bind)
+if [ -n "$bind" ]; then
+    for p in ${bind//,/ }; do
+        if [ -d "/mnt/vrm-machine$p" ]; then
+            mkdir -p "$p" || die "cannot create the mount point $p"
+        else
+            mkdir -p "${p%/*}" && { [ -e "$p" ] || : > "$p"; } || die "cannot create the mount point $p"
+        fi
+        mount --bind "/mnt/vrm-machine$p" "$p" || die "cannot bind the machine's $p"
+    done
+fi
+
 # The shared directory: the only host path the VM may write to.
 modprobe 9pnet_virtio 2>/dev/null
 mkdir -p "$shared"

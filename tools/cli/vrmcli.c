@@ -6,6 +6,9 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
+
+#include <libvirt/virterror.h>
 
 #include "vrmcli.h"
 #include "vrmi18n.h"
@@ -36,4 +39,23 @@ vrmCliError(const char *fmt, ...)
     msg = g_strdup_vprintf(fmt, ap);
     va_end(ap);
     fprintf(stderr, _("virt-rdma: error: %1$s\n"), msg);
+}
+
+virDomainPtr
+vrmCliLookupDomain(virConnectPtr conn, const char *name)
+{
+    virDomainPtr dom = NULL;
+    unsigned long long id;
+    char *end = NULL;
+
+    if (g_ascii_isdigit(name[0]) &&
+        (id = g_ascii_strtoull(name, &end, 10), *end == '\0') && id <= G_MAXINT)
+        dom = virDomainLookupByID(conn, (int)id);
+    if (!dom && strlen(name) == VIR_UUID_STRING_BUFLEN - 1)
+        dom = virDomainLookupByUUIDString(conn, name);
+    if (!dom)
+        dom = virDomainLookupByName(conn, name);
+    if (!dom)
+        vrmCliError(_("failed to get domain '%1$s'"), name);
+    return dom;
 }

@@ -252,12 +252,11 @@ static const char *
 vrmBenchEnginePath(void)
 {
     const char *env = g_getenv("VRM_ENGINE");
-    g_autofree char *installed = g_build_filename(VRM_LIBEXECDIR, "virt-rdma-engine", NULL);
 
     if (env)
         return env;
-    if (g_file_test(installed, G_FILE_TEST_IS_EXECUTABLE))
-        return g_intern_string(installed);
+    if (g_file_test(VRM_ENGINE_PATH, G_FILE_TEST_IS_EXECUTABLE))
+        return VRM_ENGINE_PATH;
     return "virt-rdma-engine";
 }
 

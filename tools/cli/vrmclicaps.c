@@ -19,7 +19,7 @@
 #include "vrmhelperclient.h"
 #include "vrmnegotiation.h"
 
-#define VRM_HOOK_PATH "/etc/libvirt/hooks/qemu.d/virt-rdma"
+#define VRM_HOOK_PATH VRM_LIBVIRT_HOOK_DIR "/virt-rdma"
 #define VRM_CAPS_HELPER_TIMEOUT_MS 3000
 
 /* Gbit/s of one lane for ibv_port_attr.active_speed. */

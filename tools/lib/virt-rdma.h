@@ -21,11 +21,27 @@
  * up front); VIR_MIGRATE_PARALLEL with VIR_MIGRATE_PARAM_PARALLEL_CONNECTIONS
  * N gives 1 + N RDMA channels.
  *
- * Link with `pkg-config --libs virt-rdma`.
+ * Include it as <virt-rdma/virt-rdma.h>; build with
+ * `pkg-config --cflags --libs virt-rdma`.
  */
 #pragma once
 
 #include <libvirt/libvirt.h>
+
+/*
+ * The release of virt-rdma this header belongs to, for compile-time checks
+ * as with libvirt's LIBVIR_CHECK_VERSION():
+ *     #if VIRT_RDMA_CHECK_VERSION(0, 2, 0)
+ * is true when building against 0.2.0 or later.
+ */
+#define VIRT_RDMA_VERSION_MAJOR 0
+#define VIRT_RDMA_VERSION_MINOR 1
+#define VIRT_RDMA_VERSION_MICRO 0
+#define VIRT_RDMA_VERSION_NUMBER \
+    (VIRT_RDMA_VERSION_MAJOR * 1000000 + VIRT_RDMA_VERSION_MINOR * 1000 + \
+     VIRT_RDMA_VERSION_MICRO)
+#define VIRT_RDMA_CHECK_VERSION(major, minor, micro) \
+    ((major) * 1000000 + (minor) * 1000 + (micro) <= VIRT_RDMA_VERSION_NUMBER)
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,0 +1,319 @@
+#!/bin/bash
+# stock-host.sh DEB_DIR SCENARIO: virt-rdma on libvirt hosts set up as
+# Debian 12 sets them up, from the project's packages. Each sandbox host:
+#
+#   - installs libvirt-daemon-system (which brings Debian's default
+#     qemu.conf: QEMU as libvirt-qemu, dynamic ownership, the AppArmor
+#     security driver, and libvirt's AppArmor profiles) and the built
+#     virt-rdma packages with dpkg; the VM's root is a tmpfs overlay, the
+#     machine itself is untouched;
+#   - loads the AppArmor profiles in enforce mode (as apparmor.service
+#     would) and starts virtlogd and libvirtd; libvirtd.conf only gets the
+#     TCP listener of the sandbox and the socket access that Debian grants
+#     the group libvirt through polkit (no polkitd in the VM);
+#   - starts virt-rdmad through systemd-socket-activate with the socket,
+#     group and mode of the installed virt-rdmad.socket;
+#   - checks that libvirtd runs in its AppArmor profile in enforce mode.
+#
+# Host a then starts the e2e guest, checks that its QEMU runs as
+# libvirt-qemu in its own enforced AppArmor profile and that its memory
+# fills, and migrates it to b:
+#
+#   socket-path   plain `virsh migrate --parallel --parallel-connections 4`
+#                 over unix:///run/virt-rdma/qemu/<uuid>/migrate.sock, with
+#                 unix-tunnel.py standing in for the engines (run as
+#                 virt-rdma-engine, the directories made as virt-rdmad will
+#                 make them): proves that a confined QEMU can create, listen
+#                 on and connect to its socket there
+#   one-channel   `virt-rdma migrate --live --p2p --persistent`, run by a
+#                 non-root user in the groups virt-rdma and libvirt
+#   parallel      the same with --parallel --parallel-connections 4
+#
+# b checks that the guest runs there, as libvirt-qemu and confined, and
+# that its memory verifies. Both hosts print the AppArmor denials the
+# kernel logged. DEB_DIR holds the .deb files of tools/build-debs.sh; the
+# libvirt-daemon-system package is taken from $VRM_LIBVIRT_DEB_DIR
+# (default /var/cache/virt-rdma-sandbox, filled by tools/install-deps.sh).
+set -u
+. "$(dirname "$0")/e2e-lib.sh"
+deb_dir=$1
+scenario=$2
+libvirt_deb_dir=${VRM_LIBVIRT_DEB_DIR:-/var/cache/virt-rdma-sandbox}
+dest=qemu+tcp://$VRM_PEER_ADDR/system
+user=vrmadmin
+
+case "$scenario" in
+    socket-path|one-channel|parallel) ;;
+    *) echo "stock-host.sh: unknown scenario '$scenario'" >&2; exit 2 ;;
+esac
+
+at_exit() {
+    local d
+    [ -s /tmp/tunnel.log ] && { say "unix-tunnel.py's log:"; cat /tmp/tunnel.log; }
+    [ -d /run/virt-rdma ] && ls -la /run/virt-rdma
+    [ -d /run/virt-rdma/qemu ] && ls -lR /run/virt-rdma/qemu
+    if [ -e "$SHARED/failed-a" ] || [ -e "$SHARED/failed-b" ]; then
+        say "QEMU's log of g1:"; tail -15 /var/log/libvirt/qemu/g1.log 2>/dev/null
+        say "libvirtd's errors:"; grep -E " error " /var/log/libvirt/libvirtd.log 2>/dev/null | tail -10
+        [ -s /tmp/virt-rdmad.log ] && { say "virt-rdmad's log:"; tail -30 /tmp/virt-rdmad.log; }
+    fi
+    d=$(dmesg | grep 'apparmor="DENIED"')
+    if [ -n "$d" ]; then
+        say "AppArmor denials on this host:"
+        echo "$d"
+    else
+        say "AppArmor denials on this host: none"
+    fi
+}
+trap at_exit EXIT
+
+# Nothing was refused: the guests, libvirtd and the hook did all they had to.
+no_denials() {
+    dmesg | grep -q 'apparmor="DENIED"' && fail "AppArmor refused something on this host"
+    say "no AppArmor denial on this host"
+}
+
+# profile_of PID: the AppArmor label of a process, e.g. "libvirtd (enforce)"
+profile_of() { tr -d '\0' < "/proc/$1/attr/current"; }
+
+install_packages() {
+    local lds debs
+    mountpoint -q /sys/kernel/security ||
+        mount -t securityfs securityfs /sys/kernel/security || fail "cannot mount securityfs"
+    [ "$(cat /sys/module/apparmor/parameters/enabled 2>/dev/null)" = Y ] ||
+        fail "AppArmor is not enabled in the sandbox kernel"
+    aa-enabled >/dev/null || fail "aa-enabled says AppArmor is not usable"
+
+    # man-db's trigger rebuilds its index from every manual page, which
+    # takes minutes over the VM's 9p root; it plays no part here. This is
+    # what answering "no" to man-db/auto-update does.
+    rm -f /var/lib/man-db/auto-update
+    lds=$(ls "$libvirt_deb_dir"/libvirt-daemon-system_*.deb 2>/dev/null | tail -1)
+    [ -n "$lds" ] || fail "no libvirt-daemon-system .deb in $libvirt_deb_dir: run tools/install-deps.sh"
+    # Its other dependencies (network and nwfilter configuration, logrotate,
+    # iptables, the systemd glue) play no part here.
+    say "dpkg -i --force-depends $(basename "$lds")"
+    dpkg -i --force-depends "$lds" > /tmp/dpkg-libvirt.log 2>&1 ||
+        { cat /tmp/dpkg-libvirt.log; fail "cannot install libvirt-daemon-system"; }
+    grep -E "^(Setting up|dpkg: warning)" /tmp/dpkg-libvirt.log | head -3
+
+    debs=()
+    for p in virt-rdma-common virt-rdmad virt-rdma libvirtrdma0; do
+        f=$(ls "$deb_dir/${p}_"*.deb 2>/dev/null | tail -1)
+        [ -n "$f" ] || fail "no $p package in $deb_dir: run tools/build-debs.sh"
+        debs+=("$f")
+    done
+    say "dpkg -i ${debs[*]##*/}"
+    dpkg -i "${debs[@]}" || fail "dpkg -i of the virt-rdma packages failed"
+    getent group virt-rdma || fail "the package did not create the group virt-rdma"
+    getent passwd virt-rdma-engine || fail "the package did not create the user virt-rdma-engine"
+    id libvirt-qemu || fail "libvirt-daemon-system did not create libvirt-qemu"
+    dpkg-query -W -f='${Package} ${Version} ${Status}\n' virt-rdmad virt-rdma virt-rdma-common libvirtrdma0 libvirt-daemon-system
+}
+
+# What Debian 12 asks of an administrator for virt-rdma under AppArmor
+# (docs/install.rst): the guest abstraction from libvirt-qemu's local
+# additions.
+add_apparmor_include() {
+    local f=/etc/apparmor.d/local/abstractions/libvirt-qemu
+    [ "${VRM_STOCK_NO_QEMU_RULES:-0}" = 1 ] && { say "NOT including abstractions/virt-rdma-qemu (VRM_STOCK_NO_QEMU_RULES=1)"; return; }
+    [ -e "$f" ] || fail "$f is missing: libvirt-daemon-system creates it"
+    echo "include if exists <abstractions/virt-rdma-qemu>" >> "$f"
+    say "$f: $(tr '\n' ' ' < "$f")"
+}
+
+load_apparmor() {
+    local p
+    # As apparmor.service does at boot: every profile, enforce mode.
+    for p in /etc/apparmor.d/usr.sbin.libvirtd /etc/apparmor.d/usr.lib.libvirt.virt-aa-helper; do
+        apparmor_parser -r -W "$p" || fail "apparmor_parser cannot load $p"
+    done
+    grep -E '^(libvirtd|virt-aa-helper|/usr/lib/libvirt/virt-aa-helper) ' /sys/kernel/security/apparmor/profiles
+    grep -q '^libvirtd (enforce)' /sys/kernel/security/apparmor/profiles ||
+        fail "the libvirtd profile is not loaded in enforce mode"
+}
+
+start_virtlogd() {
+    virtlogd --daemon || fail "virtlogd did not start"
+}
+
+start_stock_libvirtd() {
+    local uuid pid
+    case "$VRM_SANDBOX_HOST" in
+        a) uuid=5f0b6d2e-7a1c-4c3e-9d01-00000000000a ;;
+        *) uuid=5f0b6d2e-7a1c-4c3e-9d01-00000000000b ;;
+    esac
+    # Debian's libvirtd.conf is all comments; the sandbox adds its listener.
+    # qemu.conf stays Debian's.
+    cat >> /etc/libvirt/libvirtd.conf <<CONF
+listen_tls = 0
+listen_tcp = 1
+auth_tcp = "none"
+listen_addr = "$VRM_SELF_ADDR"
+host_uuid = "$uuid"
+unix_sock_group = "libvirt"
+unix_sock_rw_perms = "0770"
+auth_unix_rw = "none"
+log_outputs = "3:file:/var/log/libvirt/libvirtd.log"
+CONF
+    say "qemu.conf settings (Debian's defaults, none set): $(grep -cvE '^\s*(#|$)' /etc/libvirt/qemu.conf)"
+    libvirtd --listen --daemon --pid-file /run/libvirtd.pid || fail "libvirtd did not start"
+    local deadline=$((SECONDS + 90))
+    until virsh -c qemu:///system version >/dev/null 2>&1; do
+        [ $SECONDS -ge $deadline ] && { tail -20 /var/log/libvirt/libvirtd.log; fail "libvirtd did not answer within 90 s"; }
+        nap 0.2
+    done
+    pid=$(cat /run/libvirtd.pid)
+    say "libvirtd pid $pid runs in AppArmor profile: $(profile_of "$pid")"
+    [ "$(profile_of "$pid")" = "libvirtd (enforce)" ] || fail "libvirtd is not confined by its profile in enforce mode"
+    virsh -c qemu:///system capabilities | grep -A1 '<secmodel>' | grep -o '<model>[a-z]*</model>' | tr '\n' ' '; echo
+    virsh -c qemu:///system capabilities | grep -q '<model>apparmor</model>' ||
+        fail "libvirt does not use its AppArmor security driver"
+}
+
+# The socket unit, done by hand: systemd-socket-activate listens on the
+# unit's socket and starts the service's ExecStart on the first connection.
+start_helper_socket_activated() {
+    local unit=/lib/systemd/system/virt-rdmad.socket service=/lib/systemd/system/virt-rdmad.service
+    local listen group mode dirmode exec deadline
+    listen=$(sed -n 's/^ListenStream=//p' "$unit")
+    group=$(sed -n 's/^SocketGroup=//p' "$unit")
+    mode=$(sed -n 's/^SocketMode=//p' "$unit")
+    dirmode=$(sed -n 's/^DirectoryMode=//p' "$unit")
+    exec=$(sed -n 's/^ExecStart=//p' "$service")
+    say "socket unit: $listen $group $mode; service: $exec"
+    mkdir -p -m "$dirmode" "$(dirname "$listen")"
+    # systemd would create /var/lib/virt-rdma (StateDirectory=) too.
+    systemd-socket-activate -l "$listen" $exec > /tmp/virt-rdmad.log 2>&1 &
+    echo $! > /tmp/virt-rdmad.pid
+    deadline=$((SECONDS + 30))
+    until [ -S "$listen" ]; do
+        [ $SECONDS -ge $deadline ] && { cat /tmp/virt-rdmad.log; fail "systemd-socket-activate did not open $listen"; }
+        nap 0.1
+    done
+    # SocketUser=/SocketGroup=/SocketMode=, which systemd-socket-activate
+    # does not take as options.
+    chown "root:$group" "$listen" && chmod "$mode" "$listen" || fail "cannot set up $listen"
+    ls -l "$listen"
+}
+
+make_admin_user() {
+    adduser --quiet --disabled-password --gecos "" "$user" || fail "cannot create $user"
+    adduser --quiet "$user" virt-rdma && adduser --quiet "$user" libvirt || fail "cannot add $user to its groups"
+    say "management user: $(id "$user")"
+}
+
+# The group of the socket unit works: a member of virt-rdma reaches the
+# socket-activated helper, a user outside it does not.
+check_helper_access() {
+    local probe='import socket, sys; s = socket.socket(socket.AF_UNIX); s.settimeout(10); s.connect(sys.argv[1])'
+    local sock=/run/virt-rdma/virt-rdmad.sock
+    runuser -u "$user" -- python3 -c "$probe" "$sock" ||
+        fail "$user, in the group virt-rdma, cannot connect to $sock"
+    adduser --quiet --disabled-password --gecos "" vrmother || fail "cannot create vrmother"
+    if runuser -u vrmother -- python3 -c "$probe" "$sock" 2>/dev/null; then
+        fail "vrmother, outside the group virt-rdma, could connect to $sock"
+    fi
+    say "$sock: $user (in virt-rdma) may connect, vrmother (not in it) may not"
+    ls -ld /run/virt-rdma "$sock"
+    say "virt-rdma capabilities, as $user:"
+    runuser -u "$user" -- virt-rdma capabilities 2>&1
+    say "(virt-rdma capabilities: status $?)"
+}
+
+# check_guest_confined DOMAIN: its QEMU runs as libvirt-qemu in the
+# domain's own AppArmor profile, enforced.
+check_guest_confined() {
+    local pid uuid label who
+    pid=$(cat "/run/libvirt/qemu/$1.pid" 2>/dev/null) || fail "no pid file for $1"
+    uuid=$(virsh domuuid "$1" | head -1)
+    who=$(ps -o user= -p "$pid")
+    label=$(profile_of "$pid")
+    say "QEMU of $1: pid $pid, user $who, AppArmor $label"
+    ps -o user,pid,comm -p "$pid"
+    [ "$who" = libvirt-qemu ] || fail "QEMU of $1 runs as '$who', not libvirt-qemu"
+    [ "$label" = "libvirt-$uuid (enforce)" ] || fail "QEMU of $1 is not in the enforced profile libvirt-$uuid"
+    grep "^libvirt-$uuid " /sys/kernel/security/apparmor/profiles
+}
+
+# migration_dir UUID: what virt-rdmad makes for a domain's migration
+# (docs/install.rst): owner the QEMU user, group virt-rdma-engine, 02750.
+migration_dir() {
+    install -d -o root -g root -m 0755 /run/virt-rdma/qemu
+    install -d -o libvirt-qemu -g virt-rdma-engine -m 02750 "/run/virt-rdma/qemu/$1"
+}
+
+install_packages
+add_apparmor_include
+load_apparmor
+start_helper_socket_activated
+start_virtlogd
+start_stock_libvirtd
+make_admin_user
+check_helper_access
+
+tunnel_port=49200
+
+if [ "$VRM_SANDBOX_HOST" = b ]; then
+    wait_flag guest-a 300
+    uuid=$(cat "$SHARED/guest-uuid")
+    sock=/run/virt-rdma/qemu/$uuid/migrate.sock
+    if [ "$scenario" = socket-path ]; then
+        migration_dir "$uuid"
+        python3 "$E2E_DIR/unix-tunnel.py" destination "$VRM_SELF_ADDR:$tunnel_port" "$sock" virt-rdma-engine > /tmp/tunnel.log 2>&1 &
+        tunnel=$!
+    fi
+    flag ready-b
+    wait_flag migrated 600
+    check_migrated_destination g1
+    check_guest_confined g1
+    if [ "$scenario" = socket-path ]; then
+        kill "$tunnel"; wait "$tunnel" 2>/dev/null
+        cat /tmp/tunnel.log
+        grep -q "unix-tunnel: 5 connection" /tmp/tunnel.log || fail "the tunnel did not carry 5 connections (main + 4 multifd)"
+    fi
+    no_denials
+    flag verified-b
+    say "done"
+    exit 0
+fi
+
+# host a: the guest; b learns its UUID, which names its migration socket
+define_guest g1 128 "dirty_kb=2048"
+check_guest_confined g1
+uuid=$(virsh domuuid g1 | head -1)
+sock=/run/virt-rdma/qemu/$uuid/migrate.sock
+echo "$uuid" > "$SHARED/guest-uuid"
+flag guest-a
+wait_flag ready-b 300
+
+case "$scenario" in
+    socket-path)
+        migration_dir "$uuid"
+        python3 "$E2E_DIR/unix-tunnel.py" source "$sock" "$VRM_PEER_ADDR:$tunnel_port" virt-rdma-engine > /tmp/tunnel.log 2>&1 &
+        tunnel=$!
+        for _ in $(seq 50); do [ -S "$sock" ] && break; nap 0.1; done
+        ls -ld "/run/virt-rdma/qemu/$uuid" "$sock"
+        say "virsh migrate --live --p2p --persistent --parallel --parallel-connections 4 --migrateuri unix://$sock g1 $dest"
+        virsh migrate --live --p2p --persistent --parallel --parallel-connections 4 \
+            --migrateuri "unix://$sock" g1 "$dest" || fail "virsh migrate over $sock failed"
+        kill "$tunnel"; wait "$tunnel" 2>/dev/null
+        cat /tmp/tunnel.log ;;
+    one-channel|parallel)
+        opts=(--live --p2p --persistent --verbose)
+        [ "$scenario" = parallel ] && opts+=(--parallel --parallel-connections 4)
+        say "as $user: virt-rdma migrate -c qemu:///system ${opts[*]} g1 $dest"
+        out=$(runuser -u "$user" -- virt-rdma migrate -c qemu:///system "${opts[@]}" g1 "$dest" 2>&1); rc=$?
+        echo "$out" | tr '\r' '\n' | grep -v '^$' | tail -12
+        if [ $rc -ne 0 ]; then
+            say "virt-rdmad's log:"; tail -30 /tmp/virt-rdmad.log
+            say "libvirtd's log:"; grep -E "error|warning" /var/log/libvirt/libvirtd.log | tail -15
+            fail "virt-rdma migrate as $user failed (status $rc)"
+        fi
+        runuser -u "$user" -- virt-rdma jobinfo -c qemu:///system --completed g1 || fail "virt-rdma jobinfo --completed failed" ;;
+esac
+check_migrated_source g1
+no_denials
+flag migrated
+wait_flag verified-b 300
+say "done"

@@ -1,0 +1,2 @@
+/* has a message, not listed: refused */
+static const char *b = _("forgotten");

@@ -1,0 +1,2 @@
+/* listed */
+static const char *a = N_("listed");
