@@ -5,12 +5,13 @@
 # compat suite (the e2e scenarios on Debian 13 sandbox hosts, a root it
 # makes with mmdebstrap from the Debian archive), builds
 # the unit tier again with AddressSanitizer and UndefinedBehaviorSanitizer,
-# runs the XML fuzzer for a bounded time, checks that the translation
-# template builds, builds the Debian packages and runs lintian on them,
-# and ends with the line `N passed, N failed`.
+# replays every fuzzer's seeds and regression inputs and runs each fuzzer
+# (XML, wire codec, channel state machines, stats record) for a bounded
+# time, checks that the translation template builds, builds the Debian
+# packages and runs lintian on them, and ends with the line `N passed, N failed`.
 #
 #   --no-install     skip apt-get (the packages are already there)
-#   --fuzz-seconds N run the fuzzer N seconds (default 60)
+#   --fuzz-seconds N run each fuzzer N seconds (default 60)
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -126,11 +127,16 @@ else
 fi
 
 if [ -f tests/fuzz/run-fuzz.sh ]; then
-    step "XML parser fuzzing (${fuzz_seconds}s, libFuzzer with ASan+UBSan)"
+    step "fuzzing (${fuzz_seconds}s each, libFuzzer with ASan+UBSan)"
     if CC=clang meson setup "$out/fuzz" -Dsandbox_tests=false -Dfuzzing=true \
            -Db_sanitize=address,undefined -Db_lundef=false &&
        ninja -C "$out/fuzz"; then
-        check "fuzzing the XML parser for ${fuzz_seconds}s" bash tests/fuzz/run-fuzz.sh "$out/fuzz" "$fuzz_seconds"
+        # every seed and regression input once, then each fuzzer in turn
+        meson test -C "$out/fuzz" --suite fuzz --print-errorlogs
+        count_meson "$out/fuzz"
+        for f in vrmxmlfuzz vrmwirefuzz vrmchannelfuzz vrmstatsfuzz; do
+            check "fuzzing $f for ${fuzz_seconds}s" bash tests/fuzz/run-fuzz.sh "$out/fuzz" "$fuzz_seconds" "$f"
+        done
     else
         echo "run-all.sh: the fuzzing build failed"
         failed=$((failed + 1))

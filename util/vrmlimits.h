@@ -25,9 +25,9 @@
 #pragma once
 
 /* Protocol versions this build can speak. */
-#define VRM_PROTOCOL_VERSION 1
-#define VRM_PROTOCOL_VERSION_MIN 1
-#define VRM_PROTOCOL_VERSION_MAX 1
+#define VRM_PROTOCOL_VERSION 2
+#define VRM_PROTOCOL_VERSION_MIN 2
+#define VRM_PROTOCOL_VERSION_MAX 2
 
 /* Capability bits (32-bit mask, docs/protocol.rst "Capabilities"). */
 #define VRM_CAP_PIN_ALL 0x1u        /* rings registered up front, rkeys in the description */

@@ -33,6 +33,8 @@ VRM_ENUM_IMPL(vrmEngineFault, VRM_ENGINE_FAULT_LAST,
               "bad-auth",
               "early-register",
               "oversize",
+              "fail",
+              "vanish",
 );
 
 #define VRM_ENGINE_UNIX_PATH_MAX (sizeof(((struct sockaddr_un *)NULL)->sun_path) - 1)

@@ -64,6 +64,8 @@ typedef enum {
     VRM_ENGINE_FAULT_BAD_AUTH,      /* destination: send a wrong AUTH */
     VRM_ENGINE_FAULT_EARLY_REGISTER, /* send REGISTER_REQUEST before the ring */
     VRM_ENGINE_FAULT_OVERSIZE,      /* send a control message > 4096 bytes */
+    VRM_ENGINE_FAULT_FAIL,          /* source: fail right after listening */
+    VRM_ENGINE_FAULT_VANISH,        /* destination: drop the connect request at once */
 
     VRM_ENGINE_FAULT_LAST
 } vrmEngineFault;

@@ -139,6 +139,25 @@ vrmEngineStatsClear(vrmEngineStats *st)
 
 /* ---- writer ---------------------------------------------------------- */
 
+/* Text that is valid UTF-8 without control characters stays as it is (so
+ * a record read back writes the same); anything else is escaped the way
+ * logs are (util/vrmlog.h) */
+static char *
+vrmEngineStatsSafeText(const char *s)
+{
+    const char *p;
+
+    if (!g_utf8_validate(s, -1, NULL))
+        return vrmLogSanitize(s);
+    for (p = s; *p; p = g_utf8_next_char(p)) {
+        gunichar c = g_utf8_get_char(p);
+
+        if (c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0))
+            return vrmLogSanitize(s);
+    }
+    return g_strdup(s);
+}
+
 static void
 vrmJSONAppendString(GString *buf, const char *s)
 {
@@ -175,7 +194,7 @@ vrmEngineStatsFormat(const vrmEngineStats *st)
 
             if (s) {
                 /* one line, no escape sequence, valid UTF-8, bounded */
-                g_autofree char *safe = vrmLogSanitize(s);
+                g_autofree char *safe = vrmEngineStatsSafeText(s);
 
                 if (strlen(safe) > VRM_ENGINE_STATS_STRING_MAX) {
                     const char *end = g_utf8_find_prev_char(safe, safe + VRM_ENGINE_STATS_STRING_MAX + 1);

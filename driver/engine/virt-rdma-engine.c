@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "vrmtransport.h"
+#include "vrmconfine.h"
 #include "vrmerror.h"
 #include "vrmi18n.h"
 #include "vrmlog.h"
@@ -95,6 +96,12 @@ main(int argc, char **argv)
     vrmLogSetProgram("virt-rdma-engine");
     /* every socket and file the engine creates is its own user's only */
     umask(0077);
+    /* before anything a peer sends is read: not dumpable, no new
+     * privileges, the seccomp deny list (vrmconfine.c) */
+    if (vrmConfine() < 0) {
+        fprintf(stderr, "virt-rdma-engine: error: %s\n", vrmGetLastErrorMessage());
+        return VRM_ENGINE_EXIT_FAILED;
+    }
 
     if (argc == 2 && (g_str_equal(argv[1], "--help") || g_str_equal(argv[1], "-h"))) {
         vrmEngineUsage();

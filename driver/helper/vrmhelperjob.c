@@ -163,7 +163,9 @@ vrmHelperJobApplyStats(vrmHelperJob *job, const vrmEngineSnapshot *es)
         return;
     if (es->qemuConnections > 0)
         vrmHelperJobSetState(job, VRM_JOB_STATE_TRANSFERRING, NULL);
-    else if (es->channels > 0 && es->established >= es->channels)
+    else if (es->established >= 1)
+        /* engines connect channels as QEMU opens them (protocol version
+         * 2): channel 0 connected and authenticated is the job connected */
         vrmHelperJobSetState(job, VRM_JOB_STATE_CONNECTED, NULL);
 }
 

@@ -1,9 +1,11 @@
 /*
- * vrmproto.c: virt-rdma wire protocol version 1 (see docs/protocol.rst)
+ * vrmproto.c: virt-rdma wire protocol version 2 (see docs/protocol.rst)
  */
 #include <config.h>
 
+#include <errno.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "vrmproto.h"
 #include "vrmerror.h"
@@ -13,6 +15,7 @@ static const char *const vrmProtoMsgTypeNames[] = {
     "NONE", "ERROR", "READY", "QEMU_FILE", "RAM_BLOCKS", "COMPRESS",
     "REGISTER_REQUEST", "REGISTER_RESULT", "REGISTER_FINISHED",
     "CHANNEL_OPEN", "DATA", "EOF", "EOF_ACK", "CHANNEL_UNUSED", "KEEPALIVE",
+    "AUTH", "CHANNEL_CONNECT",
 };
 G_STATIC_ASSERT(G_N_ELEMENTS(vrmProtoMsgTypeNames) == VRM_MSG_LAST);
 
@@ -33,7 +36,7 @@ vrmProtoRejectReasonToString(int reason)
     case VRM_REJECT_VERSION:
         return _("unsupported protocol version");
     case VRM_REJECT_TOKEN:
-        return _("wrong token");
+        return _("the peer could not prove it holds the job's token");
     case VRM_REJECT_CHANNEL:
         return _("channel index or count does not match");
     case VRM_REJECT_BUSY:
@@ -42,6 +45,8 @@ vrmProtoRejectReasonToString(int reason)
         return _("malformed connection request");
     case VRM_REJECT_RESOURCES:
         return _("no resources for the channel");
+    case VRM_REJECT_JOB_ENDED:
+        return _("the source engine's job has ended");
     case VRM_REJECT_LAST:
         break;
     }
@@ -98,85 +103,197 @@ get64(const guint8 *p)
 }
 
 void
-vrmProtoConnDataEncode(const vrmProtoConnData *cd,
-                       guint8 buf[VRM_PROTO_CONN_DATA_LEN])
+vrmProtoConnReqEncode(const vrmProtoConnReq *req, guint8 buf[VRM_PROTO_REQ_LEN])
 {
-    memset(buf, 0, VRM_PROTO_CONN_DATA_LEN);
-    put32(buf, cd->version);
-    put32(buf + 4, cd->flags);
-    put16(buf + 8, cd->channel);
-    put16(buf + 10, cd->channels);
-    memcpy(buf + 12, cd->token.bytes, VRM_TOKEN_BYTES);
+    memset(buf, 0, VRM_PROTO_REQ_LEN);
+    put32(buf, req->version);
+    put32(buf + 4, req->flags);
+    put16(buf + 8, req->channel);
+    put16(buf + 10, req->channels);
+    memcpy(buf + 12, req->nonce, VRM_PROTO_NONCE_LEN);
 }
 
 int
-vrmProtoConnDataDecode(const void *buf, size_t len, vrmProtoConnData *cd)
+vrmProtoConnReqDecode(const void *buf, size_t len, vrmProtoConnReq *req)
 {
     const guint8 *p = buf;
 
-    if (!buf || len < VRM_PROTO_CONN_DATA_LEN) {
+    if (!buf || len < VRM_PROTO_REQ_LEN) {
         vrmReportError(VRM_ERR_PROTOCOL,
-                       _("Connection private data is %1$zu bytes long, at least %2$d are needed."),
-                       buf ? len : 0, VRM_PROTO_CONN_DATA_LEN);
+                       _("connection private data is %1$zu bytes long, at least %2$d are needed"),
+                       buf ? len : 0, VRM_PROTO_REQ_LEN);
         return -1;
     }
+    /* version 1 had its token where version 2 has the nonce: the layout
+     * decodes either, the check refuses version 1 by its number */
     if (get32(p + 28) != 0) {
         vrmReportError(VRM_ERR_PROTOCOL,
-                       _("The reserved field of the connection private data is not zero."));
+                       _("the reserved field of the connection private data is not zero"));
         return -1;
     }
-    cd->version = get32(p);
-    cd->flags = get32(p + 4);
-    cd->channel = get16(p + 8);
-    cd->channels = get16(p + 10);
-    memcpy(cd->token.bytes, p + 12, VRM_TOKEN_BYTES);
+    req->version = get32(p);
+    req->flags = get32(p + 4);
+    req->channel = get16(p + 8);
+    req->channels = get16(p + 10);
+    memcpy(req->nonce, p + 12, VRM_PROTO_NONCE_LEN);
+    return 0;
+}
+
+void
+vrmProtoConnRepEncode(const vrmProtoConnRep *rep, guint8 buf[VRM_PROTO_REP_LEN])
+{
+    memset(buf, 0, VRM_PROTO_REP_LEN);
+    put32(buf, rep->version);
+    put32(buf + 4, rep->flags);
+    put16(buf + 8, rep->channel);
+    put16(buf + 10, rep->channels);
+    memcpy(buf + 12, rep->nonce, VRM_PROTO_NONCE_LEN);
+    memcpy(buf + 28, rep->mac, VRM_PROTO_MAC_SOURCE_LEN);
+}
+
+int
+vrmProtoConnRepDecode(const void *buf, size_t len, vrmProtoConnRep *rep)
+{
+    const guint8 *p = buf;
+
+    if (!buf || len < VRM_PROTO_REP_LEN) {
+        vrmReportError(VRM_ERR_PROTOCOL,
+                       _("the accept's private data is %1$zu bytes long, %2$d are needed"),
+                       buf ? len : 0, VRM_PROTO_REP_LEN);
+        return -1;
+    }
+    if (get32(p + 44) != 0) {
+        vrmReportError(VRM_ERR_PROTOCOL,
+                       _("the reserved field of the accept's private data is not zero"));
+        return -1;
+    }
+    rep->version = get32(p);
+    rep->flags = get32(p + 4);
+    rep->channel = get16(p + 8);
+    rep->channels = get16(p + 10);
+    memcpy(rep->nonce, p + 12, VRM_PROTO_NONCE_LEN);
+    memcpy(rep->mac, p + 28, VRM_PROTO_MAC_SOURCE_LEN);
     return 0;
 }
 
 int
-vrmProtoConnDataCheck(const vrmProtoConnData *cd,
-                      const vrmToken *token,
-                      guint32 channels)
+vrmProtoConnReqCheck(const vrmProtoConnReq *req, guint32 channels)
 {
-    if (cd->version != VRM_PROTOCOL_VERSION) {
-        vrmReportError(VRM_ERR_VERSION,
-                       _("The peer speaks protocol version %1$u, this engine speaks version %2$d."),
-                       cd->version, VRM_PROTOCOL_VERSION);
+    if (req->version != VRM_PROTOCOL_VERSION) {
+        if (req->version < VRM_PROTOCOL_VERSION)
+            vrmReportError(VRM_ERR_VERSION,
+                           _("a peer speaking protocol version %1$u was refused: this engine speaks version %2$d and nothing released speaks version 1; install the same virt-rdma on both hosts"),
+                           req->version, VRM_PROTOCOL_VERSION);
+        else
+            vrmReportError(VRM_ERR_VERSION,
+                           _("a peer speaking protocol version %1$u was refused: this engine speaks version %2$d; install the same virt-rdma on both hosts"),
+                           req->version, VRM_PROTOCOL_VERSION);
         return VRM_REJECT_VERSION;
     }
-    if (!vrmTokenEqual(&cd->token, token)) {
-        vrmReportError(VRM_ERR_AUTH,
-                       _("The peer presented a wrong token for channel %1$u."),
-                       cd->channel);
-        return VRM_REJECT_TOKEN;
-    }
-    if (cd->channels != channels || cd->channel >= channels) {
+    if (req->channels < 1 || req->channel >= MIN(channels, req->channels)) {
         vrmReportError(VRM_ERR_PROTOCOL,
-                       _("The peer asked for channel %1$u of %2$u, this job has %3$u channels."),
-                       cd->channel, cd->channels, channels);
+                       _("the peer asked for channel %1$u of %2$u, this job has %3$u channels"),
+                       req->channel, req->channels, channels);
         return VRM_REJECT_CHANNEL;
     }
     return VRM_REJECT_NONE;
 }
 
+int
+vrmProtoNonce(guint8 nonce[VRM_PROTO_NONCE_LEN])
+{
+    size_t got = 0;
+
+    while (got < VRM_PROTO_NONCE_LEN) {
+        ssize_t rc = getrandom(nonce + got, VRM_PROTO_NONCE_LEN - got, 0);
+
+        if (rc < 0) {
+            if (errno == EINTR)
+                continue;
+            vrmReportSystemError(errno, "%s", _("cannot generate a nonce"));
+            return -1;
+        }
+        got += rc;
+    }
+    return 0;
+}
+
+static void
+vrmProtoMac(const vrmToken *token, const char *label, const guint8 *first,
+            const guint8 *second, guint32 flags, guint16 channel,
+            guint16 channels, guint8 *mac, size_t len)
+{
+    g_autoptr(GHmac) h = g_hmac_new(G_CHECKSUM_SHA256, token->bytes, VRM_TOKEN_BYTES);
+    guint8 id[8];
+    guint8 digest[32];
+    gsize dlen = sizeof(digest);
+
+    put32(id, flags);
+    put16(id + 4, channel);
+    put16(id + 6, channels);
+    g_hmac_update(h, (const guchar *)label, strlen(label));
+    g_hmac_update(h, first, VRM_PROTO_NONCE_LEN);
+    g_hmac_update(h, second, VRM_PROTO_NONCE_LEN);
+    g_hmac_update(h, id, sizeof(id));
+    g_hmac_get_digest(h, digest, &dlen);
+    g_assert(dlen == sizeof(digest) && len <= dlen);
+    memcpy(mac, digest, len);
+    explicit_bzero(digest, sizeof(digest));
+}
+
 void
-vrmProtoRejectEncode(int reason, guint8 buf[VRM_PROTO_REJECT_LEN])
+vrmProtoMacSource(const vrmToken *token, const guint8 nonceD[VRM_PROTO_NONCE_LEN],
+                  const guint8 nonceS[VRM_PROTO_NONCE_LEN], guint32 flags,
+                  guint16 channel, guint16 channels,
+                  guint8 mac[VRM_PROTO_MAC_SOURCE_LEN])
+{
+    vrmProtoMac(token, VRM_PROTO_MAC_SOURCE_LABEL, nonceD, nonceS, flags, channel,
+                channels, mac, VRM_PROTO_MAC_SOURCE_LEN);
+}
+
+void
+vrmProtoMacDestination(const vrmToken *token, const guint8 nonceS[VRM_PROTO_NONCE_LEN],
+                       const guint8 nonceD[VRM_PROTO_NONCE_LEN], guint32 flags,
+                       guint16 channel, guint16 channels,
+                       guint8 mac[VRM_PROTO_MAC_LEN])
+{
+    vrmProtoMac(token, VRM_PROTO_MAC_DESTINATION_LABEL, nonceS, nonceD, flags, channel,
+                channels, mac, VRM_PROTO_MAC_LEN);
+}
+
+bool
+vrmProtoMacEqual(const guint8 *a, const guint8 *b, size_t len)
+{
+    guint8 diff = 0;
+    size_t i;
+
+    for (i = 0; i < len; i++)
+        diff |= a[i] ^ b[i];
+    return diff == 0;
+}
+
+void
+vrmProtoRejectEncode(int reason, guint32 version, guint8 buf[VRM_PROTO_REJECT_LEN])
 {
     put32(buf, VRM_PROTO_REJECT_MAGIC);
-    put32(buf + 4, VRM_PROTOCOL_VERSION);
+    put32(buf + 4, version);
     put32(buf + 8, reason);
 }
 
 int
-vrmProtoRejectDecode(const void *buf, size_t len)
+vrmProtoRejectDecode(const void *buf, size_t len, guint32 *version)
 {
     const guint8 *p = buf;
     guint32 reason;
 
+    if (version)
+        *version = 0;
     if (!buf || len < VRM_PROTO_REJECT_LEN)
         return VRM_REJECT_NONE;
     if (get32(p) != VRM_PROTO_REJECT_MAGIC)
         return VRM_REJECT_NONE;
+    if (version)
+        *version = get32(p + 4);
     reason = get32(p + 8);
     if (reason == VRM_REJECT_NONE || reason >= VRM_REJECT_LAST)
         return VRM_REJECT_MALFORMED;
@@ -248,9 +365,12 @@ vrmProtoEntrySize(int type)
     case VRM_MSG_EOF_ACK:
     case VRM_MSG_CHANNEL_UNUSED:
     case VRM_MSG_KEEPALIVE:
+    case VRM_MSG_CHANNEL_CONNECT:
         return 8;
     case VRM_MSG_REGISTER_RESULT:
         return 16;
+    case VRM_MSG_AUTH:
+        return VRM_PROTO_MAC_LEN;
     case VRM_MSG_RAM_BLOCKS:
         return 24;
     case VRM_MSG_NONE:
@@ -281,8 +401,8 @@ vrmProtoSingleEntry(int type)
 {
     return type == VRM_MSG_ERROR || type == VRM_MSG_READY ||
            type == VRM_MSG_CHANNEL_OPEN || type == VRM_MSG_EOF ||
-           type == VRM_MSG_EOF_ACK || type == VRM_MSG_CHANNEL_UNUSED ||
-           type == VRM_MSG_KEEPALIVE;
+           type == VRM_MSG_EOF_ACK || type == VRM_MSG_KEEPALIVE ||
+           type == VRM_MSG_AUTH || type == VRM_MSG_CHANNEL_CONNECT;
 }
 
 int
@@ -339,8 +459,9 @@ vrmProtoMsgDecode(const void *buf, size_t received, vrmProtoMsg *msg)
     case VRM_MSG_QEMU_FILE:
     case VRM_MSG_COMPRESS:
     case VRM_MSG_REGISTER_FINISHED:
+    case VRM_MSG_CHANNEL_UNUSED:
         vrmReportError(VRM_ERR_PROTOCOL,
-                       _("Control message type %1$s is not used in protocol version 1."),
+                       _("Control message type %1$s is not used in protocol version 2."),
                        vrmProtoMsgTypeToString(msg->hdr.type));
         return -1;
     case VRM_MSG_ERROR:
@@ -368,7 +489,7 @@ vrmProtoMsgDecode(const void *buf, size_t received, vrmProtoMsg *msg)
         return -1;
     }
     if (msg->hdr.type == VRM_MSG_READY || msg->hdr.type == VRM_MSG_CHANNEL_OPEN ||
-        msg->hdr.type == VRM_MSG_CHANNEL_UNUSED ||
+        msg->hdr.type == VRM_MSG_CHANNEL_CONNECT ||
         msg->hdr.type == VRM_MSG_KEEPALIVE ||
         msg->hdr.type == VRM_MSG_REGISTER_REQUEST) {
         guint32 i;
@@ -414,6 +535,20 @@ vrmProtoBuildError(guint8 *buf, guint32 code, const char *text)
     if (tlen)
         memcpy(p + 8, text, tlen);
     return vrmProtoFinish(buf, VRM_MSG_ERROR, 1, 8 + tlen);
+}
+
+size_t
+vrmProtoBuildAuth(guint8 *buf, const guint8 mac[VRM_PROTO_MAC_LEN])
+{
+    memcpy(buf + VRM_PROTO_HEADER_LEN, mac, VRM_PROTO_MAC_LEN);
+    return vrmProtoFinish(buf, VRM_MSG_AUTH, 1, VRM_PROTO_MAC_LEN);
+}
+
+const guint8 *
+vrmProtoGetAuth(const vrmProtoMsg *msg)
+{
+    g_assert(msg->hdr.type == VRM_MSG_AUTH && msg->hdr.len == VRM_PROTO_MAC_LEN);
+    return msg->payload;
 }
 
 size_t

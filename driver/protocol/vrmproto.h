@@ -1,7 +1,8 @@
 /*
- * vrmproto.h: virt-rdma wire protocol version 1 (see docs/protocol.rst)
+ * vrmproto.h: virt-rdma wire protocol version 2 (see docs/protocol.rst)
  *
- * Pure code: encoders and decoders of the connect private data, the
+ * Pure code: encoders and decoders of the connect private data (REQ, REP,
+ * the reject record), the proofs of the mutual authentication, the
  * control header and every control message entry. Decoders check every
  * length against the bytes received and report the first problem with
  * vrmReportError(VRM_ERR_PROTOCOL, ...).
@@ -17,9 +18,15 @@
 #include "vrmtoken.h"
 
 #define VRM_PROTO_PRIVATE_DATA_MAX 56
-#define VRM_PROTO_CONN_DATA_LEN 32
+#define VRM_PROTO_REQ_LEN 32                    /* destination -> source */
+#define VRM_PROTO_REP_LEN 48                    /* source -> destination */
 #define VRM_PROTO_REJECT_LEN 12
 #define VRM_PROTO_REJECT_MAGIC 0x56524d52u      /* "VRMR" */
+#define VRM_PROTO_NONCE_LEN 16
+#define VRM_PROTO_MAC_SOURCE_LEN 16             /* in the REP: HMAC-SHA256, cut */
+#define VRM_PROTO_MAC_LEN 32                    /* in AUTH: HMAC-SHA256, whole */
+#define VRM_PROTO_MAC_SOURCE_LABEL "virt-rdma v2 source"
+#define VRM_PROTO_MAC_DESTINATION_LABEL "virt-rdma v2 destination"
 
 #define VRM_PROTO_HEADER_LEN 16
 #define VRM_PROTO_PAYLOAD_MAX (VRM_CONTROL_MESSAGE_MAX - VRM_PROTO_HEADER_LEN)
@@ -47,8 +54,10 @@ typedef enum {
     VRM_MSG_DATA,
     VRM_MSG_EOF,
     VRM_MSG_EOF_ACK,
-    VRM_MSG_CHANNEL_UNUSED,
+    VRM_MSG_CHANNEL_UNUSED,     /* version 1 only: refused in version 2 */
     VRM_MSG_KEEPALIVE,
+    VRM_MSG_AUTH,               /* the destination's proof, first on a channel */
+    VRM_MSG_CHANNEL_CONNECT,    /* channel 0: QEMU opened connection k */
 
     VRM_MSG_LAST
 } vrmProtoMsgType;
@@ -63,6 +72,7 @@ typedef enum {
     VRM_REJECT_BUSY,
     VRM_REJECT_MALFORMED,
     VRM_REJECT_RESOURCES,
+    VRM_REJECT_JOB_ENDED,
 
     VRM_REJECT_LAST
 } vrmProtoRejectReason;
@@ -70,27 +80,59 @@ typedef enum {
 /* A translated sentence that explains a reject reason. */
 const char *vrmProtoRejectReasonToString(int reason);
 
+/* REQ: the destination asks for a channel (32 bytes) */
 typedef struct {
     guint32 version;
-    guint32 flags;
+    guint32 flags;              /* capabilities wanted */
     guint16 channel;
-    guint16 channels;
-    vrmToken token;
-} vrmProtoConnData;
+    guint16 channels;           /* the destination's maximum */
+    guint8 nonce[VRM_PROTO_NONCE_LEN];
+} vrmProtoConnReq;
 
-void vrmProtoConnDataEncode(const vrmProtoConnData *cd,
-                            guint8 buf[VRM_PROTO_CONN_DATA_LEN]);
-int vrmProtoConnDataDecode(const void *buf, size_t len, vrmProtoConnData *cd);
+/* REP: the source accepts, and proves it holds the token (48 bytes) */
+typedef struct {
+    guint32 version;
+    guint32 flags;              /* agreed */
+    guint16 channel;
+    guint16 channels;           /* agreed: the smaller maximum */
+    guint8 nonce[VRM_PROTO_NONCE_LEN];
+    guint8 mac[VRM_PROTO_MAC_SOURCE_LEN];
+} vrmProtoConnRep;
 
-/* Check a connect request against the listener's settings. Returns
- * VRM_REJECT_NONE or the reason, and reports it. */
-int vrmProtoConnDataCheck(const vrmProtoConnData *cd,
-                          const vrmToken *token,
-                          guint32 channels);
+void vrmProtoConnReqEncode(const vrmProtoConnReq *req, guint8 buf[VRM_PROTO_REQ_LEN]);
+int vrmProtoConnReqDecode(const void *buf, size_t len, vrmProtoConnReq *req);
+void vrmProtoConnRepEncode(const vrmProtoConnRep *rep, guint8 buf[VRM_PROTO_REP_LEN]);
+int vrmProtoConnRepDecode(const void *buf, size_t len, vrmProtoConnRep *rep);
 
-void vrmProtoRejectEncode(int reason, guint8 buf[VRM_PROTO_REJECT_LEN]);
-/* Returns the reason, or VRM_REJECT_NONE if buf is not a virt-rdma reject. */
-int vrmProtoRejectDecode(const void *buf, size_t len);
+/* Check a connect request against the listener's settings: the version,
+ * then the channel index against @channels. Returns VRM_REJECT_NONE or the
+ * reason, and reports it. */
+int vrmProtoConnReqCheck(const vrmProtoConnReq *req, guint32 channels);
+
+/* A fresh nonce from getrandom(); -1 reported */
+int vrmProtoNonce(guint8 nonce[VRM_PROTO_NONCE_LEN]);
+
+/* The proofs of the mutual authentication (docs/protocol.rst):
+ * HMAC-SHA256 keyed with the token over a label, both nonces in the order
+ * of the prover, and the channel's identity as on the wire (flags u32,
+ * channel u16, channels u16, big-endian). The source's is cut to 16 bytes
+ * to fit the REP; the destination's travels whole in AUTH. */
+void vrmProtoMacSource(const vrmToken *token, const guint8 nonceD[VRM_PROTO_NONCE_LEN],
+                       const guint8 nonceS[VRM_PROTO_NONCE_LEN], guint32 flags,
+                       guint16 channel, guint16 channels,
+                       guint8 mac[VRM_PROTO_MAC_SOURCE_LEN]);
+void vrmProtoMacDestination(const vrmToken *token, const guint8 nonceS[VRM_PROTO_NONCE_LEN],
+                            const guint8 nonceD[VRM_PROTO_NONCE_LEN], guint32 flags,
+                            guint16 channel, guint16 channels,
+                            guint8 mac[VRM_PROTO_MAC_LEN]);
+/* Constant time */
+bool vrmProtoMacEqual(const guint8 *a, const guint8 *b, size_t len);
+
+/* The reject record; @version is the rejecting side's */
+void vrmProtoRejectEncode(int reason, guint32 version, guint8 buf[VRM_PROTO_REJECT_LEN]);
+/* Returns the reason, or VRM_REJECT_NONE if buf is not a virt-rdma reject;
+ * *version (may be NULL) the version of the side that rejected. */
+int vrmProtoRejectDecode(const void *buf, size_t len, guint32 *version);
 
 /* The seed's rule: unknown bits ignored, result is the intersection. */
 guint32 vrmProtoNegotiate(guint32 local, guint32 peer);
@@ -143,6 +185,7 @@ typedef struct {
 } vrmProtoDataEntry;
 
 size_t vrmProtoBuildError(guint8 *buf, guint32 code, const char *text);
+size_t vrmProtoBuildAuth(guint8 *buf, const guint8 mac[VRM_PROTO_MAC_LEN]);
 size_t vrmProtoBuildU32Pair(guint8 *buf, int type, guint32 a, guint32 b);
 size_t vrmProtoBuildU64(guint8 *buf, int type, guint64 value);
 size_t vrmProtoBuildRing(guint8 *buf, const vrmProtoRingEntry *entries,
@@ -162,6 +205,7 @@ void vrmProtoGetRing(const vrmProtoMsg *msg, guint32 i,
                      vrmProtoRingEntry *e);
 void vrmProtoGetRegResult(const vrmProtoMsg *msg, guint32 i,
                           vrmProtoRegResult *r);
+const guint8 *vrmProtoGetAuth(const vrmProtoMsg *msg);
 /* ERROR: code and a newly allocated, validated text */
 int vrmProtoGetError(const vrmProtoMsg *msg, guint32 *code, char **text);
 

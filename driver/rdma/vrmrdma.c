@@ -1,5 +1,5 @@
 /*
- * vrmrdma.c: thin verbs provider for the transport
+ * vrmrdma.c: the verbs provider of the transport
  */
 #include <config.h>
 
@@ -12,18 +12,137 @@
 #include "vrmi18n.h"
 #include "vrmlog.h"
 
+/* ---- the verbs provider --------------------------------------------- */
+
+typedef struct {
+    vrmRdmaQP base;
+    struct rdma_cm_id *id;              /* not owned: its QP is */
+    struct ibv_comp_channel *chan;      /* owned, non-blocking fd */
+    struct ibv_cq *cq;                  /* owned */
+    unsigned int unacked;               /* events got, not yet acked */
+} vrmRdmaVerbsQP;
+
+static struct ibv_mr *
+vrmRdmaVerbsReg(vrmRdmaDevice *dev, void *addr, size_t len, int access)
+{
+    return ibv_reg_mr(dev->pd, addr, len, access);
+}
+
+static int
+vrmRdmaVerbsDereg(vrmRdmaDevice *dev, struct ibv_mr *mr)
+{
+    return ibv_dereg_mr(mr);
+}
+
+static int
+vrmRdmaVerbsPostSend(vrmRdmaQP *qp, struct ibv_send_wr *wr)
+{
+    vrmRdmaVerbsQP *v = (vrmRdmaVerbsQP *)qp;
+    struct ibv_send_wr *bad = NULL;
+
+    return ibv_post_send(v->id->qp, wr, &bad);
+}
+
+static int
+vrmRdmaVerbsPostRecv(vrmRdmaQP *qp, struct ibv_recv_wr *wr)
+{
+    vrmRdmaVerbsQP *v = (vrmRdmaVerbsQP *)qp;
+    struct ibv_recv_wr *bad = NULL;
+
+    return ibv_post_recv(v->id->qp, wr, &bad);
+}
+
+static int
+vrmRdmaVerbsPoll(vrmRdmaQP *qp, int n, struct ibv_wc *wc)
+{
+    return ibv_poll_cq(((vrmRdmaVerbsQP *)qp)->cq, n, wc);
+}
+
+static int
+vrmRdmaVerbsArm(vrmRdmaQP *qp)
+{
+    return ibv_req_notify_cq(((vrmRdmaVerbsQP *)qp)->cq, 0);
+}
+
+static int
+vrmRdmaVerbsTakeEvents(vrmRdmaQP *qp)
+{
+    vrmRdmaVerbsQP *v = (vrmRdmaVerbsQP *)qp;
+    struct ibv_cq *ev_cq;
+    void *ev_ctx;
+    int n = 0;
+
+    while (ibv_get_cq_event(v->chan, &ev_cq, &ev_ctx) == 0) {
+        n++;
+        if (++v->unacked >= VRM_RDMA_CQ_ACK_BATCH) {
+            ibv_ack_cq_events(v->cq, v->unacked);
+            v->unacked = 0;
+        }
+    }
+    if (errno != EAGAIN && errno != EWOULDBLOCK) {
+        vrmReportSystemError(errno, _("Cannot read a completion event"));
+        return -1;
+    }
+    return n;
+}
+
+/* Reverse order of creation; tolerates a half-built queue pair */
+static void
+vrmRdmaVerbsQPFree(vrmRdmaQP *qp)
+{
+    vrmRdmaVerbsQP *v = (vrmRdmaVerbsQP *)qp;
+    int rc;
+
+    if (v->id && v->id->qp)
+        rdma_destroy_qp(v->id);
+    if (v->cq) {
+        if (v->unacked)
+            ibv_ack_cq_events(v->cq, v->unacked);
+        if ((rc = ibv_destroy_cq(v->cq)) != 0)
+            VRM_WARN("ibv_destroy_cq failed: %s", g_strerror(rc));
+    }
+    if (v->chan && ibv_destroy_comp_channel(v->chan) != 0)
+        VRM_WARN("ibv_destroy_comp_channel failed: %s", g_strerror(errno));
+    g_free(v);
+}
+
+static void
+vrmRdmaVerbsDevFree(vrmRdmaDevice *dev)
+{
+    int rc;
+
+    if (dev->pd && (rc = ibv_dealloc_pd(dev->pd)) != 0)
+        VRM_WARN("ibv_dealloc_pd on %s failed: %s", dev->name, g_strerror(rc));
+}
+
+static const vrmRdmaOps vrmRdmaVerbsOps = {
+    .reg = vrmRdmaVerbsReg,
+    .dereg = vrmRdmaVerbsDereg,
+    .postSend = vrmRdmaVerbsPostSend,
+    .postRecv = vrmRdmaVerbsPostRecv,
+    .poll = vrmRdmaVerbsPoll,
+    .arm = vrmRdmaVerbsArm,
+    .takeEvents = vrmRdmaVerbsTakeEvents,
+    .qpFree = vrmRdmaVerbsQPFree,
+    .devFree = vrmRdmaVerbsDevFree,
+};
+
 vrmRdmaDevice *
 vrmRdmaDeviceNew(struct ibv_context *ctx)
 {
     g_autoptr(vrmRdmaDevice) dev = g_new0(vrmRdmaDevice, 1);
+    struct ibv_device_attr attr;
     int rc;
 
+    dev->ops = &vrmRdmaVerbsOps;
     dev->ctx = ctx;
     dev->name = g_strdup(ibv_get_device_name(ctx->device));
-    if ((rc = ibv_query_device(ctx, &dev->attr)) != 0) {
+    if ((rc = ibv_query_device(ctx, &attr)) != 0) {
         vrmReportSystemError(rc, _("Cannot query RDMA device %1$s"), dev->name);
         return NULL;
     }
+    dev->maxQpWr = attr.max_qp_wr;
+    dev->maxCqe = attr.max_cqe;
     dev->iwarp = ctx->device->transport_type == IBV_TRANSPORT_IWARP;
     if (!(dev->pd = ibv_alloc_pd(ctx))) {
         vrmReportSystemError(errno,
@@ -32,20 +151,69 @@ vrmRdmaDeviceNew(struct ibv_context *ctx)
         return NULL;
     }
     VRM_DEBUG("device %s: max_qp_wr %d max_cqe %d max_sge %d iwarp %d",
-              dev->name, dev->attr.max_qp_wr, dev->attr.max_cqe,
-              dev->attr.max_sge, dev->iwarp);
+              dev->name, attr.max_qp_wr, attr.max_cqe, attr.max_sge, dev->iwarp);
     return g_steal_pointer(&dev);
 }
+
+vrmRdmaQP *
+vrmRdmaQPNew(vrmRdmaDevice *dev, struct rdma_cm_id *id, guint32 sendSize,
+             guint32 recvSize, int cqe, void *context)
+{
+    vrmRdmaVerbsQP *v = g_new0(vrmRdmaVerbsQP, 1);
+    struct ibv_qp_init_attr attr = {
+        .qp_context = context,
+        .cap = {
+            .max_send_wr = sendSize,
+            .max_recv_wr = recvSize,
+            .max_send_sge = 1,
+            .max_recv_sge = 1,
+        },
+        .qp_type = IBV_QPT_RC,
+        .sq_sig_all = 0,
+    };
+    int flags;
+
+    vrmRdmaQPInit(&v->base, dev, sendSize, recvSize);
+    if (!(v->chan = ibv_create_comp_channel(dev->ctx))) {
+        vrmReportSystemError(errno, _("Cannot create a completion channel on %1$s"),
+                             dev->name);
+        goto error;
+    }
+    flags = fcntl(v->chan->fd, F_GETFL);
+    if (flags < 0 || fcntl(v->chan->fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+        vrmReportSystemError(errno, _("Cannot make a completion channel non-blocking"));
+        goto error;
+    }
+    if (!(v->cq = ibv_create_cq(dev->ctx, cqe, context, v->chan, 0))) {
+        vrmReportSystemError(errno,
+                             _("Cannot create a completion queue of %1$d entries on %2$s"),
+                             cqe, dev->name);
+        goto error;
+    }
+    attr.send_cq = v->cq;
+    attr.recv_cq = v->cq;
+    if (rdma_create_qp(id, dev->pd, &attr) < 0) {
+        vrmReportSystemError(errno, _("Cannot create a queue pair on %1$s"), dev->name);
+        goto error;
+    }
+    v->id = id;
+    v->base.eventFd = v->chan->fd;
+    return &v->base;
+
+ error:
+    vrmRdmaVerbsQPFree(&v->base);
+    return NULL;
+}
+
+/* ---- every provider --------------------------------------------------- */
 
 void
 vrmRdmaDeviceFree(vrmRdmaDevice *dev)
 {
-    int rc;
-
     if (!dev)
         return;
-    if (dev->pd && (rc = ibv_dealloc_pd(dev->pd)) != 0)
-        VRM_WARN("ibv_dealloc_pd on %s failed: %s", dev->name, g_strerror(rc));
+    if (dev->ops && dev->ops->devFree)
+        dev->ops->devFree(dev);
     g_free(dev->name);
     g_free(dev);
 }
@@ -60,114 +228,12 @@ vrmRdmaClamp(guint32 want, int max, const char *what)
     return want;
 }
 
-vrmRdmaCQ *
-vrmRdmaCQNew(vrmRdmaDevice *dev, int cqe, void *context)
-{
-    g_autoptr(vrmRdmaCQ) cq = g_new0(vrmRdmaCQ, 1);
-    const char *fault = g_getenv("VRM_TEST_FAULT_CQ");
-    int flags;
-
-    if (!(cq->chan = ibv_create_comp_channel(dev->ctx))) {
-        vrmReportSystemError(errno, _("Cannot create a completion channel on %1$s"),
-                             dev->name);
-        return NULL;
-    }
-    flags = fcntl(cq->chan->fd, F_GETFL);
-    if (flags < 0 || fcntl(cq->chan->fd, F_SETFL, flags | O_NONBLOCK) < 0) {
-        vrmReportSystemError(errno, _("Cannot make a completion channel non-blocking"));
-        return NULL;
-    }
-    if (!(cq->cq = ibv_create_cq(dev->ctx, cqe, context, cq->chan, 0))) {
-        vrmReportSystemError(errno,
-                             _("Cannot create a completion queue of %1$d entries on %2$s"),
-                             cqe, dev->name);
-        return NULL;
-    }
-    /* Test hook (documented in virt-rdma-engine(1)): report the N-th
-     * completion as failed, to exercise the abort path without hardware. */
-    if (fault)
-        cq->fault_after = g_ascii_strtoull(fault, NULL, 10);
-    return g_steal_pointer(&cq);
-}
-
-void
-vrmRdmaCQFree(vrmRdmaCQ *cq)
-{
-    int rc;
-
-    if (!cq)
-        return;
-    if (cq->cq) {
-        if (cq->unacked)
-            ibv_ack_cq_events(cq->cq, cq->unacked);
-        if ((rc = ibv_destroy_cq(cq->cq)) != 0)
-            VRM_WARN("ibv_destroy_cq failed: %s", g_strerror(rc));
-    }
-    if (cq->chan && (rc = ibv_destroy_comp_channel(cq->chan)) != 0)
-        VRM_WARN("ibv_destroy_comp_channel failed: %s", g_strerror(errno));
-    g_free(cq);
-}
-
-int
-vrmRdmaCQArm(vrmRdmaCQ *cq)
-{
-    int rc;
-
-    if ((rc = ibv_req_notify_cq(cq->cq, 0)) != 0) {
-        vrmReportSystemError(rc, _("Cannot arm a completion queue"));
-        return -1;
-    }
-    return 0;
-}
-
-int
-vrmRdmaCQTakeEvents(vrmRdmaCQ *cq)
-{
-    struct ibv_cq *ev_cq;
-    void *ev_ctx;
-    int n = 0;
-
-    while (ibv_get_cq_event(cq->chan, &ev_cq, &ev_ctx) == 0) {
-        n++;
-        if (++cq->unacked >= VRM_RDMA_CQ_ACK_BATCH) {
-            ibv_ack_cq_events(cq->cq, cq->unacked);
-            cq->unacked = 0;
-        }
-    }
-    if (errno != EAGAIN && errno != EWOULDBLOCK) {
-        vrmReportSystemError(errno, _("Cannot read a completion event"));
-        return -1;
-    }
-    return n;
-}
-
-int
-vrmRdmaCQPoll(vrmRdmaCQ *cq, int n, struct ibv_wc *wc)
-{
-    int got = ibv_poll_cq(cq->cq, n, wc);
-    int i;
-
-    if (got < 0) {
-        vrmReportError(VRM_ERR_RDMA, _("Polling a completion queue failed."));
-        return -1;
-    }
-    for (i = 0; i < got; i++) {
-        cq->polled++;
-        if (cq->fault_after && cq->polled == cq->fault_after) {
-            VRM_WARN("test hook: completion %" G_GUINT64_FORMAT " reported as failed",
-                     cq->polled);
-            wc[i].status = IBV_WC_GENERAL_ERR;
-        }
-    }
-    return got;
-}
-
 struct ibv_mr *
 vrmRdmaRegister(vrmRdmaDevice *dev, void *addr, size_t len, int access,
                 guint64 *usec)
 {
     gint64 start = g_get_monotonic_time();
-    struct ibv_mr *mr = ibv_reg_mr(dev->pd, addr, len, access);
+    struct ibv_mr *mr = dev->ops->reg(dev, addr, len, access);
 
     if (!mr) {
         vrmReportSystemError(errno,
@@ -181,17 +247,105 @@ vrmRdmaRegister(vrmRdmaDevice *dev, void *addr, size_t len, int access,
 }
 
 int
-vrmRdmaDeregister(struct ibv_mr *mr)
+vrmRdmaDeregister(vrmRdmaDevice *dev, struct ibv_mr *mr)
 {
     int rc;
 
     if (!mr)
         return 0;
-    if ((rc = ibv_dereg_mr(mr)) != 0) {
-        VRM_WARN("ibv_dereg_mr failed: %s", g_strerror(rc));
+    if ((rc = dev->ops->dereg(dev, mr)) != 0) {
+        VRM_WARN("deregistering memory on %s failed: %s", dev->name, g_strerror(rc));
         return -1;
     }
     return 0;
+}
+
+void
+vrmRdmaQPInit(vrmRdmaQP *qp, vrmRdmaDevice *dev, guint32 sendSize,
+              guint32 recvSize)
+{
+    const char *fault = g_getenv("VRM_TEST_FAULT_CQ");
+
+    qp->dev = dev;
+    qp->eventFd = -1;
+    qp->sendSize = sendSize;
+    qp->recvSize = recvSize;
+    /* Test hook (documented in virt-rdma-engine(8)): report the N-th
+     * completion as failed, to exercise the abort path without hardware. */
+    if (fault)
+        qp->faultAfter = g_ascii_strtoull(fault, NULL, 10);
+}
+
+void
+vrmRdmaQPFree(vrmRdmaQP *qp)
+{
+    if (qp)
+        qp->dev->ops->qpFree(qp);
+}
+
+int
+vrmRdmaQPPostSend(vrmRdmaQP *qp, struct ibv_send_wr *wr)
+{
+    int rc = qp->dev->ops->postSend(qp, wr);
+
+    if (rc != 0) {
+        vrmReportSystemError(rc, _("Cannot post work requests on %1$s"), qp->dev->name);
+        return -1;
+    }
+    __atomic_store_n(&qp->doorbells, qp->doorbells + 1, __ATOMIC_RELAXED);
+    return 0;
+}
+
+int
+vrmRdmaQPPostRecv(vrmRdmaQP *qp, struct ibv_recv_wr *wr)
+{
+    int rc = qp->dev->ops->postRecv(qp, wr);
+
+    if (rc != 0) {
+        vrmReportSystemError(rc, _("Cannot post receive buffers on %1$s"), qp->dev->name);
+        return -1;
+    }
+    __atomic_store_n(&qp->doorbells, qp->doorbells + 1, __ATOMIC_RELAXED);
+    return 0;
+}
+
+int
+vrmRdmaQPPoll(vrmRdmaQP *qp, int n, struct ibv_wc *wc)
+{
+    int got = qp->dev->ops->poll(qp, n, wc);
+    int i;
+
+    if (got < 0) {
+        vrmReportError(VRM_ERR_RDMA, _("Polling a completion queue failed."));
+        return -1;
+    }
+    for (i = 0; i < got; i++) {
+        qp->polled++;
+        if (qp->faultAfter && qp->polled == qp->faultAfter) {
+            VRM_WARN("test hook: completion %" G_GUINT64_FORMAT " reported as failed",
+                     qp->polled);
+            wc[i].status = IBV_WC_GENERAL_ERR;
+        }
+    }
+    return got;
+}
+
+int
+vrmRdmaQPArm(vrmRdmaQP *qp)
+{
+    int rc = qp->dev->ops->arm(qp);
+
+    if (rc != 0) {
+        vrmReportSystemError(rc, _("Cannot arm a completion queue"));
+        return -1;
+    }
+    return 0;
+}
+
+int
+vrmRdmaQPTakeEvents(vrmRdmaQP *qp)
+{
+    return qp->dev->ops->takeEvents(qp);
 }
 
 int

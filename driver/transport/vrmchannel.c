@@ -1,10 +1,12 @@
 /*
- * vrmchannel.c: one channel = one QEMU connection <-> one RC QP
+ * vrmchannel.c: one channel = one QEMU connection <-> one RC queue pair
  *
- * The progress thread of a channel moves bytes both ways:
+ * Data path (progress thread):
  *   socket -> staging chunk -> RDMA WRITE(_WITH_IMM) -> peer's ring
  *   our ring -> socket, credits back with READY
- * and runs the control protocol of docs/protocol.rst on the same QP.
+ * Control: the two state machines of vrmchannel.h, driven by one table of
+ * which message is legal in which state (vrmChannelRules) and one pump that
+ * is a switch on our direction's state (vrmChannelPumpControl).
  */
 #include <config.h>
 
@@ -15,11 +17,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 
-#include "vrmtransportpriv.h"
+#include "vrmchannel.h"
+#include "vrmflow.h"
+#include "vrmproto.h"
 #include "vrmerror.h"
 #include "vrmi18n.h"
 #include "vrmlog.h"
@@ -31,44 +36,268 @@
 #define VRM_CHANNEL_BATCH_MAX 255       /* chunks per post (one DATA message) */
 #define VRM_CHANNEL_REG_WINDOW 4        /* dynamic: chunks registered ahead */
 #define VRM_CHANNEL_WC_BATCH 32
+#define VRM_CHANNEL_RING_BATCH 170      /* RAM_BLOCKS entries per message */
 #define VRM_CHANNEL_KEEPALIVE_US (1000 * 1000) /* probe a silent peer after 1 s */
 #define VRM_CHANNEL_PEER_TIMEOUT_US (5 * 1000 * 1000) /* signaled work unanswered */
+#define VRM_CHANNEL_AUTH_TIMEOUT_US (5 * 1000 * 1000)  /* source: AUTH awaited */
+
+G_STATIC_ASSERT(VRM_CHANNEL_RING_BATCH * 24 <= VRM_PROTO_PAYLOAD_MAX);
 
 #define vrm_container_of(ptr, type, member) \
     ((type *)((char *)(ptr) - offsetof(type, member)))
 
+VRM_ENUM_IMPL(vrmChannelTx, VRM_CHANNEL_TX_LAST,
+              "auth",
+              "describe",
+              "wait-open",
+              "open",
+              "stream",
+              "eof-sent",
+              "done",
+);
+
+VRM_ENUM_IMPL(vrmChannelRx, VRM_CHANNEL_RX_LAST,
+              "auth",
+              "describe",
+              "open",
+              "stream",
+              "drain",
+              "done",
+);
+
 /* ------------------------------------------------------------------ */
-/* Set-up and teardown (main thread)                                   */
+/* Which message is legal in which state                              */
+
+typedef enum {
+    VRM_RULE_RX,                /* judged by the peer's direction's state */
+    VRM_RULE_TX,                /* an answer to our direction: judged by ours */
+} vrmRuleSide;
+
+typedef struct {
+    vrmRuleSide side;
+    unsigned int roles;         /* VRM_ENGINE_FOR_*: who may receive it */
+    unsigned int states;        /* one bit per vrmChannelRx or vrmChannelTx state */
+} vrmChannelRule;
+
+#define RX(s) (1u << VRM_CHANNEL_RX_##s)
+#define TX(s) (1u << VRM_CHANNEL_TX_##s)
+/* every state once the peer has proved who it is */
+#define RX_ANY (RX(DESCRIBE) | RX(OPEN) | RX(STREAM) | RX(DRAIN) | RX(DONE))
+
+/* A type without a row (NONE, QEMU_FILE, COMPRESS, REGISTER_FINISHED, and
+ * version 1's CHANNEL_UNUSED) is never legal; the decoder refuses those
+ * already. Until the destination's AUTH has been checked, AUTH is the only
+ * legal message. */
+static const vrmChannelRule vrmChannelRules[VRM_MSG_LAST] = {
+    [VRM_MSG_AUTH] = { VRM_RULE_RX, VRM_ENGINE_FOR_SOURCE, RX(AUTH) },
+    [VRM_MSG_ERROR] = { VRM_RULE_RX, VRM_ENGINE_FOR_BOTH, RX_ANY },
+    [VRM_MSG_READY] = { VRM_RULE_TX, VRM_ENGINE_FOR_BOTH, TX(STREAM) | TX(EOF_SENT) },
+    [VRM_MSG_RAM_BLOCKS] = { VRM_RULE_RX, VRM_ENGINE_FOR_BOTH, RX(DESCRIBE) },
+    [VRM_MSG_REGISTER_REQUEST] = { VRM_RULE_RX, VRM_ENGINE_FOR_BOTH, RX(STREAM) },
+    [VRM_MSG_REGISTER_RESULT] = { VRM_RULE_TX, VRM_ENGINE_FOR_BOTH, TX(STREAM) | TX(EOF_SENT) },
+    [VRM_MSG_CHANNEL_OPEN] = { VRM_RULE_RX, VRM_ENGINE_FOR_DESTINATION, RX(OPEN) },
+    [VRM_MSG_DATA] = { VRM_RULE_RX, VRM_ENGINE_FOR_BOTH, RX(STREAM) },
+    [VRM_MSG_EOF] = { VRM_RULE_RX, VRM_ENGINE_FOR_BOTH, RX(STREAM) },
+    [VRM_MSG_EOF_ACK] = { VRM_RULE_TX, VRM_ENGINE_FOR_BOTH, TX(EOF_SENT) },
+    [VRM_MSG_KEEPALIVE] = { VRM_RULE_RX, VRM_ENGINE_FOR_BOTH, RX_ANY },
+    [VRM_MSG_CHANNEL_CONNECT] = { VRM_RULE_RX, VRM_ENGINE_FOR_DESTINATION, RX(STREAM) },
+};
+
+#undef RX
+#undef TX
+#undef RX_ANY
+
+/* ------------------------------------------------------------------ */
+/* The channel                                                         */
+
+typedef enum {
+    VRM_WR_SEND = 0,            /* a send-queue slot (WRITE or SEND) */
+    VRM_WR_RECV,                /* a receive buffer */
+} vrmWorkKind;
+
+/* What every wr_id points at; recovered with container_of (SPDK) */
+typedef struct {
+    vrmWorkKind kind;
+} vrmWorkId;
+
+typedef struct {
+    vrmWorkId id;               /* wr_id */
+    guint64 seq;                /* running number of the work request */
+    gint32 stage;               /* staging chunk freed when retired, or -1 */
+} vrmSendSlot;
+
+typedef struct {
+    vrmWorkId id;               /* wr_id */
+    guint32 index;              /* receive buffer number */
+} vrmRecvSlot;
+
+/* A ring of chunks in our memory */
+typedef struct {
+    guint8 *mem;                /* depth * chunk bytes, page aligned */
+    guint32 depth;
+    guint32 chunk;
+    struct ibv_mr *whole;       /* pin-all: one registration */
+    struct ibv_mr **mrs;        /* dynamic: per chunk, on first use */
+} vrmRing;
+
+/* The end of QEMU's stream, with the owner's verdict (cfg.checkEnd) */
+typedef enum {
+    VRM_CHANNEL_END_NONE,       /* the stream goes on */
+    VRM_CHANNEL_END_ASKED,      /* it ended; is QEMU still there? */
+    VRM_CHANNEL_END_CLEARED,    /* it is: the end is an end, not a crash */
+} vrmChannelEnd;
+
+struct _vrmChannel {
+    vrmChannelConfig cfg;
+    vrmChannelHost host;
+    guint32 caps;               /* agreed with the peer */
+
+    /* the two state machines (progress thread) */
+    vrmChannelTx tx;
+    vrmChannelRx rx;
+
+    /* resources: set up by the owner, then the progress thread's */
+    vrmRdmaDevice *dev;         /* not owned */
+    vrmRdmaQP *qp;              /* owned */
+    guint32 sqSize;
+    guint32 rqSize;
+    guint32 sigInterval;        /* signal every Nth send WR at most */
+    vrmSendSlot *sslots;        /* sqSize slots, seq % sqSize */
+    guint8 *ctlSend;            /* sqSize control buffers */
+    struct ibv_mr *ctlSendMr;
+    vrmRecvSlot *rslots;        /* rqSize slots */
+    guint8 *ctlRecv;            /* rqSize receive buffers */
+    struct ibv_mr *ctlRecvMr;
+    guint32 recvPosted;         /* receive buffers on the queue */
+    vrmRing ring;               /* our receive ring, the peer writes it */
+    vrmRing stage;              /* our staging ring, we write from it */
+    struct ibv_send_wr *wrs;    /* batch scratch, sqSize entries */
+    struct ibv_sge *sges;
+    struct ibv_recv_wr *rwrs;   /* receive scratch, rqSize entries */
+    struct ibv_sge *rsges;
+    vrmProtoDataEntry *dents;   /* DATA scratch */
+    guint32 *repost;            /* receive buffers to post again */
+    GThread *thread;
+    int wakefd;                 /* eventfd: owner -> progress thread */
+
+    /* the send queue */
+    guint64 postSeq;            /* seq of the next send WR */
+    guint64 retiredSeq;         /* every seq below it is retired */
+    guint64 lastSignaled;       /* seq of the last signaled WR + 1 */
+    guint64 keepaliveSeq;       /* seq + 1 of the outstanding KEEPALIVE, 0 none */
+    gint64 lastActivity;        /* last completion polled (monotonic us) */
+
+    /* our direction */
+    guint32 descNext;           /* next entry of our description to send */
+    guint32 stageHead;          /* next staging chunk to fill */
+    guint32 stageUsed;          /* staging chunks in flight or filling */
+    guint32 stageFill;          /* bytes read into the head chunk */
+    guint64 txTotal;            /* bytes read from the socket */
+    vrmTxFlow txf;
+    vrmRemoteRing remote;       /* the peer's ring */
+    bool sockEof;               /* the socket's read side ended */
+    bool stalled;               /* inside a credit stall (counted once) */
+
+    /* the peer's direction */
+    vrmRxFlow rxf;
+    guint32 *rxLen;             /* bytes announced per chunk of our ring */
+    guint8 *rxRegd;             /* dynamic: chunks registered for the peer */
+    guint32 rxOff;              /* bytes of the drain chunk written */
+    bool rxBlocked;             /* the socket's send buffer is full */
+    guint32 creditsDue;         /* credits to return with READY */
+    vrmProtoRegResult *regRes;  /* REGISTER_RESULT entries to send */
+    guint32 nRegRes;
+
+    int sock;                   /* QEMU's connection, -1 until given */
+    bool faultDone;             /* the test fault fired */
+    bool peerGone;              /* the peer disconnected (from the mailbox) */
+    gint64 doneSince;           /* both directions ended at (monotonic us) */
+    gint64 attachedUs;          /* the queue pair came (monotonic us) */
+
+    /* the mutual authentication */
+    guint8 auth[VRM_PROTO_MAC_LEN]; /* destination: to send; source: expected */
+    bool unauthenticated;       /* source: the peer failed to prove itself */
+
+    /* source, channel 0: connections QEMU opened, to announce */
+    guint32 announce[VRM_CHANNELS_MAX];
+    guint32 nannounce;
+
+    /* the end of QEMU's stream, when the owner must say whether QEMU lives */
+    vrmChannelEnd end;
+    int endErr;                 /* the socket error that ended it, 0 for EOF */
+    bool endReading;            /* ... while reading (or writing) */
+
+    /* mailbox, under lock */
+    GMutex lock;
+    int mbFd;                   /* socket handed over, -1 none */
+    bool mbStop;                /* the job is ending */
+    int mbCode;                 /* and why, for the ERROR to the peer */
+    char *mbReason;
+    bool mbPeerGone;
+    guint32 mbAnnounce[VRM_CHANNELS_MAX];
+    guint32 mbNannounce;
+    int mbVerdict;              /* 0 none, 1 QEMU alive, 2 gone */
+    int mbQemuPid;              /* (gone) its pid */
+    vrmChannelEvents ev;        /* for the owner */
+
+    vrmStats stats;
+    /* first and last time this channel moved stream bytes (monotonic us;
+     * progress thread writes, others read relaxed): the data phase that
+     * mbps-average is measured over, without connection set-up */
+    gint64 firstByteUs;
+    gint64 lastByteUs;
+};
+
+/* ------------------------------------------------------------------ */
+/* Rings                                                               */
+
+/* Anonymous mappings for every registered buffer: page aligned and zeroed
+ * (no stale heap data can reach a socket or the peer), and a page costs
+ * nothing until it is used */
+static guint8 *
+vrmChannelMap(size_t len)
+{
+    void *mem = mmap(NULL, len, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+    if (mem == MAP_FAILED) {
+        vrmReportSystemError(errno, _("Cannot allocate %1$zu bytes for a channel"), len);
+        return NULL;
+    }
+    return mem;
+}
+
+static void
+vrmChannelUnmap(void *mem, size_t len)
+{
+    if (mem)
+        munmap(mem, len);
+}
 
 static int
 vrmRingAlloc(vrmRing *ring, guint32 depth, guint32 chunk)
 {
-    size_t len = (size_t)depth * chunk;
-    int rc;
-
+    if (!(ring->mem = vrmChannelMap((size_t)depth * chunk)))
+        return -1;
     ring->depth = depth;
     ring->chunk = chunk;
-    if ((rc = posix_memalign((void **)&ring->mem, 4096, len)) != 0) {
-        ring->mem = NULL;
-        vrmReportSystemError(rc, _("Cannot allocate a ring of %1$zu bytes"), len);
-        return -1;
-    }
-    memset(ring->mem, 0, len);
     ring->mrs = g_new0(struct ibv_mr *, depth);
     return 0;
 }
 
-/* pinned_bytes keeps the peak: registrations are not subtracted here */
+/* pinned-bytes keeps the peak: registrations are not subtracted here */
 static void
-vrmRingClear(vrmRing *ring)
+vrmRingClear(vrmRdmaDevice *dev, vrmRing *ring)
 {
     guint32 i;
 
-    vrmRdmaDeregister(ring->whole);
-    for (i = 0; ring->mrs && i < ring->depth; i++)
-        vrmRdmaDeregister(ring->mrs[i]);
+    if (dev) {
+        vrmRdmaDeregister(dev, ring->whole);
+        for (i = 0; ring->mrs && i < ring->depth; i++)
+            vrmRdmaDeregister(dev, ring->mrs[i]);
+    }
     g_free(ring->mrs);
-    free(ring->mem);
+    vrmChannelUnmap(ring->mem, (size_t)ring->depth * ring->chunk);
     memset(ring, 0, sizeof(*ring));
 }
 
@@ -108,121 +337,123 @@ vrmRingMR(const vrmRing *ring, guint32 i)
     return ring->whole ? ring->whole : ring->mrs[i];
 }
 
+/* ------------------------------------------------------------------ */
+/* Life cycle (owner)                                                  */
+
 vrmChannel *
-vrmChannelNew(vrmEngine *engine, guint32 index)
+vrmChannelNew(const vrmChannelConfig *cfg, const vrmChannelHost *host)
 {
     vrmChannel *ch = g_new0(vrmChannel, 1);
 
-    ch->engine = engine;
-    ch->index = index;
+    ch->cfg = *cfg;
+    ch->host = *host;
+    ch->tx = VRM_CHANNEL_TX_AUTH;
+    ch->rx = cfg->role == VRM_ENGINE_ROLE_SOURCE ? VRM_CHANNEL_RX_AUTH :
+        VRM_CHANNEL_RX_DESCRIBE;
     ch->sock = -1;
-    ch->mb_fd = -1;
+    ch->mbFd = -1;
     ch->wakefd = -1;
+    g_mutex_init(&ch->lock);
     return ch;
 }
 
-void
-vrmChannelWake(vrmChannel *ch)
+int
+vrmChannelQueueSizes(const vrmChannelConfig *cfg, const vrmRdmaDevice *dev,
+                     guint32 *sendSize, guint32 *recvSize, int *cqe)
 {
-    guint64 one = 1;
+    guint32 depth = cfg->ringDepth;
+    guint32 minSq = depth + 2 + VRM_CHANNEL_CTL_RESERVE;
 
-    if (ch->wakefd >= 0 && write(ch->wakefd, &one, sizeof(one)) < 0 &&
-        errno != EAGAIN)
-        VRM_WARN("cannot wake channel %u: %s", ch->index, g_strerror(errno));
+    *sendSize = vrmRdmaClamp(VRM_SEND_SLOTS(depth), dev->maxQpWr, "send queue");
+    *recvSize = vrmRdmaClamp(VRM_RECV_SLOTS(depth), dev->maxQpWr, "receive queue");
+    if (*sendSize < minSq || *recvSize < VRM_RECV_SLOTS(depth)) {
+        vrmReportError(VRM_ERR_RESOURCE,
+                       _("Device %1$s allows %2$d work requests per queue, a ring depth of %3$u needs %4$u."),
+                       dev->name, dev->maxQpWr, depth, VRM_RECV_SLOTS(depth));
+        return -1;
+    }
+    *cqe = vrmRdmaClamp(*sendSize + *recvSize + 1, dev->maxCqe, "completion queue");
+    if ((guint32)*cqe < *sendSize + *recvSize) {
+        vrmReportError(VRM_ERR_RESOURCE,
+                       _("Device %1$s allows %2$d completion queue entries, %3$u are needed."),
+                       dev->name, dev->maxCqe, *sendSize + *recvSize);
+        return -1;
+    }
+    return 0;
 }
 
 int
 vrmChannelSetup(vrmChannel *ch, vrmRdmaDevice *dev)
 {
-    const vrmEngineSettings *s = &ch->engine->s;
-    guint32 depth = s->ringDepth;
-    guint32 min_sq = depth + 2 + VRM_CHANNEL_CTL_RESERVE;
     int access = IBV_ACCESS_LOCAL_WRITE;
+    guint32 depth = ch->cfg.ringDepth;
     int cqe;
 
-    if (ch->cq)
+    if (ch->dev)
         return 0;       /* already set up (destination retry) */
+    if (vrmChannelQueueSizes(&ch->cfg, dev, &ch->sqSize, &ch->rqSize, &cqe) < 0)
+        return -1;
     ch->dev = dev;
-    ch->sq_size = vrmRdmaClamp(VRM_SEND_SLOTS(depth), dev->attr.max_qp_wr,
-                               "send queue");
-    ch->rq_size = vrmRdmaClamp(VRM_RECV_SLOTS(depth), dev->attr.max_qp_wr,
-                               "receive queue");
-    if (ch->sq_size < min_sq || ch->rq_size < VRM_RECV_SLOTS(depth)) {
-        vrmReportError(VRM_ERR_RESOURCE,
-                       _("Device %1$s allows %2$d work requests per queue, a ring depth of %3$u needs %4$u."),
-                       dev->name, dev->attr.max_qp_wr, depth, VRM_RECV_SLOTS(depth));
-        return -1;
-    }
-    ch->sig_interval = MAX(1, ch->sq_size / 4);
-    cqe = vrmRdmaClamp(ch->sq_size + ch->rq_size + 1, dev->attr.max_cqe,
-                       "completion queue");
-    if ((guint32)cqe < ch->sq_size + ch->rq_size) {
-        vrmReportError(VRM_ERR_RESOURCE,
-                       _("Device %1$s allows %2$d completion queue entries, %3$u are needed."),
-                       dev->name, dev->attr.max_cqe, ch->sq_size + ch->rq_size);
-        return -1;
-    }
-    if (!(ch->cq = vrmRdmaCQNew(dev, cqe, ch)))
-        return -1;
-
+    ch->sigInterval = MAX(1, ch->sqSize / 4);
     if ((ch->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
         vrmReportSystemError(errno, _("Cannot create an eventfd"));
         return -1;
     }
-
-    ch->sslots = g_new0(vrmSendSlot, ch->sq_size);
-    ch->rslots = g_new0(vrmRecvSlot, ch->rq_size);
-    ch->wrs = g_new0(struct ibv_send_wr, ch->sq_size);
-    ch->sges = g_new0(struct ibv_sge, ch->sq_size);
-    ch->rwrs = g_new0(struct ibv_recv_wr, ch->rq_size);
-    ch->rsges = g_new0(struct ibv_sge, ch->rq_size);
+    ch->sslots = g_new0(vrmSendSlot, ch->sqSize);
+    ch->rslots = g_new0(vrmRecvSlot, ch->rqSize);
+    ch->wrs = g_new0(struct ibv_send_wr, ch->sqSize);
+    ch->sges = g_new0(struct ibv_sge, ch->sqSize);
+    ch->rwrs = g_new0(struct ibv_recv_wr, ch->rqSize);
+    ch->rsges = g_new0(struct ibv_sge, ch->rqSize);
+    ch->repost = g_new0(guint32, ch->rqSize);
     ch->dents = g_new0(vrmProtoDataEntry, VRM_CHANNEL_BATCH_MAX);
-    ch->reg_res = g_new0(vrmProtoRegResult, depth);
-    ch->rx_len = g_new0(guint32, depth);
-    ch->rx_regd = g_new0(guint8, depth);
+    ch->regRes = g_new0(vrmProtoRegResult, depth);
+    ch->rxLen = g_new0(guint32, depth);
+    ch->rxRegd = g_new0(guint8, depth);
 
-    if (vrmRingAlloc(&ch->rx, depth, s->chunkSize) < 0 ||
-        vrmRingAlloc(&ch->stage, depth, s->chunkSize) < 0)
+    if (vrmRingAlloc(&ch->ring, depth, ch->cfg.chunkSize) < 0 ||
+        vrmRingAlloc(&ch->stage, depth, ch->cfg.chunkSize) < 0)
         return -1;
-    ch->ctl_send = g_malloc0((size_t)ch->sq_size * VRM_CONTROL_MESSAGE_MAX);
-    ch->ctl_recv = g_malloc0((size_t)ch->rq_size * VRM_CONTROL_MESSAGE_MAX);
-    if (!(ch->ctl_send_mr = vrmRdmaRegister(dev, ch->ctl_send,
-                                            (size_t)ch->sq_size * VRM_CONTROL_MESSAGE_MAX,
-                                            access, NULL)) ||
-        !(ch->ctl_recv_mr = vrmRdmaRegister(dev, ch->ctl_recv,
-                                            (size_t)ch->rq_size * VRM_CONTROL_MESSAGE_MAX,
-                                            access, NULL)))
+    if (!(ch->ctlSend = vrmChannelMap((size_t)ch->sqSize * VRM_CONTROL_MESSAGE_MAX)) ||
+        !(ch->ctlRecv = vrmChannelMap((size_t)ch->rqSize * VRM_CONTROL_MESSAGE_MAX)))
+        return -1;
+    if (!(ch->ctlSendMr = vrmRdmaRegister(dev, ch->ctlSend,
+                                          (size_t)ch->sqSize * VRM_CONTROL_MESSAGE_MAX,
+                                          access, NULL)) ||
+        !(ch->ctlRecvMr = vrmRdmaRegister(dev, ch->ctlRecv,
+                                          (size_t)ch->rqSize * VRM_CONTROL_MESSAGE_MAX,
+                                          access, NULL)))
         return -1;
     vrmStatsAdd(&ch->stats, VRM_STAT_PINNED_BYTES,
-                (guint64)(ch->sq_size + ch->rq_size) * VRM_CONTROL_MESSAGE_MAX);
+                (guint64)(ch->sqSize + ch->rqSize) * VRM_CONTROL_MESSAGE_MAX);
 
     /* Pin-all is decided by the local setting here; the agreed set can only
      * be smaller, and an unused registration is harmless. */
-    if (s->pinAll) {
-        if (vrmRingRegisterAll(ch, &ch->rx, access | IBV_ACCESS_REMOTE_WRITE) < 0 ||
+    if (ch->cfg.pinAll) {
+        if (vrmRingRegisterAll(ch, &ch->ring, access | IBV_ACCESS_REMOTE_WRITE) < 0 ||
             vrmRingRegisterAll(ch, &ch->stage, access) < 0)
             return -1;
     }
+    vrmRxFlowInit(&ch->rxf, depth, ch->cfg.chunkSize);
     return 0;
 }
 
 static int
 vrmChannelPostRecvs(vrmChannel *ch, const guint32 *which, guint32 n)
 {
-    struct ibv_recv_wr *bad = NULL;
     guint32 i;
-    int rc;
 
     if (n == 0)
         return 0;
     for (i = 0; i < n; i++) {
         vrmRecvSlot *slot = &ch->rslots[which[i]];
+
         slot->id.kind = VRM_WR_RECV;
         slot->index = which[i];
         ch->rsges[i] = (struct ibv_sge) {
-            .addr = (uintptr_t)(ch->ctl_recv + (size_t)which[i] * VRM_CONTROL_MESSAGE_MAX),
+            .addr = (uintptr_t)(ch->ctlRecv + (size_t)which[i] * VRM_CONTROL_MESSAGE_MAX),
             .length = VRM_CONTROL_MESSAGE_MAX,
-            .lkey = ch->ctl_recv_mr->lkey,
+            .lkey = ch->ctlRecvMr->lkey,
         };
         ch->rwrs[i] = (struct ibv_recv_wr) {
             .wr_id = (uintptr_t)&slot->id,
@@ -231,46 +462,50 @@ vrmChannelPostRecvs(vrmChannel *ch, const guint32 *which, guint32 n)
             .num_sge = 1,
         };
     }
-    if ((rc = ibv_post_recv(ch->id->qp, ch->rwrs, &bad)) != 0) {
-        vrmReportSystemError(rc, _("Cannot post receive buffers on channel %1$u"),
-                             ch->index);
+    if (vrmRdmaQPPostRecv(ch->qp, ch->rwrs) < 0) {
+        g_autofree char *why = g_strdup(vrmGetLastErrorMessage());
+        vrmReportError(VRM_ERR_RDMA, _("Channel %1$u: %2$s"), ch->cfg.index, why);
         return -1;
     }
+    ch->recvPosted += n;
     vrmStatsAdd(&ch->stats, VRM_STAT_DOORBELLS, 1);
     return 0;
 }
 
 int
-vrmChannelCreateQP(vrmChannel *ch)
+vrmChannelAttachQP(vrmChannel *ch, vrmRdmaQP *qp, guint32 caps)
 {
-    struct ibv_qp_init_attr attr = {
-        .qp_context = ch,
-        .send_cq = ch->cq->cq,
-        .recv_cq = ch->cq->cq,
-        .cap = {
-            .max_send_wr = ch->sq_size,
-            .max_recv_wr = ch->rq_size,
-            .max_send_sge = 1,
-            .max_recv_sge = 1,
-        },
-        .qp_type = IBV_QPT_RC,
-        .sq_sig_all = 0,
-    };
-    g_autofree guint32 *all = g_new(guint32, ch->rq_size);
-    struct ibv_wc wc[VRM_CHANNEL_WC_BATCH];
     guint32 i;
 
-    /* Completions flushed from a QP of an earlier connect attempt */
-    while (ibv_poll_cq(ch->cq->cq, VRM_CHANNEL_WC_BATCH, wc) > 0)
-        ;
-    if (rdma_create_qp(ch->id, ch->dev->pd, &attr) < 0) {
-        vrmReportSystemError(errno, _("Cannot create the queue pair of channel %1$u"),
-                             ch->index);
-        return -1;
-    }
-    for (i = 0; i < ch->rq_size; i++)
-        all[i] = i;
-    return vrmChannelPostRecvs(ch, all, ch->rq_size);
+    g_assert(ch->dev && !ch->qp && !ch->thread);
+    ch->qp = qp;
+    ch->caps = caps;
+    ch->recvPosted = 0;
+    ch->lastActivity = ch->attachedUs = g_get_monotonic_time();
+    for (i = 0; i < ch->rqSize; i++)
+        ch->repost[i] = i;
+    return vrmChannelPostRecvs(ch, ch->repost, ch->rqSize);
+}
+
+void
+vrmChannelSetCaps(vrmChannel *ch, guint32 caps)
+{
+    g_assert(!ch->thread);
+    ch->caps = caps;
+}
+
+void
+vrmChannelSetAuth(vrmChannel *ch, const guint8 mac[VRM_PROTO_MAC_LEN])
+{
+    g_assert(!ch->thread);
+    memcpy(ch->auth, mac, VRM_PROTO_MAC_LEN);
+}
+
+void
+vrmChannelDropQP(vrmChannel *ch)
+{
+    g_assert(!ch->thread);
+    vrmRdmaQPFree(g_steal_pointer(&ch->qp));
 }
 
 void
@@ -290,69 +525,156 @@ vrmChannelFree(vrmChannel *ch)
     vrmChannelJoin(ch);
     if (ch->sock >= 0)
         close(ch->sock);
-    if (ch->mb_fd >= 0)
-        close(ch->mb_fd);
-    if (ch->id) {
-        if (ch->id->qp)
-            rdma_destroy_qp(ch->id);
-        if (rdma_destroy_id(ch->id) < 0)
-            VRM_WARN("rdma_destroy_id on channel %u failed: %s", ch->index,
-                     g_strerror(errno));
+    if (ch->mbFd >= 0)
+        close(ch->mbFd);
+    /* the queue pair before the memory it may still reference */
+    vrmRdmaQPFree(ch->qp);
+    vrmRingClear(ch->dev, &ch->ring);
+    vrmRingClear(ch->dev, &ch->stage);
+    if (ch->dev) {
+        vrmRdmaDeregister(ch->dev, ch->ctlSendMr);
+        vrmRdmaDeregister(ch->dev, ch->ctlRecvMr);
     }
-    vrmRdmaCQFree(ch->cq);
-    vrmRingClear(&ch->rx);
-    vrmRingClear(&ch->stage);
-    vrmRdmaDeregister(ch->ctl_send_mr);
-    vrmRdmaDeregister(ch->ctl_recv_mr);
-    g_free(ch->ctl_send);
-    g_free(ch->ctl_recv);
+    vrmChannelUnmap(ch->ctlSend, (size_t)ch->sqSize * VRM_CONTROL_MESSAGE_MAX);
+    vrmChannelUnmap(ch->ctlRecv, (size_t)ch->rqSize * VRM_CONTROL_MESSAGE_MAX);
     g_free(ch->sslots);
     g_free(ch->rslots);
     g_free(ch->wrs);
     g_free(ch->sges);
     g_free(ch->rwrs);
     g_free(ch->rsges);
+    g_free(ch->repost);
     g_free(ch->dents);
-    g_free(ch->reg_res);
-    g_free(ch->rx_len);
+    g_free(ch->regRes);
+    g_free(ch->rxLen);
+    g_free(ch->rxRegd);
     vrmRemoteRingClear(&ch->remote);
     if (ch->wakefd >= 0)
         close(ch->wakefd);
-    g_free(ch->rx_regd);
+    g_free(ch->mbReason);
+    explicit_bzero(ch->auth, sizeof(ch->auth));
+    g_mutex_clear(&ch->lock);
     g_free(ch);
 }
 
 /* ------------------------------------------------------------------ */
-/* Send side (progress thread)                                         */
+/* Mailbox (any thread)                                                */
+
+static void
+vrmChannelWake(vrmChannel *ch)
+{
+    guint64 one = 1;
+
+    if (ch->wakefd >= 0 && write(ch->wakefd, &one, sizeof(one)) < 0 &&
+        errno != EAGAIN)
+        VRM_WARN("cannot wake channel %u: %s", ch->cfg.index, g_strerror(errno));
+}
+
+void
+vrmChannelGiveSocket(vrmChannel *ch, int fd)
+{
+    g_mutex_lock(&ch->lock);
+    g_assert(ch->mbFd < 0);
+    ch->mbFd = fd;
+    g_mutex_unlock(&ch->lock);
+    vrmChannelWake(ch);
+}
+
+void
+vrmChannelStop(vrmChannel *ch, int code, const char *reason)
+{
+    g_mutex_lock(&ch->lock);
+    if (!ch->mbStop) {
+        ch->mbStop = true;
+        ch->mbCode = code;
+        ch->mbReason = g_strdup(reason);
+    }
+    g_mutex_unlock(&ch->lock);
+    vrmChannelWake(ch);
+}
+
+void
+vrmChannelPeerGone(vrmChannel *ch)
+{
+    g_mutex_lock(&ch->lock);
+    ch->mbPeerGone = true;
+    g_mutex_unlock(&ch->lock);
+    vrmChannelWake(ch);
+}
+
+void
+vrmChannelAnnounce(vrmChannel *ch, guint32 index)
+{
+    g_mutex_lock(&ch->lock);
+    g_assert(ch->mbNannounce < G_N_ELEMENTS(ch->mbAnnounce));
+    ch->mbAnnounce[ch->mbNannounce++] = index;
+    g_mutex_unlock(&ch->lock);
+    vrmChannelWake(ch);
+}
+
+void
+vrmChannelStreamVerdict(vrmChannel *ch, bool qemuAlive, int qemuPid)
+{
+    g_mutex_lock(&ch->lock);
+    ch->mbVerdict = qemuAlive ? 1 : 2;
+    ch->mbQemuPid = qemuPid;
+    g_mutex_unlock(&ch->lock);
+    vrmChannelWake(ch);
+}
+
+void
+vrmChannelTakeEvents(vrmChannel *ch, vrmChannelEvents *ev)
+{
+    g_mutex_lock(&ch->lock);
+    *ev = ch->ev;
+    ch->ev.openRequested = false;
+    ch->ev.authenticated = false;
+    ch->ev.streamEnded = false;
+    ch->ev.nconnect = 0;
+    g_mutex_unlock(&ch->lock);
+}
+
+/* Tell the owner something; it reads it with vrmChannelTakeEvents() */
+static void
+vrmChannelSignal(vrmChannel *ch, bool *flag)
+{
+    g_mutex_lock(&ch->lock);
+    *flag = true;
+    g_mutex_unlock(&ch->lock);
+    if (ch->host.wake)
+        ch->host.wake(ch->host.opaque);
+}
+
+/* ------------------------------------------------------------------ */
+/* Send side                                                           */
 
 static inline guint32
 vrmChannelSqFree(const vrmChannel *ch)
 {
-    return ch->sq_size - (guint32)(ch->post_seq - ch->retired_seq);
+    return ch->sqSize - (guint32)(ch->postSeq - ch->retiredSeq);
 }
 
 static inline guint8 *
 vrmChannelCtlBuf(vrmChannel *ch, guint32 i)
 {
-    return ch->ctl_send + (size_t)((ch->post_seq + i) % ch->sq_size) *
+    return ch->ctlSend + (size_t)((ch->postSeq + i) % ch->sqSize) *
            VRM_CONTROL_MESSAGE_MAX;
 }
 
-/* Prepare WR number i of the batch starting at post_seq */
+/* Prepare WR number i of the batch starting at postSeq */
 static void
 vrmChannelPrepWR(vrmChannel *ch, guint32 i, gint32 stage)
 {
-    guint64 seq = ch->post_seq + i;
-    vrmSendSlot *slot = &ch->sslots[seq % ch->sq_size];
+    guint64 seq = ch->postSeq + i;
+    vrmSendSlot *slot = &ch->sslots[seq % ch->sqSize];
 
     slot->id.kind = VRM_WR_SEND;
     slot->seq = seq;
     slot->stage = stage;
+    memset(&ch->wrs[i], 0, sizeof(ch->wrs[i]));
     ch->wrs[i].wr_id = (uintptr_t)&slot->id;
     ch->wrs[i].sg_list = &ch->sges[i];
     ch->wrs[i].num_sge = 1;
-    ch->wrs[i].send_flags = 0;
-    ch->wrs[i].next = NULL;
     if (i > 0)
         ch->wrs[i - 1].next = &ch->wrs[i];
 }
@@ -364,51 +686,51 @@ vrmChannelPrepSend(vrmChannel *ch, guint32 i, size_t len)
     ch->sges[i] = (struct ibv_sge) {
         .addr = (uintptr_t)vrmChannelCtlBuf(ch, i),
         .length = len,
-        .lkey = ch->ctl_send_mr->lkey,
+        .lkey = ch->ctlSendMr->lkey,
     };
     ch->wrs[i].opcode = IBV_WR_SEND;
 }
 
-/* Selective signaling, then one doorbell for the whole batch */
+/* Selective signaling (UCX), then one doorbell for the whole batch */
 static int
 vrmChannelPostBatch(vrmChannel *ch, guint32 n, bool force_last)
 {
-    struct ibv_send_wr *bad = NULL;
     guint32 i;
-    int rc;
 
     if (n == 0)
         return 0;
+    g_assert(n <= vrmChannelSqFree(ch));
     for (i = 0; i < n; i++) {
-        guint64 seq = ch->post_seq + i;
+        guint64 seq = ch->postSeq + i;
         bool last = i == n - 1;
-        bool sig = seq + 1 - ch->last_signaled >= ch->sig_interval;
+        bool sig = seq + 1 - ch->lastSignaled >= ch->sigInterval;
 
         if (last && (force_last ||
-                     ch->stage_used == ch->stage.depth ||
-                     vrmChannelSqFree(ch) - n < ch->sig_interval))
+                     ch->stageUsed == ch->stage.depth ||
+                     vrmChannelSqFree(ch) - n < ch->sigInterval))
             sig = true;
         if (sig) {
             ch->wrs[i].send_flags |= IBV_SEND_SIGNALED;
-            ch->last_signaled = seq + 1;
+            ch->lastSignaled = seq + 1;
         }
     }
-    if ((rc = ibv_post_send(ch->id->qp, ch->wrs, &bad)) != 0) {
-        vrmReportSystemError(rc, _("Cannot post work requests on channel %1$u"),
-                             ch->index);
+    if (vrmRdmaQPPostSend(ch->qp, ch->wrs) < 0) {
+        g_autofree char *why = g_strdup(vrmGetLastErrorMessage());
+        vrmReportError(VRM_ERR_RDMA, _("Channel %1$u: %2$s"), ch->cfg.index, why);
         return -1;
     }
-    ch->post_seq += n;
+    ch->postSeq += n;
     vrmStatsAdd(&ch->stats, VRM_STAT_DOORBELLS, 1);
     return 0;
 }
 
+/* One control message already built at vrmChannelCtlBuf(ch, 0) */
 static int
 vrmChannelPostCtl(vrmChannel *ch, size_t len, bool signal)
 {
     if (vrmChannelSqFree(ch) < 1) {
         vrmReportError(VRM_ERR_INTERNAL,
-                       _("The send queue of channel %1$u is full."), ch->index);
+                       _("The send queue of channel %1$u is full."), ch->cfg.index);
         return -1;
     }
     vrmChannelPrepSend(ch, 0, len);
@@ -416,122 +738,218 @@ vrmChannelPostCtl(vrmChannel *ch, size_t len, bool signal)
     return vrmChannelPostBatch(ch, 1, signal);
 }
 
-/* Everything except data WRITEs: in protocol order, while there is room */
 static int
-vrmChannelPumpControl(vrmChannel *ch, bool *progress)
+vrmChannelPostPair(vrmChannel *ch, int type, guint32 a, bool signal)
 {
-    const vrmEngineSettings *s = &ch->engine->s;
+    size_t len = vrmProtoBuildU32Pair(vrmChannelCtlBuf(ch, 0), type, a, 0);
 
-#define ROOM() (vrmChannelSqFree(ch) > 0)
+    return vrmChannelPostCtl(ch, len, signal);
+}
 
-    while (!ch->desc_sent && ROOM()) {
-        vrmProtoRingEntry ents[170];
-        guint32 n = 0, max = vrmProtoMaxEntries(VRM_MSG_RAM_BLOCKS);
+static void
+vrmChannelSetTx(vrmChannel *ch, vrmChannelTx state)
+{
+    VRM_DEBUG("channel %u: tx %s -> %s", ch->cfg.index,
+              vrmChannelTxTypeToString(ch->tx), vrmChannelTxTypeToString(state));
+    ch->tx = state;
+}
+
+static void
+vrmChannelSetRx(vrmChannel *ch, vrmChannelRx state)
+{
+    VRM_DEBUG("channel %u: rx %s -> %s", ch->cfg.index,
+              vrmChannelRxTypeToString(ch->rx), vrmChannelRxTypeToString(state));
+    ch->rx = state;
+}
+
+/* Our ring description: as many RAM_BLOCKS messages as it takes */
+static int
+vrmChannelSendDescription(vrmChannel *ch, bool *progress)
+{
+    while (ch->descNext < ch->ring.depth && vrmChannelSqFree(ch) > 0) {
+        vrmProtoRingEntry ents[VRM_CHANNEL_RING_BATCH];
+        guint32 n = 0;
         size_t len;
 
-        G_STATIC_ASSERT(G_N_ELEMENTS(ents) * 24 <= VRM_PROTO_PAYLOAD_MAX);
-        max = MIN(max, G_N_ELEMENTS(ents));
-        while (n < max && ch->desc_next < ch->rx.depth) {
-            guint32 i = ch->desc_next++;
-            struct ibv_mr *mr = vrmRingMR(&ch->rx, i);
+        while (n < G_N_ELEMENTS(ents) && ch->descNext < ch->ring.depth) {
+            guint32 i = ch->descNext++;
+            struct ibv_mr *mr = vrmRingMR(&ch->ring, i);
+
             ents[n++] = (vrmProtoRingEntry) {
                 .index = i,
-                .depth = ch->rx.depth,
-                .length = ch->rx.chunk,
+                .depth = ch->ring.depth,
+                .length = ch->ring.chunk,
                 .rkey = (ch->caps & VRM_CAP_PIN_ALL) && mr ? mr->rkey : 0,
-                .addr = (uintptr_t)(ch->rx.mem + (size_t)i * ch->rx.chunk),
+                .addr = (uintptr_t)(ch->ring.mem + (size_t)i * ch->ring.chunk),
             };
         }
         len = vrmProtoBuildRing(vrmChannelCtlBuf(ch, 0), ents, n);
-        if (vrmChannelPostCtl(ch, len, false) < 0)
+        /* the last part signaled: a channel that ends unused has nothing
+         * unsignaled left behind it */
+        if (vrmChannelPostCtl(ch, len, ch->descNext == ch->ring.depth) < 0)
             return -1;
-        if (ch->desc_next == ch->rx.depth)
-            ch->desc_sent = true;
         *progress = true;
     }
-    if (!ch->desc_sent)
-        return 0;
+    return 0;
+}
 
-    if (s->role == VRM_ENGINE_ROLE_SOURCE && ch->opened && !ch->open_sent && ROOM()) {
-        size_t len = vrmProtoBuildU32Pair(vrmChannelCtlBuf(ch, 0),
-                                          VRM_MSG_CHANNEL_OPEN, ch->index, 0);
-        if (vrmChannelPostCtl(ch, len, false) < 0)
-            return -1;
-        ch->open_sent = true;
-        *progress = true;
-        VRM_DEBUG("channel %u: CHANNEL_OPEN sent", ch->index);
-    }
-    if (ch->n_reg_res && ROOM()) {
-        guint32 n = MIN(ch->n_reg_res, vrmProtoMaxEntries(VRM_MSG_REGISTER_RESULT));
-        size_t len = vrmProtoBuildRegResult(vrmChannelCtlBuf(ch, 0), ch->reg_res, n);
-        if (vrmChannelPostCtl(ch, len, false) < 0)
-            return -1;
-        memmove(ch->reg_res, ch->reg_res + n,
-                (ch->n_reg_res - n) * sizeof(*ch->reg_res));
-        ch->n_reg_res -= n;
-        *progress = true;
-    }
-    if (ch->remote.queued && ROOM()) {
-        g_autofree guint32 *idx = g_new(guint32, ch->remote.queued);
-        guint32 n = vrmRemoteRingTakeRequests(&ch->remote, idx,
-                                              vrmProtoMaxEntries(VRM_MSG_REGISTER_REQUEST));
-        size_t len = vrmProtoBuildRegRequest(vrmChannelCtlBuf(ch, 0), idx, n);
+/* Test hooks that break the protocol on purpose (virt-rdma-engine(8)) */
+static int
+vrmChannelFaults(vrmChannel *ch, bool *progress)
+{
+    const vrmChannelConfig *c = &ch->cfg;
 
-        if (vrmChannelPostCtl(ch, len, false) < 0)
-            return -1;
-        *progress = true;
-    }
-    if (ch->credits_due && ROOM()) {
-        size_t len = vrmProtoBuildU32Pair(vrmChannelCtlBuf(ch, 0), VRM_MSG_READY,
-                                          ch->credits_due, 0);
+    if (c->fault == VRM_ENGINE_FAULT_OVERSIZE && !ch->faultDone &&
+        ch->tx >= VRM_CHANNEL_TX_WAIT_OPEN && vrmChannelSqFree(ch) > 0) {
+        /* a SEND longer than any receive buffer: two control buffers
+         * (registered together) when they follow each other */
+        size_t off = (size_t)(ch->postSeq % ch->sqSize) * VRM_CONTROL_MESSAGE_MAX;
+        size_t len = MIN(2 * VRM_CONTROL_MESSAGE_MAX,
+                         (size_t)ch->sqSize * VRM_CONTROL_MESSAGE_MAX - off);
 
-        VRM_DEBUG("channel %u: sending READY %u (seq %" G_GUINT64_FORMAT ")",
-                  ch->index, ch->credits_due, ch->post_seq);
-        if (vrmChannelPostCtl(ch, len, false) < 0)
-            return -1;
-        ch->credits_due = 0;
-        *progress = true;
+        if (len > VRM_CONTROL_MESSAGE_MAX) {
+            VRM_WARN("test hook: sending %zu bytes in one SEND on channel %u",
+                     len, c->index);
+            vrmProtoBuildU32Pair(ch->ctlSend + off, VRM_MSG_KEEPALIVE, 0, 0);
+            ch->faultDone = true;
+            *progress = true;
+            return vrmChannelPostCtl(ch, len, true);
+        }
     }
-    if (ch->peer_eof && ch->rxf.filled == 0 && !ch->eof_ack_sent &&
-        ch->sock >= 0 && ROOM()) {
-        size_t len;
-
-        if (shutdown(ch->sock, SHUT_WR) < 0 && errno != ENOTCONN)
-            VRM_DEBUG("channel %u: shutdown: %s", ch->index, g_strerror(errno));
-        len = vrmProtoBuildU64(vrmChannelCtlBuf(ch, 0), VRM_MSG_EOF_ACK,
-                               ch->peer_total);
-        if (vrmChannelPostCtl(ch, len, true) < 0)
-            return -1;
-        ch->eof_ack_sent = true;
-        *progress = true;
-        VRM_DEBUG("channel %u: EOF_ACK %" G_GUINT64_FORMAT " sent",
-                  ch->index, ch->peer_total);
-    }
-    if (s->role == VRM_ENGINE_ROLE_SOURCE && !ch->opened && !ch->unused_sent &&
-        ch->unused_wanted && ROOM()) {
-        size_t len = vrmProtoBuildU32Pair(vrmChannelCtlBuf(ch, 0),
-                                          VRM_MSG_CHANNEL_UNUSED, ch->index, 0);
-        if (vrmChannelPostCtl(ch, len, true) < 0)
-            return -1;
-        ch->unused_sent = true;
-        *progress = true;
-    }
-    if (s->fault == VRM_ENGINE_FAULT_MALFORMED && !ch->fault_done &&
-        ch->tx_total >= s->faultBytes && ch->opened && ROOM()) {
-        /* Test hook: a header that announces more bytes than it carries */
+    if (c->fault == VRM_ENGINE_FAULT_MALFORMED && !ch->faultDone &&
+        ch->tx == VRM_CHANNEL_TX_STREAM && ch->txTotal >= c->faultBytes &&
+        vrmChannelSqFree(ch) > 0) {
+        /* a header that announces more bytes than it carries */
         guint8 *buf = vrmChannelCtlBuf(ch, 0);
         size_t len = vrmProtoBuildU32Pair(buf, VRM_MSG_READY, 1, 0);
         vrmProtoHeader bad = { .len = 100, .type = VRM_MSG_READY, .repeat = 1 };
 
         vrmProtoHeaderEncode(&bad, buf);
         VRM_WARN("test hook: sending a malformed control message on channel %u",
-                 ch->index);
+                 c->index);
+        ch->faultDone = true;
+        *progress = true;
+        return vrmChannelPostCtl(ch, len, true);
+    }
+    return 0;
+}
+
+/* Everything except data WRITEs: a switch on our direction's state, then
+ * the answers the peer's direction is owed, while there is room */
+static int
+vrmChannelPumpControl(vrmChannel *ch, bool *progress)
+{
+    bool source = ch->cfg.role == VRM_ENGINE_ROLE_SOURCE;
+    size_t len;
+
+    switch (ch->tx) {
+    case VRM_CHANNEL_TX_AUTH:
+        /* the source sends nothing before the destination's AUTH */
+        if (source || vrmChannelSqFree(ch) < 2)
+            break;
+        len = vrmProtoBuildAuth(vrmChannelCtlBuf(ch, 0), ch->auth);
+        if (vrmChannelPostCtl(ch, len, false) < 0)
+            return -1;
+        if (ch->cfg.fault == VRM_ENGINE_FAULT_EARLY_REGISTER) {
+            guint32 zero = 0;
+
+            VRM_WARN("test hook: REGISTER_REQUEST before the ring description on channel %u",
+                     ch->cfg.index);
+            len = vrmProtoBuildRegRequest(vrmChannelCtlBuf(ch, 0), &zero, 1);
+            if (vrmChannelPostCtl(ch, len, false) < 0)
+                return -1;
+        }
+        vrmChannelSetTx(ch, VRM_CHANNEL_TX_DESCRIBE);
+        *progress = true;
+        break;
+    case VRM_CHANNEL_TX_DESCRIBE:
+        if (vrmChannelSendDescription(ch, progress) < 0)
+            return -1;
+        if (ch->descNext == ch->ring.depth)
+            vrmChannelSetTx(ch, VRM_CHANNEL_TX_WAIT_OPEN);
+        break;
+    case VRM_CHANNEL_TX_WAIT_OPEN:
+        if (ch->sock >= 0) {
+            /* the source announces the open once the peer is described */
+            vrmChannelSetTx(ch, source ? VRM_CHANNEL_TX_OPEN : VRM_CHANNEL_TX_STREAM);
+            *progress = true;
+        }
+        break;
+    case VRM_CHANNEL_TX_OPEN:
+        if (ch->rx != VRM_CHANNEL_RX_OPEN || vrmChannelSqFree(ch) == 0)
+            break;
+        if (vrmChannelPostPair(ch, VRM_MSG_CHANNEL_OPEN, ch->cfg.index, false) < 0)
+            return -1;
+        VRM_DEBUG("channel %u: CHANNEL_OPEN sent", ch->cfg.index);
+        vrmChannelSetTx(ch, VRM_CHANNEL_TX_STREAM);
+        /* from now on the destination may stream back */
+        vrmChannelSetRx(ch, VRM_CHANNEL_RX_STREAM);
+        *progress = true;
+        break;
+    case VRM_CHANNEL_TX_STREAM:
+        /* source, channel 0: the connections QEMU opened since, each
+         * before this stream's EOF (vrmChannelPumpTx waits for them) */
+        while (ch->nannounce && vrmChannelSqFree(ch) > 0) {
+            guint32 k = ch->announce[0];
+
+            if (vrmChannelPostPair(ch, VRM_MSG_CHANNEL_CONNECT, k, false) < 0)
+                return -1;
+            memmove(ch->announce, ch->announce + 1, --ch->nannounce * sizeof(*ch->announce));
+            VRM_DEBUG("channel %u: CHANNEL_CONNECT %u sent", ch->cfg.index, k);
+            *progress = true;
+        }
+        break;                          /* data: vrmChannelPumpTx */
+    case VRM_CHANNEL_TX_EOF_SENT:       /* waiting for EOF_ACK */
+    case VRM_CHANNEL_TX_DONE:
+    case VRM_CHANNEL_TX_LAST:
+        break;
+    }
+
+    /* registrations the peer asked for */
+    if (ch->nRegRes && vrmChannelSqFree(ch) > 0) {
+        guint32 n = MIN(ch->nRegRes, vrmProtoMaxEntries(VRM_MSG_REGISTER_RESULT));
+
+        len = vrmProtoBuildRegResult(vrmChannelCtlBuf(ch, 0), ch->regRes, n);
+        if (vrmChannelPostCtl(ch, len, false) < 0)
+            return -1;
+        memmove(ch->regRes, ch->regRes + n, (ch->nRegRes - n) * sizeof(*ch->regRes));
+        ch->nRegRes -= n;
+        *progress = true;
+    }
+    /* registrations we ask for */
+    if (ch->remote.queued && vrmChannelSqFree(ch) > 0) {
+        g_autofree guint32 *idx = g_new(guint32, ch->remote.queued);
+        guint32 n = vrmRemoteRingTakeRequests(&ch->remote, idx,
+                                              vrmProtoMaxEntries(VRM_MSG_REGISTER_REQUEST));
+
+        len = vrmProtoBuildRegRequest(vrmChannelCtlBuf(ch, 0), idx, n);
+        if (vrmChannelPostCtl(ch, len, false) < 0)
+            return -1;
+        *progress = true;
+    }
+    /* credits for the chunks drained */
+    if (ch->creditsDue && vrmChannelSqFree(ch) > 0) {
+        VRM_DEBUG("channel %u: sending READY %u (seq %" G_GUINT64_FORMAT ")",
+                  ch->cfg.index, ch->creditsDue, ch->postSeq);
+        if (vrmChannelPostPair(ch, VRM_MSG_READY, ch->creditsDue, false) < 0)
+            return -1;
+        ch->creditsDue = 0;
+        *progress = true;
+    }
+    /* the peer's direction ends once every byte is in the socket */
+    if (ch->rx == VRM_CHANNEL_RX_DRAIN && ch->rxf.filled == 0 && ch->sock >= 0 &&
+        vrmChannelSqFree(ch) > 0) {
+        if (shutdown(ch->sock, SHUT_WR) < 0 && errno != ENOTCONN)
+            VRM_DEBUG("channel %u: shutdown: %s", ch->cfg.index, g_strerror(errno));
+        len = vrmProtoBuildU64(vrmChannelCtlBuf(ch, 0), VRM_MSG_EOF_ACK, ch->rxf.bytes);
         if (vrmChannelPostCtl(ch, len, true) < 0)
             return -1;
-        ch->fault_done = true;
+        vrmChannelSetRx(ch, VRM_CHANNEL_RX_DONE);
+        *progress = true;
+        VRM_DEBUG("channel %u: EOF_ACK %" G_GUINT64_FORMAT " sent",
+                  ch->cfg.index, ch->rxf.bytes);
     }
-#undef ROOM
-    return 0;
+    return vrmChannelFaults(ch, progress);
 }
 
 static void
@@ -539,9 +957,9 @@ vrmChannelNoteBytes(vrmChannel *ch)
 {
     gint64 now = g_get_monotonic_time();
 
-    if (!ch->first_byte_us)
-        __atomic_store_n(&ch->first_byte_us, now, __ATOMIC_RELAXED);
-    __atomic_store_n(&ch->last_byte_us, now, __ATOMIC_RELAXED);
+    if (!ch->firstByteUs)
+        __atomic_store_n(&ch->firstByteUs, now, __ATOMIC_RELAXED);
+    __atomic_store_n(&ch->lastByteUs, now, __ATOMIC_RELAXED);
 }
 
 static int
@@ -549,21 +967,53 @@ vrmChannelSocketError(vrmChannel *ch, int err, bool reading)
 {
     if (reading)
         vrmReportSystemError(err, _("Channel %1$u: reading QEMU's socket failed"),
-                             ch->index);
+                             ch->cfg.index);
     else
         vrmReportSystemError(err,
                              _("Channel %1$u: QEMU's socket was closed while %2$" G_GUINT64_FORMAT " bytes were still to be delivered"),
-                             ch->index,
+                             ch->cfg.index,
                              ch->rxf.bytes - __atomic_load_n(&ch->stats.v[VRM_STAT_BYTES_RECEIVED],
                                                              __ATOMIC_RELAXED));
     return -1;
 }
 
-static bool
-vrmChannelTxReady(const vrmChannel *ch)
+/*
+ * QEMU's stream ended: EOF (@err 0) or a socket error. With checkEnd, the
+ * owner first looks whether QEMU is still there (a crash also reads as
+ * EOF): the EOF goes to the peer, or the error ends the job, only once it
+ * has answered (vrmChannelStreamVerdict). -1 reported otherwise.
+ */
+static int
+vrmChannelStreamEnds(vrmChannel *ch, int err, bool reading)
 {
-    return ch->sock >= 0 && !ch->sock_eof && !ch->eof_sent &&
-           vrmRemoteRingComplete(&ch->remote);
+    if (!ch->cfg.checkEnd) {
+        if (err)
+            return vrmChannelSocketError(ch, err, reading);
+        return 0;
+    }
+    if (ch->end != VRM_CHANNEL_END_NONE) {
+        if (err && ch->end == VRM_CHANNEL_END_CLEARED)
+            return vrmChannelSocketError(ch, err, reading);
+        return 0;
+    }
+    ch->end = VRM_CHANNEL_END_ASKED;
+    ch->endErr = err;
+    ch->endReading = reading;
+    VRM_DEBUG("channel %u: QEMU's stream ended (%s); asking whether QEMU lives",
+              ch->cfg.index, err ? g_strerror(err) : "end of file");
+    vrmChannelSignal(ch, &ch->ev.streamEnded);
+    return 0;
+}
+
+/* Could the next chunk be written now, bytes permitting? */
+static bool
+vrmChannelTxCanWrite(const vrmChannel *ch)
+{
+    return ch->tx == VRM_CHANNEL_TX_STREAM && !ch->sockEof &&
+           vrmRemoteRingComplete(&ch->remote) &&
+           vrmTxFlowCredits(&ch->txf) > 0 && ch->stageUsed < ch->stage.depth &&
+           ((ch->caps & VRM_CAP_PIN_ALL) ||
+            vrmRemoteRingUsable(&ch->remote, vrmTxFlowPeek(&ch->txf, 0)));
 }
 
 /* socket -> staging chunks -> RDMA WRITEs, one post per call */
@@ -573,17 +1023,17 @@ vrmChannelPumpTx(vrmChannel *ch, bool *progress)
     bool imm = ch->caps & VRM_CAP_WRITE_IMM;
     guint32 n = 0, nd = 0;
 
-    if (!vrmChannelTxReady(ch))
-        goto eof;
+    if (ch->tx != VRM_CHANNEL_TX_STREAM || !vrmRemoteRingComplete(&ch->remote))
+        return 0;
 
-    while (n < VRM_CHANNEL_BATCH_MAX) {
-        guint32 s = ch->stage_head;
+    while (!ch->sockEof && n < VRM_CHANNEL_BATCH_MAX) {
+        guint32 s = ch->stageHead;
         guint32 ridx;
         guint32 cap;
         ssize_t r;
         bool again = false;
 
-        if (ch->stage_used == ch->stage.depth)
+        if (ch->stageUsed == ch->stage.depth)
             break;
         if (vrmTxFlowCredits(&ch->txf) == 0) {
             if (!ch->stalled) {
@@ -605,29 +1055,33 @@ vrmChannelPumpTx(vrmChannel *ch, bool *progress)
             return -1;
 
         cap = MIN(ch->stage.chunk, ch->remote.chunk);
-        r = read(ch->sock, ch->stage.mem + (size_t)s * ch->stage.chunk + ch->stage_fill,
-                 cap - ch->stage_fill);
+        r = read(ch->sock, ch->stage.mem + (size_t)s * ch->stage.chunk + ch->stageFill,
+                 cap - ch->stageFill);
         if (r < 0) {
             if (errno == EINTR)
                 continue;
-            if (errno != EAGAIN && errno != EWOULDBLOCK)
-                return vrmChannelSocketError(ch, errno, true);
+            if (errno != EAGAIN && errno != EWOULDBLOCK) {
+                if (vrmChannelStreamEnds(ch, errno, true) < 0)
+                    return -1;
+                ch->sockEof = true;
+            }
             again = true;
         } else if (r == 0) {
-            ch->sock_eof = true;
+            ch->sockEof = true;
             VRM_DEBUG("channel %u: socket EOF after %" G_GUINT64_FORMAT " bytes",
-                      ch->index, ch->tx_total + ch->stage_fill);
+                      ch->cfg.index, ch->txTotal + ch->stageFill);
+            vrmChannelStreamEnds(ch, 0, true);
         } else {
-            ch->stage_fill += r;
+            ch->stageFill += r;
             ch->stalled = false;
             vrmChannelNoteBytes(ch);
             *progress = true;
-            if (ch->stage_fill < cap)
+            if (ch->stageFill < cap)
                 continue;
         }
 
-        if (ch->stage_fill > 0) {
-            guint32 len = ch->stage_fill;
+        if (ch->stageFill > 0) {
+            guint32 len = ch->stageFill;
 
             vrmTxFlowTake(&ch->txf, &ridx);
             vrmChannelPrepWR(ch, n, s);
@@ -646,42 +1100,46 @@ vrmChannelPumpTx(vrmChannel *ch, bool *progress)
                 ch->dents[nd++] = (vrmProtoDataEntry) { .index = ridx, .length = len };
             }
             n++;
-            ch->stage_head = (s + 1) % ch->stage.depth;
-            ch->stage_used++;
-            ch->stage_fill = 0;
-            ch->tx_total += len;
+            ch->stageHead = (s + 1) % ch->stage.depth;
+            ch->stageUsed++;
+            ch->stageFill = 0;
+            ch->txTotal += len;
             vrmStatsAdd(&ch->stats, VRM_STAT_CHUNKS_WRITTEN, 1);
             vrmStatsAdd(&ch->stats, VRM_STAT_BYTES_SENT, len);
         }
-        if (again || ch->sock_eof)
+        if (again)
             break;
     }
 
     if (nd > 0) {
         size_t len = vrmProtoBuildData(vrmChannelCtlBuf(ch, n), ch->dents, nd);
+
         vrmChannelPrepSend(ch, n, len);
         n++;
         vrmStatsAdd(&ch->stats, VRM_STAT_CONTROL_SENT, 1);
     }
     if (n > 0) {
         VRM_DEBUG("channel %u: posting %u WRs (%u chunks) from seq %" G_GUINT64_FORMAT
-                  ", %u in flight", ch->index, n, imm ? n : nd, ch->post_seq, ch->txf.inflight);
+                  ", %u in flight", ch->cfg.index, n, imm ? n : nd, ch->postSeq,
+                  ch->txf.inflight);
         if (vrmChannelPostBatch(ch, n, false) < 0)
             return -1;
         *progress = true;
     }
 
- eof:
-    if (ch->sock_eof && ch->stage_fill == 0 && !ch->eof_sent &&
-        vrmChannelSqFree(ch) > 0 && vrmRemoteRingComplete(&ch->remote)) {
-        size_t len = vrmProtoBuildU64(vrmChannelCtlBuf(ch, 0), VRM_MSG_EOF,
-                                      ch->tx_total);
+    /* our direction ends after its last WRITE, after every announcement,
+     * and (checkEnd) once the owner knows QEMU did not just vanish */
+    if (ch->sockEof && ch->stageFill == 0 && !ch->nannounce &&
+        (!ch->cfg.checkEnd || ch->end == VRM_CHANNEL_END_CLEARED) &&
+        vrmChannelSqFree(ch) > 0) {
+        size_t len = vrmProtoBuildU64(vrmChannelCtlBuf(ch, 0), VRM_MSG_EOF, ch->txTotal);
+
         if (vrmChannelPostCtl(ch, len, true) < 0)
             return -1;
-        ch->eof_sent = true;
+        vrmChannelSetTx(ch, VRM_CHANNEL_TX_EOF_SENT);
         *progress = true;
-        VRM_DEBUG("channel %u: EOF %" G_GUINT64_FORMAT " sent", ch->index,
-                  ch->tx_total);
+        VRM_DEBUG("channel %u: EOF %" G_GUINT64_FORMAT " sent", ch->cfg.index,
+                  ch->txTotal);
     }
     return 0;
 }
@@ -690,54 +1148,85 @@ vrmChannelPumpTx(vrmChannel *ch, bool *progress)
 static int
 vrmChannelPumpRx(vrmChannel *ch, bool *progress)
 {
-    const vrmEngineSettings *s = &ch->engine->s;
+    const vrmChannelConfig *c = &ch->cfg;
 
-    while (ch->sock >= 0 && ch->rxf.filled > 0 && !ch->rx_blocked) {
+    /* try again each round: a full socket is seen by send() itself */
+    ch->rxBlocked = false;
+    /* a socket that failed while the owner looks at QEMU is left alone */
+    if (ch->endErr && !ch->endReading)
+        return 0;
+    while (ch->sock >= 0 && ch->rxf.filled > 0 && !ch->rxBlocked) {
         guint32 idx = ch->rxf.drain;
-        guint32 len = ch->rx_len[idx];
-        ssize_t r = send(ch->sock,
-                         ch->rx.mem + (size_t)idx * ch->rx.chunk + ch->rx_off,
-                         len - ch->rx_off, MSG_NOSIGNAL | MSG_DONTWAIT);
+        guint32 len = ch->rxLen[idx];
+        ssize_t r = send(ch->sock, ch->ring.mem + (size_t)idx * ch->ring.chunk + ch->rxOff,
+                         len - ch->rxOff, MSG_NOSIGNAL | MSG_DONTWAIT);
+
         if (r < 0) {
             if (errno == EINTR)
                 continue;
             if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                ch->rx_blocked = true;
+                ch->rxBlocked = true;
                 break;
             }
-            return vrmChannelSocketError(ch, errno, false);
+            return vrmChannelStreamEnds(ch, errno, false);
         }
-        ch->rx_off += r;
+        ch->rxOff += r;
         vrmStatsAdd(&ch->stats, VRM_STAT_BYTES_RECEIVED, r);
         vrmChannelNoteBytes(ch);
         *progress = true;
-        if (ch->rx_off == len) {
-            ch->rx_off = 0;
+        if (ch->rxOff == len) {
+            ch->rxOff = 0;
             vrmRxFlowDrained(&ch->rxf);
         }
-        if (s->fault == VRM_ENGINE_FAULT_KILL && !ch->fault_done &&
+        if (c->fault == VRM_ENGINE_FAULT_KILL && !ch->faultDone &&
             __atomic_load_n(&ch->stats.v[VRM_STAT_BYTES_RECEIVED], __ATOMIC_RELAXED) >=
-            s->faultBytes) {
-            VRM_WARN("test hook: killing this engine after %llu bytes",
-                     s->faultBytes);
-            ch->fault_done = true;
+            c->faultBytes) {
+            VRM_WARN("test hook: killing this engine after %llu bytes", c->faultBytes);
+            ch->faultDone = true;
             kill(getpid(), SIGKILL);
         }
     }
-    ch->credits_due += vrmRxFlowTakeCredits(&ch->rxf, ch->rxf.filled == 0);
+    ch->creditsDue += vrmRxFlowTakeCredits(&ch->rxf, ch->rxf.filled == 0);
     return 0;
 }
 
 /* ------------------------------------------------------------------ */
-/* Receive side (progress thread)                                      */
+/* Receive side                                                        */
 
 static int
-vrmChannelUnexpected(vrmChannel *ch, const vrmProtoMsg *msg, const char *why)
+vrmChannelUnexpected(vrmChannel *ch, int type, const char *why)
 {
     vrmReportError(VRM_ERR_PROTOCOL,
                    _("Channel %1$u: unexpected %2$s message: %3$s."),
-                   ch->index, vrmProtoMsgTypeToString(msg->hdr.type), why);
+                   ch->cfg.index, vrmProtoMsgTypeToString(type), why);
     return -1;
+}
+
+/* The rules table: is @type legal now? -1 reported if not */
+static int
+vrmChannelCheckRule(vrmChannel *ch, int type)
+{
+    const vrmChannelRule *r = &vrmChannelRules[type];
+    g_autofree char *why = NULL;
+
+    if (!r->roles)
+        return vrmChannelUnexpected(ch, type, _("not used in this protocol version"));
+    if (!(r->roles & (1u << ch->cfg.role))) {
+        why = g_strdup_printf(_("a %1$s engine never receives it"),
+                              vrmEngineRoleTypeToString(ch->cfg.role));
+        return vrmChannelUnexpected(ch, type, why);
+    }
+    if (r->side == VRM_RULE_RX && !(r->states & (1u << ch->rx))) {
+        why = g_strdup_printf(_("the peer's direction is in state '%1$s'"),
+                              vrmChannelRxTypeToString(ch->rx));
+        return vrmChannelUnexpected(ch, type, why);
+    }
+    if (r->side == VRM_RULE_TX && !(r->states & (1u << ch->tx))) {
+        why = g_strdup_printf(_("our direction is in state '%1$s'"),
+                              vrmChannelTxTypeToString(ch->tx));
+        return vrmChannelUnexpected(ch, type, why);
+    }
+    return 0;
 }
 
 static int
@@ -746,18 +1235,22 @@ vrmChannelHandleRing(vrmChannel *ch, const vrmProtoMsg *msg)
     vrmRemoteRing *rr = &ch->remote;
     guint32 i;
 
-    if (vrmRemoteRingComplete(rr))
-        return vrmChannelUnexpected(ch, msg, _("the ring is already described"));
     for (i = 0; i < msg->hdr.repeat; i++) {
         vrmProtoRingEntry e;
 
         vrmProtoGetRing(msg, i, &e);
-        if (vrmRemoteRingDescribe(rr, &e, ch->caps & VRM_CAP_PIN_ALL) < 0)
+        if (vrmRemoteRingComplete(rr))
+            return vrmChannelUnexpected(ch, msg->hdr.type, _("more entries than the ring depth"));
+        if (vrmRemoteRingDescribe(rr, &e, ch->caps & VRM_CAP_PIN_ALL) < 0) {
+            g_autofree char *why = g_strdup(vrmGetLastErrorMessage());
+            vrmReportError(VRM_ERR_PROTOCOL, _("Channel %1$u: %2$s"), ch->cfg.index, why);
             return -1;
+        }
     }
     if (vrmRemoteRingComplete(rr)) {
         vrmTxFlowInit(&ch->txf, rr->depth);
-        VRM_DEBUG("channel %u: peer ring %u x %u bytes", ch->index,
+        vrmChannelSetRx(ch, VRM_CHANNEL_RX_OPEN);
+        VRM_DEBUG("channel %u: peer ring %u x %u bytes", ch->cfg.index,
                   rr->depth, rr->chunk);
     }
     return 0;
@@ -769,33 +1262,33 @@ vrmChannelHandleRegRequest(vrmChannel *ch, const vrmProtoMsg *msg)
     guint32 i;
 
     if (ch->caps & VRM_CAP_PIN_ALL)
-        return vrmChannelUnexpected(ch, msg, _("every chunk is pinned already"));
-    if (msg->hdr.repeat > ch->rx.depth - ch->n_reg_res)
-        return vrmChannelUnexpected(ch, msg, _("more requests than chunks"));
+        return vrmChannelUnexpected(ch, msg->hdr.type, _("every chunk is pinned already"));
+    if (msg->hdr.repeat > ch->ring.depth - ch->nRegRes)
+        return vrmChannelUnexpected(ch, msg->hdr.type, _("more requests than chunks"));
     for (i = 0; i < msg->hdr.repeat; i++) {
         guint32 idx;
 
         vrmProtoGetU32Pair(msg, i, &idx, NULL);
-        if (idx >= ch->rx.depth) {
+        if (idx >= ch->ring.depth) {
             vrmReportError(VRM_ERR_PROTOCOL,
                            _("Channel %1$u: the peer asked to register chunk %2$u of a ring of %3$u."),
-                           ch->index, idx, ch->rx.depth);
+                           ch->cfg.index, idx, ch->ring.depth);
             return -1;
         }
-        if (ch->rx_regd[idx]) {
+        if (ch->rxRegd[idx]) {
             vrmReportError(VRM_ERR_PROTOCOL,
                            _("Channel %1$u: the peer asked to register chunk %2$u twice."),
-                           ch->index, idx);
+                           ch->cfg.index, idx);
             return -1;
         }
-        if (vrmRingRegisterChunk(ch, &ch->rx, idx,
+        if (vrmRingRegisterChunk(ch, &ch->ring, idx,
                                  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE) < 0)
             return -1;
-        ch->rx_regd[idx] = 1;
-        ch->reg_res[ch->n_reg_res++] = (vrmProtoRegResult) {
+        ch->rxRegd[idx] = 1;
+        ch->regRes[ch->nRegRes++] = (vrmProtoRegResult) {
             .index = idx,
-            .rkey = vrmRingMR(&ch->rx, idx)->rkey,
-            .addr = (uintptr_t)(ch->rx.mem + (size_t)idx * ch->rx.chunk),
+            .rkey = vrmRingMR(&ch->ring, idx)->rkey,
+            .addr = (uintptr_t)(ch->ring.mem + (size_t)idx * ch->ring.chunk),
         };
     }
     return 0;
@@ -807,7 +1300,7 @@ vrmChannelHandleRegResult(vrmChannel *ch, const vrmProtoMsg *msg)
     guint32 i;
 
     if (ch->caps & VRM_CAP_PIN_ALL)
-        return vrmChannelUnexpected(ch, msg, _("every chunk is pinned already"));
+        return vrmChannelUnexpected(ch, msg->hdr.type, _("every chunk is pinned already"));
     for (i = 0; i < msg->hdr.repeat; i++) {
         vrmProtoRegResult r;
         gint64 waited;
@@ -815,7 +1308,7 @@ vrmChannelHandleRegResult(vrmChannel *ch, const vrmProtoMsg *msg)
         vrmProtoGetRegResult(msg, i, &r);
         if (vrmRemoteRingRegistered(&ch->remote, &r, g_get_monotonic_time(), &waited) < 0) {
             g_autofree char *why = g_strdup(vrmGetLastErrorMessage());
-            vrmReportError(VRM_ERR_PROTOCOL, _("Channel %1$u: %2$s"), ch->index, why);
+            vrmReportError(VRM_ERR_PROTOCOL, _("Channel %1$u: %2$s"), ch->cfg.index, why);
             return -1;
         }
         vrmStatsAdd(&ch->stats, VRM_STAT_REGISTRATION_US, waited);
@@ -824,40 +1317,96 @@ vrmChannelHandleRegResult(vrmChannel *ch, const vrmProtoMsg *msg)
 }
 
 static int
+vrmChannelHandleData(vrmChannel *ch, const vrmProtoMsg *msg)
+{
+    guint32 i;
+
+    if (ch->caps & VRM_CAP_WRITE_IMM)
+        return vrmChannelUnexpected(ch, msg->hdr.type, _("data is announced by immediate data"));
+    for (i = 0; i < msg->hdr.repeat; i++) {
+        guint32 idx, dlen;
+
+        vrmProtoGetU32Pair(msg, i, &idx, &dlen);
+        if (idx >= ch->ring.depth) {
+            vrmReportError(VRM_ERR_PROTOCOL,
+                           _("Channel %1$u: the peer announced chunk %2$u of a ring of %3$u."),
+                           ch->cfg.index, idx, ch->ring.depth);
+            return -1;
+        }
+        if (vrmRxFlowFill(&ch->rxf, idx, dlen) < 0) {
+            g_autofree char *why = g_strdup(vrmGetLastErrorMessage());
+            vrmReportError(VRM_ERR_PROTOCOL, _("Channel %1$u: %2$s"), ch->cfg.index, why);
+            return -1;
+        }
+        ch->rxLen[idx] = dlen;
+        vrmStatsAdd(&ch->stats, VRM_STAT_CHUNKS_RECEIVED, 1);
+    }
+    return 0;
+}
+
+static int
 vrmChannelHandleMessage(vrmChannel *ch, const guint8 *buf, size_t len)
 {
-    vrmEngineRole role = ch->engine->s.role;
     vrmProtoMsg msg;
-    guint32 a, i;
+    guint32 a;
+    guint64 total;
 
     vrmStatsAdd(&ch->stats, VRM_STAT_CONTROL_RECEIVED, 1);
     if (vrmProtoMsgDecode(buf, len, &msg) < 0) {
         g_autofree char *why = g_strdup(vrmGetLastErrorMessage());
         vrmReportError(VRM_ERR_PROTOCOL, _("Channel %1$u: malformed message from the peer: %2$s"),
-                       ch->index, why);
+                       ch->cfg.index, why);
         return -1;
     }
-    if (msg.hdr.type != VRM_MSG_RAM_BLOCKS && msg.hdr.type != VRM_MSG_ERROR &&
-        msg.hdr.type != VRM_MSG_REGISTER_REQUEST &&
-        !vrmRemoteRingComplete(&ch->remote))
-        return vrmChannelUnexpected(ch, &msg, _("the ring description is incomplete"));
+    if (vrmChannelCheckRule(ch, msg.hdr.type) < 0)
+        return -1;
 
     switch ((vrmProtoMsgType)msg.hdr.type) {
+    case VRM_MSG_AUTH:
+        if (!vrmProtoMacEqual(vrmProtoGetAuth(&msg), ch->auth, VRM_PROTO_MAC_LEN)) {
+            ch->unauthenticated = true;
+            vrmReportError(VRM_ERR_AUTH,
+                           _("channel %1$u: the peer could not prove it holds this job's token"),
+                           ch->cfg.index);
+            return -1;
+        }
+        /* from now on it may hear from us: our description, our keys */
+        vrmChannelSetRx(ch, VRM_CHANNEL_RX_DESCRIBE);
+        vrmChannelSetTx(ch, VRM_CHANNEL_TX_DESCRIBE);
+        vrmChannelSignal(ch, &ch->ev.authenticated);
+        return 0;
+    case VRM_MSG_CHANNEL_CONNECT:
+        vrmProtoGetU32Pair(&msg, 0, &a, NULL);
+        if (ch->cfg.index != 0)
+            return vrmChannelUnexpected(ch, msg.hdr.type, _("only channel 0 carries it"));
+        g_mutex_lock(&ch->lock);
+        if (ch->ev.nconnect >= G_N_ELEMENTS(ch->ev.connect)) {
+            g_mutex_unlock(&ch->lock);
+            return vrmChannelUnexpected(ch, msg.hdr.type, _("more connections than channels"));
+        }
+        ch->ev.connect[ch->ev.nconnect++] = a;
+        g_mutex_unlock(&ch->lock);
+        if (ch->host.wake)
+            ch->host.wake(ch->host.opaque);
+        return 0;
     case VRM_MSG_ERROR: {
         g_autofree char *text = NULL;
+        g_autofree char *safe = NULL;
         guint32 code;
 
         if (vrmProtoGetError(&msg, &code, &text) < 0)
             return -1;
-        vrmReportError(VRM_ERR_PEER, _("The peer engine reported an error: %1$s"), text);
+        /* the peer's words reach logs and the stats record: made safe */
+        safe = vrmLogSanitize(text);
+        vrmReportError(VRM_ERR_PEER, _("The peer engine reported an error: %1$s"), safe);
         return -1;
     }
     case VRM_MSG_READY:
         vrmProtoGetU32Pair(&msg, 0, &a, NULL);
-        VRM_DEBUG("channel %u: READY %u, %u in flight", ch->index, a, ch->txf.inflight);
+        VRM_DEBUG("channel %u: READY %u, %u in flight", ch->cfg.index, a, ch->txf.inflight);
         if (vrmTxFlowCredit(&ch->txf, a) < 0) {
             g_autofree char *why = g_strdup(vrmGetLastErrorMessage());
-            vrmReportError(VRM_ERR_PROTOCOL, _("Channel %1$u: %2$s"), ch->index, why);
+            vrmReportError(VRM_ERR_PROTOCOL, _("Channel %1$u: %2$s"), ch->cfg.index, why);
             return -1;
         }
         ch->stalled = false;
@@ -870,70 +1419,34 @@ vrmChannelHandleMessage(vrmChannel *ch, const guint8 *buf, size_t len)
         return vrmChannelHandleRegResult(ch, &msg);
     case VRM_MSG_CHANNEL_OPEN:
         vrmProtoGetU32Pair(&msg, 0, &a, NULL);
-        if (role != VRM_ENGINE_ROLE_DESTINATION)
-            return vrmChannelUnexpected(ch, &msg, _("only the source opens channels"));
-        if (a != ch->index)
-            return vrmChannelUnexpected(ch, &msg, _("it names another channel"));
-        if (ch->open_requested || ch->unused)
-            return vrmChannelUnexpected(ch, &msg, _("the channel is already open"));
-        ch->open_requested = true;
-        g_mutex_lock(&ch->engine->lock);
-        ch->mb_open_req = true;
-        g_mutex_unlock(&ch->engine->lock);
-        vrmEngineWake(ch->engine);
-        return 0;
-    case VRM_MSG_CHANNEL_UNUSED:
-        vrmProtoGetU32Pair(&msg, 0, &a, NULL);
-        if (role != VRM_ENGINE_ROLE_DESTINATION || a != ch->index || ch->open_requested)
-            return vrmChannelUnexpected(ch, &msg, _("the channel is open"));
-        ch->unused = true;
+        if (a != ch->cfg.index)
+            return vrmChannelUnexpected(ch, msg.hdr.type, _("it names another channel"));
+        vrmChannelSetRx(ch, VRM_CHANNEL_RX_STREAM);
+        vrmChannelSignal(ch, &ch->ev.openRequested);
         return 0;
     case VRM_MSG_DATA:
-        if (ch->caps & VRM_CAP_WRITE_IMM)
-            return vrmChannelUnexpected(ch, &msg, _("data is announced by immediate data"));
-        if (ch->peer_eof)
-            return vrmChannelUnexpected(ch, &msg, _("the peer already ended this direction"));
-        for (i = 0; i < msg.hdr.repeat; i++) {
-            guint32 dlen;
-
-            vrmProtoGetU32Pair(&msg, i, &a, &dlen);
-            if (a >= ch->rx.depth) {
-                vrmReportError(VRM_ERR_PROTOCOL,
-                               _("Channel %1$u: the peer announced chunk %2$u of a ring of %3$u."),
-                               ch->index, a, ch->rx.depth);
-                return -1;
-            }
-            VRM_DEBUG("channel %u: DATA chunk %u, %u bytes", ch->index, a, dlen);
-            if (vrmRxFlowFill(&ch->rxf, a, dlen) < 0)
-                return -1;
-            ch->rx_len[a] = dlen;
-            vrmStatsAdd(&ch->stats, VRM_STAT_CHUNKS_RECEIVED, 1);
-        }
-        return 0;
+        return vrmChannelHandleData(ch, &msg);
     case VRM_MSG_EOF:
-        if (ch->peer_eof)
-            return vrmChannelUnexpected(ch, &msg, _("the peer already ended this direction"));
-        ch->peer_total = vrmProtoGetU64(&msg);
-        if (ch->peer_total != ch->rxf.bytes) {
+        total = vrmProtoGetU64(&msg);
+        if (total != ch->rxf.bytes) {
             vrmReportError(VRM_ERR_PROTOCOL,
                            _("Channel %1$u: the peer ended after %2$" G_GUINT64_FORMAT " bytes but announced %3$" G_GUINT64_FORMAT "."),
-                           ch->index, ch->peer_total, ch->rxf.bytes);
+                           ch->cfg.index, total, ch->rxf.bytes);
             return -1;
         }
-        ch->peer_eof = true;
+        vrmChannelSetRx(ch, VRM_CHANNEL_RX_DRAIN);
         VRM_DEBUG("channel %u: peer EOF after %" G_GUINT64_FORMAT " bytes",
-                  ch->index, ch->peer_total);
+                  ch->cfg.index, total);
         return 0;
     case VRM_MSG_EOF_ACK:
-        if (!ch->eof_sent || ch->tx_done)
-            return vrmChannelUnexpected(ch, &msg, _("no end of file is outstanding"));
-        if (vrmProtoGetU64(&msg) != ch->tx_total) {
+        total = vrmProtoGetU64(&msg);
+        if (total != ch->txTotal) {
             vrmReportError(VRM_ERR_PROTOCOL,
                            _("Channel %1$u: the peer acknowledged %2$" G_GUINT64_FORMAT " bytes, %3$" G_GUINT64_FORMAT " were sent."),
-                           ch->index, vrmProtoGetU64(&msg), ch->tx_total);
+                           ch->cfg.index, total, ch->txTotal);
             return -1;
         }
-        ch->tx_done = true;
+        vrmChannelSetTx(ch, VRM_CHANNEL_TX_DONE);
         return 0;
     case VRM_MSG_KEEPALIVE:
         return 0;
@@ -941,33 +1454,22 @@ vrmChannelHandleMessage(vrmChannel *ch, const guint8 *buf, size_t len)
     case VRM_MSG_QEMU_FILE:
     case VRM_MSG_COMPRESS:
     case VRM_MSG_REGISTER_FINISHED:
+    case VRM_MSG_CHANNEL_UNUSED:
     case VRM_MSG_LAST:
         break;
     }
-    return vrmChannelUnexpected(ch, &msg, _("not used in this protocol version"));
+    return vrmChannelUnexpected(ch, msg.hdr.type, _("not used in this protocol version"));
 }
 
-static bool
-vrmChannelEnding(vrmChannel *ch)
-{
-    bool stop;
-
-    g_mutex_lock(&ch->engine->lock);
-    stop = ch->mb_stop || ch->mb_disconnected;
-    g_mutex_unlock(&ch->engine->lock);
-    return stop;
-}
-
+/* Both directions ended: nothing more will be sent or accepted */
 static bool
 vrmChannelLogicallyDone(const vrmChannel *ch)
 {
-    return ch->unused || (ch->unused_sent && ch->retired_seq == ch->post_seq) ||
-           (ch->opened && ch->tx_done && ch->eof_ack_sent);
+    return ch->tx == VRM_CHANNEL_TX_DONE && ch->rx == VRM_CHANNEL_RX_DONE;
 }
 
 static int
-vrmChannelHandleWC(vrmChannel *ch, struct ibv_wc *wc, guint32 *repost,
-                   guint32 *nrepost)
+vrmChannelHandleWC(vrmChannel *ch, struct ibv_wc *wc, guint32 *nrepost)
 {
     vrmWorkId *wid = (vrmWorkId *)(uintptr_t)wc->wr_id;
 
@@ -976,10 +1478,23 @@ vrmChannelHandleWC(vrmChannel *ch, struct ibv_wc *wc, guint32 *repost,
         int code = vrmRdmaWcStatusToError(wc->status, &what);
 
         if (wc->status == IBV_WC_WR_FLUSH_ERR &&
-            (vrmChannelLogicallyDone(ch) || vrmChannelEnding(ch)))
+            (vrmChannelLogicallyDone(ch) || ch->peerGone))
             return 0;
+        if (wid && wid->kind == VRM_WR_RECV &&
+            (wc->status == IBV_WC_LOC_LEN_ERR || wc->status == IBV_WC_LOC_QP_OP_ERR)) {
+            /* a receive fails only when the peer sent more than a control
+             * message may hold: our buffers are the provider's own, all
+             * of VRM_CONTROL_MESSAGE_MAX bytes. The verbs name it
+             * LOC_LEN_ERR; rxe completes it with LOC_QP_OP_ERR (its copy
+             * into the buffer fails as a malformed request), which the
+             * sandbox showed (issue 13 item 12) */
+            vrmReportError(VRM_ERR_PROTOCOL,
+                           _("Channel %1$u: the peer sent a control message larger than %2$d bytes."),
+                           ch->cfg.index, VRM_CONTROL_MESSAGE_MAX);
+            return -1;
+        }
         vrmReportError(code, _("Channel %1$u: a work request failed: %2$s."),
-                       ch->index, what);
+                       ch->cfg.index, what);
         return -1;
     }
 
@@ -987,42 +1502,49 @@ vrmChannelHandleWC(vrmChannel *ch, struct ibv_wc *wc, guint32 *repost,
         vrmSendSlot *slot = vrm_container_of(wid, vrmSendSlot, id);
         guint64 seq;
 
-        for (seq = ch->retired_seq; seq <= slot->seq; seq++) {
-            vrmSendSlot *done = &ch->sslots[seq % ch->sq_size];
+        /* one completion retires every work request up to it (UCX) */
+        for (seq = ch->retiredSeq; seq <= slot->seq; seq++) {
+            vrmSendSlot *done = &ch->sslots[seq % ch->sqSize];
+
             if (done->stage >= 0) {
-                g_assert(ch->stage_used > 0);
-                ch->stage_used--;
+                g_assert(ch->stageUsed > 0);
+                ch->stageUsed--;
             }
         }
-        ch->retired_seq = slot->seq + 1;
-        if (ch->keepalive_seq && ch->retired_seq >= ch->keepalive_seq)
-            ch->keepalive_seq = 0;
+        ch->retiredSeq = slot->seq + 1;
+        if (ch->keepaliveSeq && ch->retiredSeq >= ch->keepaliveSeq)
+            ch->keepaliveSeq = 0;
         return 0;
     } else {
         vrmRecvSlot *slot = vrm_container_of(wid, vrmRecvSlot, id);
-        const guint8 *buf = ch->ctl_recv + (size_t)slot->index * VRM_CONTROL_MESSAGE_MAX;
+        const guint8 *buf = ch->ctlRecv + (size_t)slot->index * VRM_CONTROL_MESSAGE_MAX;
 
-        repost[(*nrepost)++] = slot->index;
+        g_assert(ch->recvPosted > 0);
+        ch->recvPosted--;
+        ch->repost[(*nrepost)++] = slot->index;
         if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
             guint32 tag, len, idx;
 
-            if (!(ch->caps & VRM_CAP_WRITE_IMM) || !ch->desc_sent || ch->peer_eof) {
+            if (!(ch->caps & VRM_CAP_WRITE_IMM) || ch->rx != VRM_CHANNEL_RX_STREAM) {
                 vrmReportError(VRM_ERR_PROTOCOL,
                                _("Channel %1$u: unexpected RDMA write with immediate data."),
-                               ch->index);
+                               ch->cfg.index);
                 return -1;
             }
             vrmProtoImmDecode(ntohl(wc->imm_data), &tag, &len);
-            if (vrmRxFlowFillTag(&ch->rxf, tag, len, &idx) < 0)
+            if (vrmRxFlowFillTag(&ch->rxf, tag, len, &idx) < 0) {
+                g_autofree char *why = g_strdup(vrmGetLastErrorMessage());
+                vrmReportError(VRM_ERR_PROTOCOL, _("Channel %1$u: %2$s"), ch->cfg.index, why);
                 return -1;
-            ch->rx_len[idx] = len;
+            }
+            ch->rxLen[idx] = len;
             vrmStatsAdd(&ch->stats, VRM_STAT_CHUNKS_RECEIVED, 1);
             return 0;
         }
         if (wc->opcode != IBV_WC_RECV) {
             vrmReportError(VRM_ERR_PROTOCOL,
                            _("Channel %1$u: unexpected receive completion opcode %2$d."),
-                           ch->index, wc->opcode);
+                           ch->cfg.index, wc->opcode);
             return -1;
         }
         return vrmChannelHandleMessage(ch, buf, wc->byte_len);
@@ -1033,12 +1555,11 @@ static int
 vrmChannelPollCQ(vrmChannel *ch, bool *progress)
 {
     struct ibv_wc wc[VRM_CHANNEL_WC_BATCH];
-    g_autofree guint32 *repost = g_new(guint32, ch->rq_size);
     guint32 nrepost = 0;
     int ret = 0;
 
     while (ret == 0) {
-        int n = vrmRdmaCQPoll(ch->cq, VRM_CHANNEL_WC_BATCH, wc);
+        int n = vrmRdmaQPPoll(ch->qp, VRM_CHANNEL_WC_BATCH, wc);
         int i;
 
         vrmStatsAdd(&ch->stats, VRM_STAT_CQ_POLLS, 1);
@@ -1051,82 +1572,192 @@ vrmChannelPollCQ(vrmChannel *ch, bool *progress)
             break;
         }
         vrmStatsAdd(&ch->stats, VRM_STAT_COMPLETIONS, n);
-        ch->last_activity = g_get_monotonic_time();
+        ch->lastActivity = g_get_monotonic_time();
         *progress = true;
         for (i = 0; i < n && ret == 0; i++)
-            ret = vrmChannelHandleWC(ch, &wc[i], repost, &nrepost);
+            ret = vrmChannelHandleWC(ch, &wc[i], &nrepost);
     }
     if (ret == 0 && nrepost && !vrmChannelLogicallyDone(ch))
-        ret = vrmChannelPostRecvs(ch, repost, nrepost);
+        ret = vrmChannelPostRecvs(ch, ch->repost, nrepost);
     return ret;
 }
 
 /* ------------------------------------------------------------------ */
-/* The progress thread                                                 */
+/* One round, and the progress thread                                  */
 
-static void
-vrmChannelAttachSocket(vrmChannel *ch, int fd)
-{
-    ch->sock = fd;
-    ch->opened = true;
-    VRM_DEBUG("channel %u: socket attached", ch->index);
-}
-
-/* Returns true when the job is stopping */
-static bool
-vrmChannelMailbox(vrmChannel *ch, bool *disconnected)
+/* The mailbox: a socket, announcements, the owner's verdict, the peer
+ * gone, the stop. -1 failed (reported), VRM_CHANNEL_STOPPED, or 0. */
+static int
+vrmChannelMailbox(vrmChannel *ch)
 {
     guint64 junk;
     bool stop;
-    int fd;
+    int fd, verdict, qemuPid;
+    guint32 i, n;
 
-    if (read(ch->wakefd, &junk, sizeof(junk)) < 0 && errno != EAGAIN)
-        VRM_DEBUG("channel %u: eventfd read: %s", ch->index, g_strerror(errno));
-    g_mutex_lock(&ch->engine->lock);
-    fd = ch->mb_fd;
-    ch->mb_fd = -1;
-    stop = ch->mb_stop;
-    *disconnected = ch->mb_disconnected;
-    if (ch->mb_unused)
-        ch->unused_wanted = true;
-    g_mutex_unlock(&ch->engine->lock);
-    if (fd >= 0)
-        vrmChannelAttachSocket(ch, fd);
-    return stop;
+    if (ch->wakefd >= 0 && read(ch->wakefd, &junk, sizeof(junk)) < 0 && errno != EAGAIN)
+        VRM_DEBUG("channel %u: eventfd read: %s", ch->cfg.index, g_strerror(errno));
+    g_mutex_lock(&ch->lock);
+    fd = ch->mbFd;
+    ch->mbFd = -1;
+    stop = ch->mbStop;
+    ch->peerGone = ch->mbPeerGone;
+    verdict = ch->mbVerdict;
+    qemuPid = ch->mbQemuPid;
+    ch->mbVerdict = 0;
+    n = ch->mbNannounce;
+    for (i = 0; i < n && ch->nannounce < G_N_ELEMENTS(ch->announce); i++)
+        ch->announce[ch->nannounce++] = ch->mbAnnounce[i];
+    ch->mbNannounce = 0;
+    g_mutex_unlock(&ch->lock);
+    if (fd >= 0) {
+        g_assert(ch->sock < 0);
+        ch->sock = fd;
+        VRM_DEBUG("channel %u: socket attached", ch->cfg.index);
+    }
+    if (stop)
+        return VRM_CHANNEL_STOPPED;
+    if (n && ch->tx > VRM_CHANNEL_TX_STREAM) {
+        vrmReportError(VRM_ERR_PROTOCOL,
+                       _("QEMU opened connection %1$u after it had closed its main connection"),
+                       ch->announce[0]);
+        return -1;
+    }
+    if (verdict && ch->end == VRM_CHANNEL_END_ASKED) {
+        if (verdict == 2) {
+            /* a crash reads as an end of file (issue 13 item 11); QEMU
+             * outlives its migration streams, so one gone when a stream
+             * ended had crashed */
+            vrmChannelSignal(ch, &ch->ev.qemuGone);
+            if (ch->cfg.domainUUID)
+                vrmReportError(VRM_ERR_PEER, _("QEMU (pid %1$d) of domain %2$s exited mid-stream"),
+                               qemuPid, ch->cfg.domainUUID);
+            else
+                vrmReportError(VRM_ERR_PEER, _("QEMU (pid %1$d) exited mid-stream"),
+                               qemuPid);
+            return -1;
+        }
+        ch->end = VRM_CHANNEL_END_CLEARED;
+        if (ch->endErr)
+            return vrmChannelSocketError(ch, ch->endErr, ch->endReading);
+    }
+    return 0;
 }
 
-static void
-vrmChannelSendError(vrmChannel *ch)
+/* A silent peer is probed: the probe's completion, or its failure once the
+ * transport retries are exhausted, tells whether it lives. Without it a
+ * writer waiting for credits would never notice a cut link. */
+static int
+vrmChannelKeepalive(vrmChannel *ch, gint64 now)
 {
-    g_autofree char *reason = NULL;
+    /* nothing before the authentication and our description */
+    if (ch->tx < VRM_CHANNEL_TX_WAIT_OPEN || ch->keepaliveSeq ||
+        vrmChannelSqFree(ch) == 0 || now - ch->lastActivity <= VRM_CHANNEL_KEEPALIVE_US)
+        return 0;
+    if (vrmChannelPostPair(ch, VRM_MSG_KEEPALIVE, 0, true) < 0)
+        return -1;
+    ch->keepaliveSeq = ch->postSeq;
+    VRM_DEBUG("channel %u: KEEPALIVE posted (seq %" G_GUINT64_FORMAT ", retired %"
+              G_GUINT64_FORMAT ")", ch->cfg.index, ch->postSeq - 1, ch->retiredSeq);
+    return 0;
+}
+
+/* One round; see vrmChannelStep(), which tells an unauthenticated peer
+ * from a failure */
+static int
+vrmChannelRound(vrmChannel *ch, bool *progress)
+{
+    gint64 now;
+    int rc;
+
+    if ((rc = vrmChannelMailbox(ch)) != 0)
+        return rc;
+    if (vrmChannelPollCQ(ch, progress) < 0 ||
+        vrmChannelPumpRx(ch, progress) < 0 ||
+        vrmChannelPumpControl(ch, progress) < 0 ||
+        vrmChannelPumpTx(ch, progress) < 0)
+        return -1;
+    if (vrmChannelLogicallyDone(ch) || *progress)
+        return 0;
+    now = g_get_monotonic_time();
+    if (ch->rx == VRM_CHANNEL_RX_AUTH && now - ch->attachedUs > VRM_CHANNEL_AUTH_TIMEOUT_US) {
+        vrmReportError(VRM_ERR_AUTH,
+                       _("channel %1$u: the peer sent no AUTH within %2$d seconds"),
+                       ch->cfg.index, VRM_CHANNEL_AUTH_TIMEOUT_US / 1000000);
+        return -1;
+    }
+    if (ch->peerGone) {
+        vrmReportError(VRM_ERR_PEER,
+                       _("The peer closed channel %1$u before the end of the stream."),
+                       ch->cfg.index);
+        return -1;
+    }
+    if (vrmChannelKeepalive(ch, now) < 0)
+        return -1;
+    /* The transport's own retry timer is not enough: Soft-RoCE was seen
+     * retrying forever towards a peer whose link went down. Signaled work
+     * that stays unanswered means the peer is gone. */
+    if (ch->lastSignaled > ch->retiredSeq &&
+        now - ch->lastActivity > VRM_CHANNEL_PEER_TIMEOUT_US) {
+        vrmReportError(VRM_ERR_PEER,
+                       _("Channel %1$u: the peer stopped answering (no completion for %2$d seconds)."),
+                       ch->cfg.index, VRM_CHANNEL_PEER_TIMEOUT_US / 1000000);
+        return -1;
+    }
+    return 0;
+}
+
+int
+vrmChannelStep(vrmChannel *ch, bool *progress)
+{
+    int rc = vrmChannelRound(ch, progress);
+
+    /* Until the destination has proved itself, whatever goes wrong (a bad
+     * AUTH, anything else, garbage, silence, a disconnect) is a peer that
+     * did not authenticate: the source listens again, the job goes on. */
+    if (rc < 0 && ch->rx == VRM_CHANNEL_RX_AUTH) {
+        ch->unauthenticated = true;
+        return VRM_CHANNEL_UNAUTHENTICATED;
+    }
+    return rc;
+}
+
+bool
+vrmChannelFinished(const vrmChannel *ch)
+{
+    return vrmChannelLogicallyDone(ch) && ch->retiredSeq == ch->postSeq;
+}
+
+/* On the way out after a failure: tell the peer why, bounded */
+static void
+vrmChannelSendError(vrmChannel *ch, int code, const char *reason)
+{
     gint64 until = g_get_monotonic_time() + VRM_CHANNEL_STOP_WAIT_US;
     guint64 want;
-    int code;
     size_t len;
 
-    g_mutex_lock(&ch->engine->lock);
-    reason = g_strdup(ch->engine->fail_reason);
-    code = ch->engine->fail_code;
-    g_mutex_unlock(&ch->engine->lock);
-    if (code == VRM_ERR_PEER || vrmChannelSqFree(ch) == 0)
+    /* an unauthenticated peer hears nothing from us, not even why */
+    if (code == VRM_ERR_PEER || ch->peerGone || !ch->qp || vrmChannelSqFree(ch) == 0 ||
+        ch->rx == VRM_CHANNEL_RX_AUTH)
         return;
     len = vrmProtoBuildError(vrmChannelCtlBuf(ch, 0), code, reason);
     if (vrmChannelPostCtl(ch, len, true) < 0)
         return;
-    want = ch->post_seq;
-    while (ch->retired_seq < want && g_get_monotonic_time() < until) {
+    want = ch->postSeq;
+    while (ch->retiredSeq < want && g_get_monotonic_time() < until) {
         struct ibv_wc wc[VRM_CHANNEL_WC_BATCH];
-        int n = ibv_poll_cq(ch->cq->cq, VRM_CHANNEL_WC_BATCH, wc);
+        int n = vrmRdmaQPPoll(ch->qp, VRM_CHANNEL_WC_BATCH, wc);
         int i;
 
         if (n < 0)
             break;
         for (i = 0; i < n; i++) {
             vrmWorkId *wid = (vrmWorkId *)(uintptr_t)wc[i].wr_id;
+
             if (wc[i].status != IBV_WC_SUCCESS)
                 return;
             if (wid->kind == VRM_WR_SEND)
-                ch->retired_seq = vrm_container_of(wid, vrmSendSlot, id)->seq + 1;
+                ch->retiredSeq = vrm_container_of(wid, vrmSendSlot, id)->seq + 1;
         }
         if (n == 0)
             g_usleep(1000);
@@ -1137,131 +1768,106 @@ static void
 vrmChannelFailed(vrmChannel *ch)
 {
     int code = vrmGetLastErrorCode();
+    g_autofree char *reason = g_strdup(vrmGetLastErrorMessage());
 
-    vrmEngineFail(ch->engine, code ? code : VRM_ERR_INTERNAL,
-                  vrmGetLastErrorMessage());
+    if (ch->host.fail)
+        ch->host.fail(ch->host.opaque, code ? code : VRM_ERR_INTERNAL, reason);
+    vrmChannelSendError(ch, code ? code : VRM_ERR_INTERNAL, reason);
+}
+
+/* Block until a completion, a wake-up or the socket (as far as it matters) */
+static int
+vrmChannelWait(vrmChannel *ch)
+{
+    struct pollfd fds[3];
+    int nfds = 0;
+    bool progress = false;
+
+    /* arm, look once more, then block */
+    if (vrmRdmaQPArm(ch->qp) < 0 || vrmChannelPollCQ(ch, &progress) < 0)
+        return -1;
+    if (progress)
+        return 0;
+    fds[nfds++] = (struct pollfd) { .fd = ch->qp->eventFd, .events = POLLIN };
+    fds[nfds++] = (struct pollfd) { .fd = ch->wakefd, .events = POLLIN };
+    if (ch->sock >= 0) {
+        short ev = 0;
+
+        if (vrmChannelTxCanWrite(ch))
+            ev |= POLLIN;
+        if (ch->rxBlocked)
+            ev |= POLLOUT;
+        if (ev)
+            fds[nfds++] = (struct pollfd) { .fd = ch->sock, .events = ev };
+    }
+    if (poll(fds, nfds, VRM_CHANNEL_POLL_MS) < 0 && errno != EINTR) {
+        vrmReportSystemError(errno, _("poll failed on channel %1$u"), ch->cfg.index);
+        return -1;
+    }
+    if (fds[0].revents && vrmRdmaQPTakeEvents(ch->qp) < 0)
+        return -1;
+    if (nfds > 2 && (fds[2].revents & (POLLOUT | POLLERR | POLLHUP)))
+        ch->rxBlocked = false;
+    return 0;
 }
 
 static gpointer
 vrmChannelThread(gpointer opaque)
 {
     vrmChannel *ch = opaque;
-    gint64 done_since = 0;
-    bool disconnected = false;
 
-    ch->last_activity = g_get_monotonic_time();
-    if (vrmRdmaCQArm(ch->cq) < 0) {
+    ch->lastActivity = g_get_monotonic_time();
+    if (vrmRdmaQPArm(ch->qp) < 0) {
         vrmChannelFailed(ch);
         goto out;
     }
-
     for (;;) {
         bool progress = false;
-        struct pollfd fds[3];
-        int nfds = 0;
+        int rc = vrmChannelStep(ch, &progress);
 
-        if (vrmChannelMailbox(ch, &disconnected)) {
-            if (!disconnected)
-                vrmChannelSendError(ch);
+        if (rc == VRM_CHANNEL_UNAUTHENTICATED) {
+            /* not a failure of the job: the owner listens again; the
+             * impostor learns nothing, not even an ERROR */
+            VRM_DEBUG("channel %u: %s", ch->cfg.index, vrmGetLastErrorMessage());
+            vrmChannelSignal(ch, &ch->ev.authFailed);
             break;
         }
-        if (vrmChannelPollCQ(ch, &progress) < 0 ||
-            vrmChannelPumpRx(ch, &progress) < 0 ||
-            vrmChannelPumpControl(ch, &progress) < 0 ||
-            vrmChannelPumpTx(ch, &progress) < 0) {
+        if (rc == VRM_CHANNEL_STOPPED) {
+            g_autofree char *reason = NULL;
+            int code;
+
+            g_mutex_lock(&ch->lock);
+            code = ch->mbCode;
+            reason = g_strdup(ch->mbReason);
+            g_mutex_unlock(&ch->lock);
+            vrmChannelSendError(ch, code, reason);
+            break;
+        }
+        if (rc < 0) {
             vrmChannelFailed(ch);
-            vrmChannelSendError(ch);
             break;
         }
-
         if (vrmChannelLogicallyDone(ch)) {
             gint64 now = g_get_monotonic_time();
 
-            if (!done_since)
-                done_since = now;
+            if (!ch->doneSince)
+                ch->doneSince = now;
             /* wait for the last signaled sends, but not forever */
-            if (ch->retired_seq == ch->post_seq || disconnected ||
-                now - done_since > VRM_CHANNEL_END_WAIT_US) {
-                g_mutex_lock(&ch->engine->lock);
-                ch->mb_done = true;
-                g_mutex_unlock(&ch->engine->lock);
+            if (ch->retiredSeq == ch->postSeq || ch->peerGone ||
+                now - ch->doneSince > VRM_CHANNEL_END_WAIT_US) {
                 VRM_INFO("channel %u ended: %" G_GUINT64_FORMAT " bytes sent, %"
-                         G_GUINT64_FORMAT " received", ch->index, ch->tx_total,
+                         G_GUINT64_FORMAT " received", ch->cfg.index, ch->txTotal,
                          ch->rxf.bytes);
+                vrmChannelSignal(ch, &ch->ev.done);
                 break;
             }
-        } else if (disconnected && !progress) {
-            vrmReportError(VRM_ERR_PEER,
-                           _("The peer closed channel %1$u before the end of the stream."),
-                           ch->index);
-            vrmChannelFailed(ch);
-            break;
         }
         if (progress)
             continue;
-
-        /* A silent peer is probed: the probe's completion, or its failure
-         * once the transport retries are exhausted, tells whether it lives.
-         * Without it a writer waiting for credits would never notice a
-         * cut link. */
-        if (ch->desc_sent && !ch->keepalive_seq && vrmChannelSqFree(ch) > 0 &&
-            g_get_monotonic_time() - ch->last_activity > VRM_CHANNEL_KEEPALIVE_US) {
-            size_t len = vrmProtoBuildU32Pair(vrmChannelCtlBuf(ch, 0),
-                                              VRM_MSG_KEEPALIVE, 0, 0);
-            if (vrmChannelPostCtl(ch, len, true) < 0) {
-                vrmChannelFailed(ch);
-                break;
-            }
-            ch->keepalive_seq = ch->post_seq;
-            VRM_DEBUG("channel %u: KEEPALIVE posted (seq %" G_GUINT64_FORMAT
-                      ", retired %" G_GUINT64_FORMAT ")", ch->index, ch->post_seq - 1,
-                      ch->retired_seq);
-        }
-        /* The transport's own retry timer is not enough: Soft-RoCE was seen
-         * retrying forever towards a peer whose link went down. Signaled
-         * work that stays unanswered means the peer is gone. */
-        if (ch->last_signaled > ch->retired_seq &&
-            g_get_monotonic_time() - ch->last_activity > VRM_CHANNEL_PEER_TIMEOUT_US) {
-            vrmReportError(VRM_ERR_PEER,
-                           _("Channel %1$u: the peer stopped answering (no completion for %2$d seconds)."),
-                           ch->index, VRM_CHANNEL_PEER_TIMEOUT_US / 1000000);
+        if (vrmChannelWait(ch) < 0) {
             vrmChannelFailed(ch);
             break;
         }
-
-        /* Nothing moved: arm, look once more, then block. */
-        if (vrmRdmaCQArm(ch->cq) < 0 || vrmChannelPollCQ(ch, &progress) < 0) {
-            vrmChannelFailed(ch);
-            vrmChannelSendError(ch);
-            break;
-        }
-        if (progress)
-            continue;
-        fds[nfds++] = (struct pollfd) { .fd = ch->cq->chan->fd, .events = POLLIN };
-        fds[nfds++] = (struct pollfd) { .fd = ch->wakefd, .events = POLLIN };
-        if (ch->sock >= 0) {
-            short ev = 0;
-            if (vrmChannelTxReady(ch) && vrmTxFlowCredits(&ch->txf) > 0 &&
-                ch->stage_used < ch->stage.depth &&
-                ((ch->caps & VRM_CAP_PIN_ALL) ||
-                 vrmRemoteRingUsable(&ch->remote, vrmTxFlowPeek(&ch->txf, 0))))
-                ev |= POLLIN;
-            if (ch->rx_blocked)
-                ev |= POLLOUT;
-            if (ev)
-                fds[nfds++] = (struct pollfd) { .fd = ch->sock, .events = ev };
-        }
-        if (poll(fds, nfds, VRM_CHANNEL_POLL_MS) < 0 && errno != EINTR) {
-            vrmReportSystemError(errno, _("poll failed on channel %1$u"), ch->index);
-            vrmChannelFailed(ch);
-            break;
-        }
-        if (fds[0].revents && vrmRdmaCQTakeEvents(ch->cq) < 0) {
-            vrmChannelFailed(ch);
-            break;
-        }
-        if (nfds > 2 && (fds[2].revents & (POLLOUT | POLLERR | POLLHUP)))
-            ch->rx_blocked = false;
     }
 
  out:
@@ -1269,23 +1875,81 @@ vrmChannelThread(gpointer opaque)
         close(ch->sock);
         ch->sock = -1;
     }
-    g_mutex_lock(&ch->engine->lock);
-    ch->mb_exited = true;
-    g_mutex_unlock(&ch->engine->lock);
-    vrmEngineWake(ch->engine);
+    vrmChannelSignal(ch, &ch->ev.exited);
     return NULL;
 }
 
 int
 vrmChannelStart(vrmChannel *ch)
 {
-    g_autofree char *name = g_strdup_printf("vrm-ch%u", ch->index);
+    g_autofree char *name = g_strdup_printf("vrm-ch%u", ch->cfg.index);
     g_autoptr(GError) err = NULL;
 
-    vrmRxFlowInit(&ch->rxf, ch->rx.depth, ch->rx.chunk);
     if (!(ch->thread = g_thread_try_new(name, vrmChannelThread, ch, &err))) {
         vrmReportError(VRM_ERR_SYSTEM, _("Cannot start the thread of channel %1$u: %2$s"),
-                       ch->index, err->message);
+                       ch->cfg.index, err->message);
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Observation                                                         */
+
+guint32
+vrmChannelIndex(const vrmChannel *ch)
+{
+    return ch->cfg.index;
+}
+
+guint32
+vrmChannelCaps(const vrmChannel *ch)
+{
+    return ch->caps;
+}
+
+vrmChannelTx
+vrmChannelTxState(const vrmChannel *ch)
+{
+    return ch->tx;
+}
+
+vrmChannelRx
+vrmChannelRxState(const vrmChannel *ch)
+{
+    return ch->rx;
+}
+
+void
+vrmChannelStats(const vrmChannel *ch, vrmStats *snap, gint64 *first, gint64 *last)
+{
+    vrmStatsSnapshot(&ch->stats, snap);
+    *first = __atomic_load_n(&ch->firstByteUs, __ATOMIC_RELAXED);
+    *last = __atomic_load_n(&ch->lastByteUs, __ATOMIC_RELAXED);
+}
+
+int
+vrmChannelCheckInvariants(const vrmChannel *ch)
+{
+    const char *broken = NULL;
+
+    if (ch->txf.depth && ch->txf.inflight > ch->txf.depth)
+        broken = "credits in flight above the peer's ring depth";
+    else if (ch->rxf.filled + ch->rxf.uncredited > ch->rxf.depth)
+        broken = "our ring filled above its depth";
+    else if (ch->postSeq - ch->retiredSeq > ch->sqSize)
+        broken = "send queue above its size";
+    else if (ch->recvPosted > ch->rqSize)
+        broken = "receive queue above its size";
+    else if (ch->stageUsed > ch->stage.depth)
+        broken = "staging ring above its depth";
+    else if (ch->nRegRes > ch->ring.depth)
+        broken = "registration results above the ring depth";
+    else if (ch->remote.depth && ch->remote.queued > ch->remote.depth)
+        broken = "registration requests above the peer's ring depth";
+    if (broken) {
+        vrmReportError(VRM_ERR_INTERNAL, _("Channel %1$u: invariant broken: %2$s"),
+                       ch->cfg.index, broken);
         return -1;
     }
     return 0;

@@ -1,16 +1,33 @@
 /*
- * vrmengine.c: one job on one host: rdma_cm, QEMU's sockets, deadlines,
- * stats, and the order of teardown
+ * vrmengine.c: one job on one host: rdma_cm and the mutual authentication,
+ * QEMU's sockets and their credentials, deadlines, stats, and the order of
+ * teardown (docs/protocol.rst, version 2)
+ *
+ * Threads and the lock rule: the engine's main thread runs a GMainLoop:
+ * rdma_cm events, device async events, QEMU's listening socket (source),
+ * ordered socket connects (destination), the stats socket, timers and
+ * signals. It alone creates and destroys rdma_cm ids, queue pairs and every
+ * resource of a channel, and keeps what it knows of each channel in a slot
+ * (vrmEngineSlot). Each channel's progress thread reaches the engine only
+ * through the vrmChannelHost callbacks: fail() (under e->lock, a leaf lock)
+ * and wake() (an eventfd); the main thread then reads the channel's events
+ * from its mailbox (vrmChannelTakeEvents).
+ *
+ * Channels are connected lazily: the destination connects channel 0 at
+ * start, and channel k only when the source, whose QEMU opened its k-th
+ * connection, asks for it with CHANNEL_CONNECT on channel 0. Memory is
+ * registered per channel when it connects, within the job's allowance.
  */
 #include <config.h>
 
 #ifndef _GNU_SOURCE
-# define _GNU_SOURCE /* accept4 */
+# define _GNU_SOURCE /* accept4, SO_PEERCRED */
 #endif
 
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -23,7 +40,8 @@
 #include <arpa/inet.h>
 #include <glib-unix.h>
 
-#include "vrmtransportpriv.h"
+#include "vrmtransport.h"
+#include "vrmchannel.h"
 #include "vrmerror.h"
 #include "vrmsocket.h"
 #include "vrmi18n.h"
@@ -34,9 +52,78 @@
 #define VRM_ENGINE_OPEN_RETRY_MS 50         /* destination: QEMU's socket */
 #define VRM_ENGINE_LISTEN_BACKLOG 64
 #define VRM_CAP_IPC_LOCK_BIT 14
+#define VRM_ENGINE_LOG_WINDOW_US (10 * G_USEC_PER_SEC) /* peer-triggered warnings */
+#define VRM_ENGINE_LOG_BURST 5              /* ... at most this many per window */
+#define VRM_PF_EXITING 0x4                  /* /proc/PID/stat flags: in do_exit() */
+#define VRM_ENGINE_LINGER_US (2 * G_USEC_PER_SEC) /* failed source: answer "job ended" */
+
+typedef struct _vrmEngineSlot vrmEngineSlot;
+
+/* What the main thread knows of one channel */
+struct _vrmEngineSlot {
+    vrmEngine *engine;
+    guint32 index;
+    vrmChannel *ch;
+    struct rdma_cm_id *id;      /* the channel's rdma_cm id */
+    bool wanted;                /* source: QEMU opened it; destination: asked for */
+    bool setUp;                 /* its memory counts against the allowance */
+    bool connected;             /* ESTABLISHED seen */
+    bool started;               /* its progress thread runs (or ran) */
+    bool authenticated;         /* the peer proved it holds the token */
+    gint64 connectDeadline;     /* connected and authenticated by then */
+    guint8 nonce[VRM_PROTO_NONCE_LEN];  /* ours, of this connection */
+    int qemuFd;                 /* source: QEMU's connection until authenticated */
+    guint retrySource;          /* destination: pending connect retry */
+    gint64 openDeadline;        /* destination: QEMU socket connect deadline */
+    guint openSource;           /* destination: pending socket retry */
+    bool openRequested;         /* destination: CHANNEL_OPEN arrived */
+    bool done;                  /* ended cleanly */
+    vrmStats sample;            /* snapshot of the last tick */
+    double mbpsCurrent;
+};
+
+struct _vrmEngine {
+    vrmEngineSettings s;        /* copy of the settings */
+    vrmToken token;             /* the job's secret, wiped at the end */
+    GMainLoop *loop;
+    struct rdma_event_channel *cm;
+    struct rdma_cm_id *listenId;    /* source */
+    GPtrArray *devices;         /* vrmRdmaDevice, one per verbs context */
+    GPtrArray *asyncSources;    /* GSource ids of device async fds */
+    vrmEngineSlot *slots;       /* s.channels entries */
+    guint32 agreed;             /* channels agreed with the peer, 0 before */
+    guint32 established;        /* channels connected and authenticated */
+    guint32 setUpChannels;      /* channels whose memory is registered */
+    guint32 acceptedSocks;      /* source: QEMU connections accepted */
+    guint32 nextConnect;        /* destination: the next channel the source may ask for */
+    guint32 nextOpen;           /* destination: next socket to connect */
+    guint32 rejects;            /* source: connection requests refused */
+    int lastReject;             /* source: reason of the last one */
+    gint64 logWindowUs;         /* peer-triggered warnings: window start */
+    guint logCount;             /* ... and how many in it */
+    int unixFd;                 /* source: QEMU's listening socket */
+    bool unixOwn;               /* we bound it (--qemu-path): unlink at the end */
+    pid_t qemuPid;              /* QEMU: source --qemu-pid, destination the listener */
+    bool qemuGone;              /* it had exited when its stream ended */
+    char *portStr;              /* rdma_cm port as text, for rdma_getaddrinfo */
+    guint32 rdmaPort;           /* source: the port listened on */
+    int statsFd;                /* stats socket */
+    int wakefd;                 /* eventfd: progress threads -> main */
+    gint64 startUs;
+    gint64 lastProgressUs;
+    guint64 lastProgressSum;
+    gint64 endUs;
+    guint32 caps;               /* capabilities offered */
+    bool finished;              /* every channel ended cleanly */
+
+    GMutex lock;                /* leaf lock: the failure */
+    bool failed;
+    int failCode;
+    char *failReason;
+};
 
 /* ------------------------------------------------------------------ */
-/* Settings                                                            */
+/* Pinned memory                                                       */
 
 static bool
 vrmHaveCapIpcLock(void)
@@ -53,10 +140,13 @@ vrmHaveCapIpcLock(void)
     return caps & (G_GUINT64_CONSTANT(1) << VRM_CAP_IPC_LOCK_BIT);
 }
 
-int
-vrmEngineCheckPinned(const vrmEngineSettings *s)
+/* Would @channels channels fit the allowance, the memlock limit and the
+ * host? -1 reported if not. Memory is registered per channel as it
+ * connects, so this runs each time one is set up. */
+static int
+vrmEngineCheckChannels(const vrmEngineSettings *s, guint32 channels)
 {
-    guint64 need = vrmEngineSettingsPinnedBytes(s);
+    guint64 need = vrmPinnedBytes(channels, s->ringDepth, s->chunkSize);
     long pages = sysconf(_SC_PHYS_PAGES);
     long pagesize = sysconf(_SC_PAGESIZE);
     guint64 ram = pages > 0 && pagesize > 0 ? (guint64)pages * pagesize : 0;
@@ -64,39 +154,57 @@ vrmEngineCheckPinned(const vrmEngineSettings *s)
 
     if (s->maxPinned && need > s->maxPinned) {
         vrmReportError(VRM_ERR_RESOURCE,
-                       _("This job would pin %1$" G_GUINT64_FORMAT " bytes, more than --max-pinned %2$llu; lower --channels, --ring-depth or --chunk-size."),
-                       need, s->maxPinned);
+                       g_dngettext(GETTEXT_PACKAGE,
+                                   "%1$u channel would pin %2$" G_GUINT64_FORMAT " bytes, more than the job's allowance of %3$llu bytes (--max-pinned); lower --ring-depth or --chunk-size, or use fewer channels",
+                                   "%1$u channels would pin %2$" G_GUINT64_FORMAT " bytes, more than the job's allowance of %3$llu bytes (--max-pinned); lower --ring-depth or --chunk-size, or use fewer channels",
+                                   channels),
+                       channels, need, s->maxPinned);
+        return -1;
+    }
+    if (ram > 0 && need > ram) {
+        vrmReportError(VRM_ERR_RESOURCE,
+                       g_dngettext(GETTEXT_PACKAGE,
+                                   "%1$u channel would pin %2$" G_GUINT64_FORMAT " bytes, more than the %3$" G_GUINT64_FORMAT " bytes of memory of this host",
+                                   "%1$u channels would pin %2$" G_GUINT64_FORMAT " bytes, more than the %3$" G_GUINT64_FORMAT " bytes of memory of this host",
+                                   channels),
+                       channels, need, ram);
         return -1;
     }
     if (getrlimit(RLIMIT_MEMLOCK, &rl) < 0) {
         vrmReportSystemError(errno, _("Cannot read RLIMIT_MEMLOCK"));
         return -1;
     }
-    if (ram > 0 && need > ram) {
+    /* the limit the kernel applies to our registrations: checked against
+     * what we are about to pin, not against a bound of our own */
+    if (rl.rlim_cur != RLIM_INFINITY && need > rl.rlim_cur && !vrmHaveCapIpcLock()) {
         vrmReportError(VRM_ERR_RESOURCE,
-                       _("This job would pin %1$" G_GUINT64_FORMAT " bytes, more than the %2$" G_GUINT64_FORMAT " bytes of memory of this host; lower --channels, --ring-depth or --chunk-size."),
-                       need, ram);
+                       g_dngettext(GETTEXT_PACKAGE,
+                                   "%1$u channel needs %2$" G_GUINT64_FORMAT " bytes of locked memory but RLIMIT_MEMLOCK allows %3$llu; raise it (ulimit -l, or the job's allowance in virt-rdmad) or lower --ring-depth or --chunk-size",
+                                   "%1$u channels need %2$" G_GUINT64_FORMAT " bytes of locked memory but RLIMIT_MEMLOCK allows %3$llu; raise it (ulimit -l, or the job's allowance in virt-rdmad) or lower --ring-depth or --chunk-size",
+                                   channels),
+                       channels, need, (unsigned long long)rl.rlim_cur);
         return -1;
     }
-    if (rl.rlim_cur != RLIM_INFINITY && need > rl.rlim_cur) {
-        if (vrmHaveCapIpcLock()) {
-            VRM_INFO("pinning %" G_GUINT64_FORMAT " bytes above RLIMIT_MEMLOCK "
-                     "(%llu) with CAP_IPC_LOCK", need, (unsigned long long)rl.rlim_cur);
-        } else {
-            vrmReportError(VRM_ERR_RESOURCE,
-                           _("This job needs %1$" G_GUINT64_FORMAT " bytes of locked memory but RLIMIT_MEMLOCK allows %2$llu; raise it (ulimit -l) or lower --channels, --ring-depth or --chunk-size."),
-                           need, (unsigned long long)rl.rlim_cur);
-            return -1;
-        }
-    }
-    VRM_INFO("pinned memory bound: %" G_GUINT64_FORMAT " bytes", need);
+    return 0;
+}
+
+int
+vrmEngineCheckPinned(const vrmEngineSettings *s)
+{
+    /* at start: the first channel must fit; each further one is checked
+     * when it connects */
+    if (vrmEngineCheckChannels(s, 1) < 0)
+        return -1;
+    VRM_INFO("pinned memory: %llu bytes per channel, at most %llu with %u channels",
+             vrmPinnedBytes(1, s->ringDepth, s->chunkSize),
+             vrmEngineSettingsPinnedBytes(s), s->channels);
     return 0;
 }
 
 /* ------------------------------------------------------------------ */
 /* Failure and wake-ups (any thread)                                   */
 
-void
+static void
 vrmEngineWake(vrmEngine *e)
 {
     guint64 one = 1;
@@ -105,7 +213,7 @@ vrmEngineWake(vrmEngine *e)
         VRM_WARN("cannot wake the engine: %s", g_strerror(errno));
 }
 
-void
+static void
 vrmEngineFail(vrmEngine *e, int code, const char *reason)
 {
     bool first = false;
@@ -114,11 +222,9 @@ vrmEngineFail(vrmEngine *e, int code, const char *reason)
     g_mutex_lock(&e->lock);
     if (!e->failed) {
         e->failed = true;
-        e->fail_code = code;
-        e->fail_reason = g_strdup(reason);
+        e->failCode = code;
+        e->failReason = g_strdup(reason);
         first = true;
-        for (i = 0; i < e->s.channels; i++)
-            e->channels[i]->mb_stop = true;
     }
     g_mutex_unlock(&e->lock);
     if (!first)
@@ -126,7 +232,7 @@ vrmEngineFail(vrmEngine *e, int code, const char *reason)
     /* the program prints the reason once, at exit */
     VRM_INFO("the job is failing: %s", reason);
     for (i = 0; i < e->s.channels; i++)
-        vrmChannelWake(e->channels[i]);
+        vrmChannelStop(e->slots[i].ch, code, reason);
     vrmEngineWake(e);
 }
 
@@ -150,6 +256,85 @@ vrmEngineFailed(vrmEngine *e)
     return failed;
 }
 
+/* vrmChannelHost: what a channel's progress thread may do to the engine */
+static void
+vrmEngineChannelFail(void *opaque, int code, const char *reason)
+{
+    vrmEngineFail(((vrmEngineSlot *)opaque)->engine, code, reason);
+}
+
+static void
+vrmEngineChannelWake(void *opaque)
+{
+    vrmEngineWake(((vrmEngineSlot *)opaque)->engine);
+}
+
+/* Warnings a peer can trigger (main thread): a few per window, then a
+ * count of what was left out */
+static bool
+vrmEngineMayWarn(vrmEngine *e)
+{
+    gint64 now = g_get_monotonic_time();
+
+    if (now - e->logWindowUs > VRM_ENGINE_LOG_WINDOW_US) {
+        if (e->logCount > VRM_ENGINE_LOG_BURST)
+            VRM_WARN("%u more warnings like the above were not logged",
+                     e->logCount - VRM_ENGINE_LOG_BURST);
+        e->logWindowUs = now;
+        e->logCount = 0;
+    }
+    return ++e->logCount <= VRM_ENGINE_LOG_BURST;
+}
+
+/* "ADDR:PORT" of the peer of @id */
+static char *
+vrmEnginePeerName(struct rdma_cm_id *id)
+{
+    struct sockaddr *sa = id ? rdma_get_peer_addr(id) : NULL;
+    char host[INET6_ADDRSTRLEN] = "?";
+    unsigned int port = 0;
+
+    if (sa && sa->sa_family == AF_INET) {
+        struct sockaddr_in *in = (struct sockaddr_in *)sa;
+
+        inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+        port = ntohs(in->sin_port);
+    } else if (sa && sa->sa_family == AF_INET6) {
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)sa;
+
+        inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+        port = ntohs(in6->sin6_port);
+    }
+    return vrmEngineFormatAddress(host, port);
+}
+
+/* Has process @pid ended, or is it ending? (a crash closes its sockets in
+ * do_exit(), before it becomes a zombie: PF_EXITING is set by then) */
+static bool
+vrmEngineProcessGone(pid_t pid)
+{
+    g_autofree char *path = g_strdup_printf("/proc/%d/stat", (int)pid);
+    g_autofree char *stat = NULL;
+    g_auto(GStrv) fields = NULL;
+    const char *close_paren;
+    guint64 flags;
+
+    if (kill(pid, 0) < 0 && errno == ESRCH)
+        return true;
+    if (!g_file_get_contents(path, &stat, NULL, NULL))
+        return true;
+    /* "PID (COMM) STATE PPID ... FLAGS(9th)": COMM ends at the last ')' */
+    if (!(close_paren = strrchr(stat, ')')) || close_paren[1] != ' ')
+        return false;
+    if (close_paren[2] == 'Z' || close_paren[2] == 'X')
+        return true;
+    fields = g_strsplit(close_paren + 2, " ", 8);
+    if (g_strv_length(fields) < 8)
+        return false;
+    flags = g_ascii_strtoull(fields[6], NULL, 10);
+    return flags & VRM_PF_EXITING;
+}
+
 /* ------------------------------------------------------------------ */
 /* Devices                                                             */
 
@@ -161,24 +346,22 @@ vrmEngineAsyncEvent(gint fd, GIOCondition cond, gpointer opaque)
     struct ibv_async_event ev;
 
     while (ibv_get_async_event(dev->ctx, &ev) == 0) {
-        vrmChannel *ch = NULL;
+        vrmEngineSlot *slot = NULL;
 
         switch (ev.event_type) {
         case IBV_EVENT_QP_FATAL:
         case IBV_EVENT_QP_REQ_ERR:
         case IBV_EVENT_QP_ACCESS_ERR:
-            ch = ev.element.qp->qp_context;
-            e = ch->engine;
+            slot = ev.element.qp->qp_context;
             vrmReportError(VRM_ERR_RDMA,
                            _("Channel %1$u: asynchronous error on its queue pair: %2$s."),
-                           ch->index, ibv_event_type_str(ev.event_type));
+                           slot->index, ibv_event_type_str(ev.event_type));
             vrmEngineFailLast(e);
             break;
         case IBV_EVENT_CQ_ERR:
-            ch = ev.element.cq->cq_context;
-            e = ch->engine;
+            slot = ev.element.cq->cq_context;
             vrmReportError(VRM_ERR_RDMA,
-                           _("Channel %1$u: its completion queue overran."), ch->index);
+                           _("Channel %1$u: its completion queue overran."), slot->index);
             vrmEngineFailLast(e);
             break;
         case IBV_EVENT_DEVICE_FATAL:
@@ -227,7 +410,7 @@ vrmEngineDevice(vrmEngine *e, struct ibv_context *ctx)
     flags = fcntl(ctx->async_fd, F_GETFL);
     if (flags >= 0 && fcntl(ctx->async_fd, F_SETFL, flags | O_NONBLOCK) == 0) {
         guint id = g_unix_fd_add(ctx->async_fd, G_IO_IN, vrmEngineAsyncEvent, dev);
-        g_ptr_array_add(e->async_sources, GUINT_TO_POINTER(id));
+        g_ptr_array_add(e->asyncSources, GUINT_TO_POINTER(id));
     }
     if (dev->iwarp && (e->caps & VRM_CAP_WRITE_IMM)) {
         VRM_INFO("device %s is iWARP: data is announced by descriptor SENDs", dev->name);
@@ -236,10 +419,99 @@ vrmEngineDevice(vrmEngine *e, struct ibv_context *ctx)
     return dev;
 }
 
+
+/* ------------------------------------------------------------------ */
+/* Slots                                                               */
+
+static vrmChannel *
+vrmEngineNewChannel(vrmEngine *e, vrmEngineSlot *slot)
+{
+    vrmChannelConfig cfg = {
+        .role = e->s.role,
+        .index = slot->index,
+        .chunkSize = e->s.chunkSize,
+        .ringDepth = e->s.ringDepth,
+        .pinAll = e->s.pinAll,
+        /* a QEMU whose pid we know is asked about when its stream ends */
+        .checkEnd = e->s.role == VRM_ENGINE_ROLE_DESTINATION || e->s.qemuPid > 0,
+        .domainUUID = e->s.domainUUID,
+        .fault = e->s.fault,
+        .faultBytes = e->s.faultBytes,
+    };
+    vrmChannelHost host = {
+        .fail = vrmEngineChannelFail,
+        .wake = vrmEngineChannelWake,
+        .opaque = slot,
+    };
+
+    return vrmChannelNew(&cfg, &host);
+}
+
+/* The channel's memory on the device of @id, and its queue pair */
+static int
+vrmEngineSlotSetup(vrmEngine *e, vrmEngineSlot *slot, struct rdma_cm_id *id,
+                   guint32 caps)
+{
+    vrmChannelConfig cfg = {
+        .ringDepth = e->s.ringDepth,
+    };
+    vrmRdmaDevice *dev;
+    vrmRdmaQP *qp;
+    guint32 sq, rq;
+    int cqe;
+
+    if (!slot->setUp) {
+        /* the job's allowance and the memlock limit, channel by channel */
+        if (vrmEngineCheckChannels(&e->s, e->setUpChannels + 1) < 0)
+            return -1;
+    }
+    if (!(dev = vrmEngineDevice(e, id->verbs)) ||
+        vrmChannelQueueSizes(&cfg, dev, &sq, &rq, &cqe) < 0 ||
+        vrmChannelSetup(slot->ch, dev) < 0)
+        return -1;
+    if (!slot->setUp) {
+        slot->setUp = true;
+        e->setUpChannels++;
+    }
+    if (!(qp = vrmRdmaQPNew(dev, id, sq, rq, cqe, slot)))
+        return -1;
+    return vrmChannelAttachQP(slot->ch, qp, caps);
+}
+
+/* Source: the peer of this slot did not authenticate, its connect went
+ * away, or it never completed: drop everything of that connection (a new
+ * channel, nothing registered) and listen again. The job goes on. */
+static void
+vrmEngineSlotReset(vrmEngine *e, vrmEngineSlot *slot, int reason, const char *why)
+{
+    g_autofree char *peer = vrmEnginePeerName(slot->id);
+
+    g_assert(e->s.role == VRM_ENGINE_ROLE_SOURCE);
+    e->rejects++;
+    e->lastReject = reason;
+    if (vrmEngineMayWarn(e))
+        VRM_WARN(_("channel %1$u: %2$s (peer %3$s); listening again"),
+                 slot->index, why, peer);
+    if (slot->id && slot->connected)
+        rdma_disconnect(slot->id);
+    vrmChannelStop(slot->ch, VRM_ERR_AUTH, why);
+    vrmChannelJoin(slot->ch);
+    vrmChannelFree(slot->ch);
+    if (slot->id)
+        rdma_destroy_id(slot->id);
+    slot->id = NULL;
+    if (slot->setUp) {
+        slot->setUp = false;
+        e->setUpChannels--;
+    }
+    slot->connected = slot->started = slot->authenticated = false;
+    slot->ch = vrmEngineNewChannel(e, slot);
+}
+
 /* ------------------------------------------------------------------ */
 /* rdma_cm                                                             */
 
-static int
+static void
 vrmEngineSetAckTimeout(struct rdma_cm_id *id)
 {
     guint8 timeout = VRM_RDMA_ACK_TIMEOUT;
@@ -247,43 +519,44 @@ vrmEngineSetAckTimeout(struct rdma_cm_id *id)
     if (rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT,
                         &timeout, sizeof(timeout)) < 0)
         VRM_DEBUG("cannot set the ACK timeout: %s", g_strerror(errno));
-    return 0;
 }
 
-static int vrmEngineConnectChannel(vrmEngine *e, vrmChannel *ch);
+static int vrmEngineConnectChannel(vrmEngine *e, vrmEngineSlot *slot);
 
 static gboolean
 vrmEngineRetryConnect(gpointer opaque)
 {
-    vrmChannel *ch = opaque;
+    vrmEngineSlot *slot = opaque;
 
-    ch->retry_source = 0;
-    if (!vrmEngineFailed(ch->engine) && vrmEngineConnectChannel(ch->engine, ch) < 0)
-        vrmEngineFailLast(ch->engine);
+    slot->retrySource = 0;
+    if (!vrmEngineFailed(slot->engine) &&
+        vrmEngineConnectChannel(slot->engine, slot) < 0)
+        vrmEngineFailLast(slot->engine);
     return G_SOURCE_REMOVE;
 }
 
 /* Destination: drop a failed attempt and try again until the deadline */
 static void
-vrmEngineScheduleRetry(vrmEngine *e, vrmChannel *ch, const char *why)
+vrmEngineScheduleRetry(vrmEngine *e, vrmEngineSlot *slot, const char *why)
 {
-    if (ch->id) {
-        if (ch->id->qp)
-            rdma_destroy_qp(ch->id);
-        rdma_destroy_id(ch->id);
-        ch->id = NULL;
+    g_assert(e->s.role == VRM_ENGINE_ROLE_DESTINATION);
+    vrmChannelDropQP(slot->ch);
+    if (slot->id) {
+        rdma_destroy_id(slot->id);
+        slot->id = NULL;
     }
-    if (g_get_monotonic_time() > e->connect_deadline) {
+    if (g_get_monotonic_time() > slot->connectDeadline) {
+        g_autofree char *peer = vrmEngineFormatAddress(e->s.address, e->s.port);
+
         vrmReportError(VRM_ERR_TIMEOUT,
-                       _("Could not connect channel %1$u to the source engine at %2$s:%3$s within %4$u seconds (last attempt: %5$s)."),
-                       ch->index, e->s.address, e->port_str,
-                       e->s.deadlineConnect, why);
+                       _("Could not connect channel %1$u to the source engine at %2$s within %3$u seconds (last attempt: %4$s)."),
+                       slot->index, peer, e->s.deadlineConnect, why);
         vrmEngineFailLast(e);
         return;
     }
-    VRM_DEBUG("channel %u: %s, retrying", ch->index, why);
-    ch->retry_source = g_timeout_add(VRM_ENGINE_CONNECT_RETRY_MS,
-                                     vrmEngineRetryConnect, ch);
+    VRM_DEBUG("channel %u: %s, retrying", slot->index, why);
+    slot->retrySource = g_timeout_add(VRM_ENGINE_CONNECT_RETRY_MS,
+                                      vrmEngineRetryConnect, slot);
 }
 
 /* The rdma_cm address of the job: to listen on (passive) or to reach. */
@@ -296,47 +569,48 @@ vrmEngineResolve(vrmEngine *e, bool passive, struct rdma_addrinfo **ai)
     };
     int rc;
 
-    if ((rc = rdma_getaddrinfo(e->s.address, e->port_str, &hints, ai)) != 0) {
-        vrmReportError(VRM_ERR_INVALID_ARG, _("Cannot resolve the RDMA address %1$s:%2$s: %3$s"),
-                       e->s.address, e->port_str,
-                       rc == -1 ? g_strerror(errno) : gai_strerror(rc));
+    if ((rc = rdma_getaddrinfo(e->s.address, e->portStr, &hints, ai)) != 0) {
+        g_autofree char *addr = vrmEngineFormatAddress(e->s.address, e->s.port);
+
+        vrmReportError(VRM_ERR_INVALID_ARG, _("Cannot resolve the RDMA address %1$s: %2$s"),
+                       addr, rc == -1 ? g_strerror(errno) : gai_strerror(rc));
         return -1;
     }
     return 0;
 }
 
+/* Destination: connect channel @slot (the first try or a retry) */
 static int
-vrmEngineConnectChannel(vrmEngine *e, vrmChannel *ch)
+vrmEngineConnectChannel(vrmEngine *e, vrmEngineSlot *slot)
 {
     struct rdma_addrinfo *ai = NULL;
     int rc;
 
     if (vrmEngineResolve(e, false, &ai) < 0)
         return -1;
-    if (rdma_create_id(e->cm, &ch->id, ch, RDMA_PS_TCP) < 0) {
+    if (rdma_create_id(e->cm, &slot->id, slot, RDMA_PS_TCP) < 0) {
         vrmReportSystemError(errno, _("Cannot create an rdma_cm id"));
         rdma_freeaddrinfo(ai);
         return -1;
     }
-    rc = rdma_resolve_addr(ch->id, NULL, ai->ai_dst_addr, VRM_RDMA_RESOLVE_TIMEOUT_MS);
+    rc = rdma_resolve_addr(slot->id, NULL, ai->ai_dst_addr, VRM_RDMA_RESOLVE_TIMEOUT_MS);
     rdma_freeaddrinfo(ai);
-    if (rc < 0) {
-        vrmEngineScheduleRetry(e, ch, g_strerror(errno));
-        return 0;
-    }
+    if (rc < 0)
+        vrmEngineScheduleRetry(e, slot, g_strerror(errno));
     return 0;
 }
 
+/* Destination: the route is there: set the channel up and send the REQ */
 static int
-vrmEngineSendConnect(vrmEngine *e, vrmChannel *ch)
+vrmEngineSendConnect(vrmEngine *e, vrmEngineSlot *slot)
 {
-    vrmProtoConnData cd = {
-        .version = e->s.fault == VRM_ENGINE_FAULT_VERSION ? VRM_PROTOCOL_VERSION + 1 : VRM_PROTOCOL_VERSION,
+    vrmProtoConnReq req = {
+        .version = VRM_PROTOCOL_VERSION,
         .flags = e->caps,
-        .channel = ch->index,
+        .channel = slot->index,
         .channels = e->s.channels,
     };
-    guint8 pd[VRM_PROTO_CONN_DATA_LEN];
+    guint8 pd[VRM_PROTO_REQ_LEN];
     struct rdma_conn_param param = {
         .private_data = pd,
         .private_data_len = sizeof(pd),
@@ -345,33 +619,67 @@ vrmEngineSendConnect(vrmEngine *e, vrmChannel *ch)
         .retry_count = VRM_RDMA_RETRY_COUNT,
         .rnr_retry_count = VRM_RDMA_RNR_RETRY_COUNT,
     };
-    vrmRdmaDevice *dev;
 
-    G_STATIC_ASSERT(VRM_PROTO_CONN_DATA_LEN <= VRM_PROTO_PRIVATE_DATA_MAX);
-    if (e->s.fault == VRM_ENGINE_FAULT_VERSION)
-        VRM_WARN("test hook: connecting with protocol version %u", cd.version);
-    cd.token = e->token;
-    vrmProtoConnDataEncode(&cd, pd);
-
-    if (!(dev = vrmEngineDevice(e, ch->id->verbs)) ||
-        vrmChannelSetup(ch, dev) < 0 ||
-        vrmChannelCreateQP(ch) < 0)
+    G_STATIC_ASSERT(VRM_PROTO_REQ_LEN <= VRM_PROTO_PRIVATE_DATA_MAX);
+    if (vrmProtoNonce(slot->nonce) < 0)
         return -1;
-    vrmEngineSetAckTimeout(ch->id);
-    if (rdma_connect(ch->id, &param) < 0) {
-        vrmEngineScheduleRetry(e, ch, g_strerror(errno));
-        return 0;
+    memcpy(req.nonce, slot->nonce, sizeof(req.nonce));
+    if (e->s.fault == VRM_ENGINE_FAULT_VERSION) {
+        /* a version 1 engine: its token in the clear where the nonce is
+         * (zeros here: a test never sends the real one) */
+        VRM_WARN("test hook: connecting as a protocol version 1 engine");
+        req.version = 1;
+        memset(req.nonce, 0, sizeof(req.nonce));
+    }
+    vrmProtoConnReqEncode(&req, pd);
+
+    /* the agreed capabilities come with the REP */
+    if (vrmEngineSlotSetup(e, slot, slot->id, e->caps) < 0)
+        return -1;
+    vrmEngineSetAckTimeout(slot->id);
+    if (rdma_connect(slot->id, &param) < 0)
+        vrmEngineScheduleRetry(e, slot, g_strerror(errno));
+    else if (e->s.fault == VRM_ENGINE_FAULT_VANISH) {
+        /* a connect request whose sender is gone by the time it is seen */
+        VRM_WARN("test hook: dropping the connect request of channel %u at once",
+                 slot->index);
+        vrmChannelDropQP(slot->ch);
+        rdma_destroy_id(slot->id);
+        slot->id = NULL;
+        vrmReportError(VRM_ERR_CANCELLED, _("test hook: the connect request was dropped"));
+        return -1;
     }
     return 0;
 }
 
+/* Source: refuse a connect request, with the reject record */
+static void
+vrmEngineReject(vrmEngine *e, struct rdma_cm_id *id, int reason, bool count)
+{
+    guint8 rej[VRM_PROTO_REJECT_LEN];
+    guint32 version = VRM_PROTOCOL_VERSION;
+
+    if (e->s.fault == VRM_ENGINE_FAULT_VERSION)
+        version = 1;
+    if (count) {
+        e->rejects++;
+        e->lastReject = reason;
+    }
+    vrmProtoRejectEncode(reason, version, rej);
+    if (rdma_reject(id, rej, sizeof(rej)) < 0)
+        VRM_WARN("rdma_reject failed: %s", g_strerror(errno));
+}
+
+/* Source: a connect request. 1: refused (destroy the id after the ack),
+ * 2: accepting failed (reset the slot after the ack), 0: accepted, -1: the
+ * job fails. */
 static int
 vrmEngineAccept(vrmEngine *e, struct rdma_cm_event *ev)
 {
-    const void *data = ev->param.conn.private_data;
-    size_t len = ev->param.conn.private_data_len;
-    guint8 rej[VRM_PROTO_REJECT_LEN];
-    guint8 reply[VRM_PROTO_CONN_DATA_LEN];
+    vrmProtoConnReq req;
+    vrmProtoConnRep rep = { .version = VRM_PROTOCOL_VERSION };
+    guint8 reply[VRM_PROTO_REP_LEN];
+    guint8 expect[VRM_PROTO_MAC_LEN];
     struct rdma_conn_param param = {
         .private_data = reply,
         .private_data_len = sizeof(reply),
@@ -379,106 +687,198 @@ vrmEngineAccept(vrmEngine *e, struct rdma_cm_event *ev)
         .initiator_depth = VRM_RDMA_RESPONDER_RESOURCES,
         .rnr_retry_count = VRM_RDMA_RNR_RETRY_COUNT,
     };
-    vrmProtoConnData cd;
-    vrmChannel *ch = NULL;
-    vrmRdmaDevice *dev;
+    vrmEngineSlot *slot = NULL;
+    vrmToken key = e->token;
+    guint32 channels;
     int reason;
 
     /* Everything about the peer is checked before any resource exists. */
-    if (vrmProtoConnDataDecode(data, len, &cd) < 0)
+    if (e->s.fault == VRM_ENGINE_FAULT_VERSION) {
+        vrmReportError(VRM_ERR_VERSION,
+                       _("test hook: refusing every peer as a version 1 engine would"));
+        reason = VRM_REJECT_VERSION;
+    } else if (vrmProtoConnReqDecode(ev->param.conn.private_data,
+                                     ev->param.conn.private_data_len, &req) < 0) {
         reason = VRM_REJECT_MALFORMED;
-    else
-        reason = vrmProtoConnDataCheck(&cd, &e->token, e->s.channels);
+    } else {
+        channels = e->agreed ? e->agreed : e->s.channels;
+        reason = vrmProtoConnReqCheck(&req, channels);
+    }
     if (reason == VRM_REJECT_NONE) {
-        ch = e->channels[cd.channel];
-        if (ch->id) {
-            vrmReportError(VRM_ERR_PROTOCOL, _("Channel %1$u is already connected."),
-                           cd.channel);
+        slot = &e->slots[req.channel];
+        if (e->agreed && req.channels < e->agreed) {
+            vrmReportError(VRM_ERR_PROTOCOL,
+                           _("the peer asked for channel %1$u with a maximum of %2$u channels after %3$u were agreed"),
+                           req.channel, req.channels, e->agreed);
+            reason = VRM_REJECT_CHANNEL;
+        } else if (!slot->wanted && req.channel != 0) {
+            /* lazily: only what QEMU opened, announced by CHANNEL_CONNECT */
+            vrmReportError(VRM_ERR_PROTOCOL,
+                           _("the peer asked for channel %1$u, which QEMU has not opened"),
+                           req.channel);
+            reason = VRM_REJECT_CHANNEL;
+        } else if (slot->id) {
+            vrmReportError(VRM_ERR_PROTOCOL, _("channel %1$u is already connected"),
+                           req.channel);
             reason = VRM_REJECT_BUSY;
         }
     }
     if (reason != VRM_REJECT_NONE) {
-        e->rejects++;
-        e->last_reject = reason;
-        VRM_WARN(_("Refused a connection request: %1$s"), vrmGetLastErrorMessage());
-        vrmProtoRejectEncode(reason, rej);
-        if (rdma_reject(ev->id, rej, sizeof(rej)) < 0)
-            VRM_WARN("rdma_reject failed: %s", g_strerror(errno));
-        return 1;   /* destroy ev->id after the ack */
+        g_autofree char *peer = vrmEnginePeerName(ev->id);
+
+        if (vrmEngineMayWarn(e))
+            VRM_WARN(_("refused a connection request from %1$s: %2$s"), peer,
+                     vrmGetLastErrorMessage());
+        vrmEngineReject(e, ev->id, reason, true);
+        return 1;
     }
 
-    ch->id = ev->id;
-    ch->id->context = ch;
-    ch->caps = vrmProtoNegotiate(e->caps, cd.flags);
-    if (!(dev = vrmEngineDevice(e, ch->id->verbs)) ||
-        vrmChannelSetup(ch, dev) < 0 ||
-        vrmChannelCreateQP(ch) < 0) {
-        vrmProtoRejectEncode(VRM_REJECT_RESOURCES, rej);
-        rdma_reject(ev->id, rej, sizeof(rej));
+    slot->id = ev->id;
+    slot->id->context = slot;
+    rep.flags = vrmProtoNegotiate(e->caps, req.flags);
+    rep.channel = req.channel;
+    rep.channels = MIN(e->s.channels, req.channels);
+    if (vrmEngineSlotSetup(e, slot, slot->id, rep.flags) < 0 || vrmProtoNonce(rep.nonce) < 0) {
+        int code = vrmGetLastErrorCode();
+
+        vrmEngineReject(e, ev->id, code == VRM_ERR_RESOURCE ? VRM_REJECT_RESOURCES :
+                        VRM_REJECT_MALFORMED, true);
+        /* a channel the allowance does not cover ends the job: QEMU would
+         * wait for it forever */
         return -1;
     }
-    cd.flags = ch->caps;
-    vrmTokenClear(&cd.token);
-    vrmProtoConnDataEncode(&cd, reply);
-    vrmEngineSetAckTimeout(ch->id);
-    if (rdma_accept(ch->id, &param) < 0) {
-        vrmReportSystemError(errno, _("Cannot accept channel %1$u"), ch->index);
+    if (e->s.fault == VRM_ENGINE_FAULT_IMPOSTOR) {
+        VRM_WARN("test hook: answering without the job's token");
+        vrmTokenGenerate(&key);
+    }
+    /* our proof, cut to fit the REP; the destination's, expected in AUTH */
+    vrmProtoMacSource(&key, req.nonce, rep.nonce, rep.flags, rep.channel, rep.channels,
+                      rep.mac);
+    vrmProtoMacDestination(&e->token, rep.nonce, req.nonce, rep.flags, rep.channel,
+                           rep.channels, expect);
+    vrmTokenClear(&key);
+    vrmChannelSetAuth(slot->ch, expect);
+    explicit_bzero(expect, sizeof(expect));
+    vrmProtoConnRepEncode(&rep, reply);
+    vrmEngineSetAckTimeout(slot->id);
+    if (rdma_accept(slot->id, &param) < 0) {
+        /* its sender has gone already (issue 13 item 12): drop this one,
+         * keep listening; the real destination may still come */
+        VRM_DEBUG("channel %u: rdma_accept: %s", slot->index, g_strerror(errno));
+        return 2;
+    }
+    if (!e->agreed)
+        e->agreed = rep.channels;
+    VRM_INFO("channel %u accepted, capabilities 0x%x, %u channels", slot->index,
+             rep.flags, e->agreed);
+    return 0;
+}
+
+/* Destination: the source accepted; it must have proved it holds the
+ * token before anything of ours goes out */
+static int
+vrmEngineVerifySource(vrmEngine *e, vrmEngineSlot *slot, struct rdma_cm_event *ev)
+{
+    g_autofree char *peer = vrmEngineFormatAddress(e->s.address, e->s.port);
+    guint8 mac[VRM_PROTO_MAC_SOURCE_LEN];
+    guint8 auth[VRM_PROTO_MAC_LEN];
+    vrmProtoConnRep rep;
+    vrmToken key = e->token;
+
+    if (vrmProtoConnRepDecode(ev->param.conn.private_data,
+                              ev->param.conn.private_data_len, &rep) < 0) {
+        g_autofree char *why = g_strdup(vrmGetLastErrorMessage());
+
+        vrmReportError(VRM_ERR_AUTH,
+                       _("the peer at %1$s could not prove it holds this job's token: %2$s"),
+                       peer, why);
         return -1;
     }
-    VRM_INFO("channel %u accepted, capabilities 0x%x", ch->index, ch->caps);
+    vrmProtoMacSource(&e->token, slot->nonce, rep.nonce, rep.flags, rep.channel,
+                      rep.channels, mac);
+    if (!vrmProtoMacEqual(mac, rep.mac, sizeof(mac))) {
+        vrmReportError(VRM_ERR_AUTH,
+                       _("the peer at %1$s could not prove it holds this job's token"),
+                       peer);
+        return -1;
+    }
+    if (rep.version != VRM_PROTOCOL_VERSION || rep.channel != slot->index ||
+        (rep.flags & ~e->caps) || rep.channels < 1 || rep.channels > e->s.channels ||
+        (e->agreed && rep.channels != e->agreed)) {
+        vrmReportError(VRM_ERR_PROTOCOL,
+                       _("The source engine accepted channel %1$u with version %2$u, channel %3$u, capabilities 0x%4$x and %5$u channels, which do not match the request."),
+                       slot->index, rep.version, rep.channel, rep.flags, rep.channels);
+        return -1;
+    }
+    if (!e->agreed)
+        e->agreed = rep.channels;
+    if (e->s.fault == VRM_ENGINE_FAULT_BAD_AUTH) {
+        VRM_WARN("test hook: sending an AUTH made without the job's token");
+        vrmTokenGenerate(&key);
+    }
+    vrmProtoMacDestination(&key, rep.nonce, slot->nonce, rep.flags, rep.channel,
+                           rep.channels, auth);
+    vrmTokenClear(&key);
+    vrmChannelSetAuth(slot->ch, auth);
+    explicit_bzero(auth, sizeof(auth));
+    vrmChannelSetCaps(slot->ch, vrmProtoNegotiate(e->caps, rep.flags));
     return 0;
 }
 
 static int
-vrmEngineEstablished(vrmEngine *e, vrmChannel *ch, struct rdma_cm_event *ev)
+vrmEngineEstablished(vrmEngine *e, vrmEngineSlot *slot, struct rdma_cm_event *ev)
 {
     if (e->s.role == VRM_ENGINE_ROLE_DESTINATION) {
-        vrmProtoConnData cd;
-
-        if (vrmProtoConnDataDecode(ev->param.conn.private_data,
-                                   ev->param.conn.private_data_len, &cd) < 0)
+        if (vrmEngineVerifySource(e, slot, ev) < 0)
             return -1;
-        if (cd.version != VRM_PROTOCOL_VERSION || cd.channel != ch->index ||
-            (cd.flags & ~e->caps)) {
-            vrmReportError(VRM_ERR_PROTOCOL,
-                           _("The source engine accepted channel %1$u with version %2$u, channel %3$u and capabilities 0x%4$x, which do not match the request."),
-                           ch->index, cd.version, cd.channel, cd.flags);
-            return -1;
-        }
-        ch->caps = vrmProtoNegotiate(e->caps, cd.flags);
+        /* the source proved itself; it checks our AUTH next */
+        slot->authenticated = true;
+        e->established++;
     }
-    ch->connected = true;
-    e->established++;
-    {
-        struct ibv_qp_attr qa;
-        struct ibv_qp_init_attr qia;
-
-        if (ibv_query_qp(ch->id->qp, &qa, IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-                         IBV_QP_RNR_RETRY | IBV_QP_STATE, &qia) == 0)
-            VRM_DEBUG("channel %u: QP state %d timeout %u retry %u rnr_retry %u",
-                      ch->index, qa.qp_state, qa.timeout, qa.retry_cnt, qa.rnr_retry);
-    }
-    VRM_INFO("channel %u established (%u of %u)", ch->index, e->established,
-             e->s.channels);
-    return vrmChannelStart(ch);
+    slot->connected = true;
+    VRM_INFO("channel %u connected", slot->index);
+    if (vrmChannelStart(slot->ch) < 0)
+        return -1;
+    slot->started = true;
+    return 0;
 }
 
+/* The destination's view of a reject record (the event already acked:
+ * a retry destroys the id, which waits for its events' acks) */
 static void
-vrmEngineDisconnected(vrmEngine *e, vrmChannel *ch)
+vrmEngineRejected(vrmEngine *e, vrmEngineSlot *slot, int reason, guint32 version,
+                  int status)
 {
-    bool done;
+    g_autofree char *peer = vrmEngineFormatAddress(e->s.address, e->s.port);
 
-    g_mutex_lock(&e->lock);
-    ch->mb_disconnected = true;
-    done = ch->mb_done;
-    g_mutex_unlock(&e->lock);
-    if (!ch->thread && !done) {
-        vrmReportError(VRM_ERR_PEER,
-                       _("The peer closed channel %1$u before the end of the stream."),
-                       ch->index);
-        vrmEngineFailLast(e);
+    switch (reason) {
+    case VRM_REJECT_NONE: {
+        /* not a virt-rdma record: nobody listens there (yet) */
+        g_autofree char *why = g_strdup_printf("rejected, status %d", status);
+
+        vrmEngineScheduleRetry(e, slot, why);
+        return;
     }
-    vrmChannelWake(ch);
+    case VRM_REJECT_BUSY:
+        /* an unauthenticated connection may hold the channel a moment */
+        vrmEngineScheduleRetry(e, slot, vrmProtoRejectReasonToString(reason));
+        return;
+    case VRM_REJECT_VERSION:
+        vrmReportError(VRM_ERR_VERSION,
+                       _("the source engine at %1$s refused the protocol version of this engine (it speaks version %2$u, this engine version %3$d; nothing released speaks version 1): install the same virt-rdma on both hosts"),
+                       peer, version, VRM_PROTOCOL_VERSION);
+        break;
+    case VRM_REJECT_JOB_ENDED:
+        vrmReportError(VRM_ERR_PEER,
+                       _("the source engine at %1$s refused channel %2$u: its job has ended"),
+                       peer, slot->index);
+        break;
+    default:
+        vrmReportError(VRM_ERR_PEER, _("The source engine rejected channel %1$u: %2$s."),
+                       slot->index, vrmProtoRejectReasonToString(reason));
+        break;
+    }
+    vrmEngineFailLast(e);
 }
 
 static gboolean
@@ -488,16 +888,19 @@ vrmEngineCMEvent(gint fd, GIOCondition cond, gpointer opaque)
     struct rdma_cm_event *ev;
 
     while (rdma_get_cm_event(e->cm, &ev) == 0) {
-        vrmChannel *ch = ev->id ? ev->id->context : NULL;
+        vrmEngineSlot *slot = ev->id ? ev->id->context : NULL;
         struct rdma_cm_id *destroy = NULL;
         enum rdma_cm_event_type type = ev->event;
+        bool source = e->s.role == VRM_ENGINE_ROLE_SOURCE;
         int rc = 0;
 
         VRM_DEBUG("rdma_cm event %s status %d channel %d",
-                  vrmRdmaCMEventName(type), ev->status, ch ? (int)ch->index : -1);
+                  vrmRdmaCMEventName(type), ev->status, slot ? (int)slot->index : -1);
         if (vrmEngineFailed(e)) {
+            /* a failed job still answers, with its record: a destination
+             * stops at once instead of retrying for its deadline */
             if (type == RDMA_CM_EVENT_CONNECT_REQUEST) {
-                rdma_reject(ev->id, NULL, 0);
+                vrmEngineReject(e, ev->id, VRM_REJECT_JOB_ENDED, false);
                 destroy = ev->id;
             }
             rdma_ack_cm_event(ev);
@@ -509,63 +912,85 @@ vrmEngineCMEvent(gint fd, GIOCondition cond, gpointer opaque)
         switch (type) {
         case RDMA_CM_EVENT_CONNECT_REQUEST:
             rc = vrmEngineAccept(e, ev);
-            if (rc == 1) {
+            if (rc == 1)
                 destroy = ev->id;
-                rc = 0;
-            }
+            slot = ev->id->context;
             rdma_ack_cm_event(ev);
+            /* ids go only once their events are acked */
             if (destroy)
                 rdma_destroy_id(destroy);
+            if (rc == 2)
+                vrmEngineSlotReset(e, slot, VRM_REJECT_NONE,
+                                   _("its connect request could not be accepted"));
+            if (rc > 0)
+                rc = 0;
             break;
         case RDMA_CM_EVENT_ADDR_RESOLVED:
             rdma_ack_cm_event(ev);
-            if (rdma_resolve_route(ch->id, VRM_RDMA_RESOLVE_TIMEOUT_MS) < 0)
-                vrmEngineScheduleRetry(e, ch, g_strerror(errno));
+            if (rdma_resolve_route(slot->id, VRM_RDMA_RESOLVE_TIMEOUT_MS) < 0)
+                vrmEngineScheduleRetry(e, slot, g_strerror(errno));
             break;
         case RDMA_CM_EVENT_ROUTE_RESOLVED:
             rdma_ack_cm_event(ev);
-            rc = vrmEngineSendConnect(e, ch);
+            rc = vrmEngineSendConnect(e, slot);
             break;
         case RDMA_CM_EVENT_ESTABLISHED:
-            rc = vrmEngineEstablished(e, ch, ev);
+            rc = vrmEngineEstablished(e, slot, ev);
             rdma_ack_cm_event(ev);
             break;
-        case RDMA_CM_EVENT_REJECTED: {
-            int reason = vrmProtoRejectDecode(ev->param.conn.private_data,
-                                              ev->param.conn.private_data_len);
-            int status = ev->status;
+        case RDMA_CM_EVENT_REJECTED:
+            if (source) {
+                /* the peer refused our accept: that connection is over */
+                rdma_ack_cm_event(ev);
+                if (slot && !slot->started)
+                    vrmEngineSlotReset(e, slot, VRM_REJECT_NONE,
+                                       _("the peer refused the accept"));
+                break;
+            }
+            {
+                guint32 version = 0;
+                int reason = vrmProtoRejectDecode(ev->param.conn.private_data,
+                                                  ev->param.conn.private_data_len,
+                                                  &version);
+                int status = ev->status;
 
-            rdma_ack_cm_event(ev);
-            if (reason != VRM_REJECT_NONE) {
-                vrmReportError(reason == VRM_REJECT_TOKEN ? VRM_ERR_AUTH :
-                               reason == VRM_REJECT_VERSION ? VRM_ERR_VERSION :
-                               VRM_ERR_PEER,
-                               _("The source engine rejected channel %1$u: %2$s."),
-                               ch->index, vrmProtoRejectReasonToString(reason));
-                rc = -1;
-            } else {
-                g_autofree char *why = g_strdup_printf("rejected, status %d", status);
-                vrmEngineScheduleRetry(e, ch, why);
+                rdma_ack_cm_event(ev);
+                vrmEngineRejected(e, slot, reason, version, status);
             }
             break;
-        }
         case RDMA_CM_EVENT_ADDR_ERROR:
         case RDMA_CM_EVENT_ROUTE_ERROR:
         case RDMA_CM_EVENT_UNREACHABLE:
         case RDMA_CM_EVENT_CONNECT_ERROR:
             rdma_ack_cm_event(ev);
-            if (e->s.role == VRM_ENGINE_ROLE_DESTINATION && !ch->connected) {
-                vrmEngineScheduleRetry(e, ch, vrmRdmaCMEventName(type));
+            if (!source && slot && !slot->connected) {
+                vrmEngineScheduleRetry(e, slot, vrmRdmaCMEventName(type));
+            } else if (source && slot && !slot->authenticated) {
+                /* a connection that never became ours: listen again */
+                vrmEngineSlotReset(e, slot, VRM_REJECT_NONE, vrmRdmaCMEventName(type));
             } else {
                 vrmReportError(VRM_ERR_PEER, _("Channel %1$u: connection error (%2$s)."),
-                               ch ? ch->index : 0, vrmRdmaCMEventName(type));
+                               slot ? slot->index : 0, vrmRdmaCMEventName(type));
                 rc = -1;
             }
             break;
         case RDMA_CM_EVENT_DISCONNECTED:
             rdma_ack_cm_event(ev);
-            if (ch)
-                vrmEngineDisconnected(e, ch);
+            if (!slot)
+                break;
+            if (!slot->started && !slot->done) {
+                if (source) {
+                    vrmEngineSlotReset(e, slot, VRM_REJECT_NONE,
+                                       _("the peer disconnected before it authenticated"));
+                } else {
+                    vrmReportError(VRM_ERR_PEER,
+                                   _("The peer closed channel %1$u before the end of the stream."),
+                                   slot->index);
+                    rc = -1;
+                }
+                break;
+            }
+            vrmChannelPeerGone(slot->ch);
             break;
         case RDMA_CM_EVENT_DEVICE_REMOVAL:
             rdma_ack_cm_event(ev);
@@ -619,39 +1044,133 @@ vrmUnixListen(const char *path)
     return fd;
 }
 
+/* The uid QEMU runs as: --qemu-uid, or ours */
+static uid_t
+vrmEngineQemuUid(vrmEngine *e)
+{
+    return e->s.qemuUid >= 0 ? (uid_t)e->s.qemuUid : geteuid();
+}
+
+static int
+vrmEnginePeerCred(int fd, struct ucred *cred)
+{
+    socklen_t len = sizeof(*cred);
+
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, cred, &len) < 0) {
+        vrmReportSystemError(errno, _("Cannot read the credentials of QEMU's socket"));
+        return -1;
+    }
+    return 0;
+}
+
+/* Source: is this connection QEMU's? root (libvirtd hands the socket to
+ * QEMU) or exactly QEMU's uid and, when given, its pid */
+static bool
+vrmEngineQemuAllowed(vrmEngine *e, const struct ucred *cred)
+{
+    if (cred->uid == 0)
+        return true;
+    if (cred->uid != vrmEngineQemuUid(e))
+        return false;
+    return e->s.qemuPid < 0 || cred->pid == e->s.qemuPid;
+}
+
 static gboolean
 vrmEngineUnixAccept(gint fd, GIOCondition cond, gpointer opaque)
 {
     vrmEngine *e = opaque;
-    vrmChannel *ch;
+    vrmEngineSlot *slot;
+    struct ucred cred;
+    guint32 max = e->agreed ? e->agreed : e->s.channels;
     int conn;
 
-    while ((conn = accept(fd, NULL, NULL)) >= 0) {
-        if (vrmSetNonBlock(conn) < 0 || fcntl(conn, F_SETFD, FD_CLOEXEC) < 0) {
+    while ((conn = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0) {
+        if (vrmEnginePeerCred(conn, &cred) < 0) {
             close(conn);
             vrmEngineFailLast(e);
             return G_SOURCE_CONTINUE;
         }
-        if (e->accepted_socks >= e->s.channels || e->unused_announced) {
+        if (!vrmEngineQemuAllowed(e, &cred)) {
+            /* not QEMU: refused, QEMU's own connections go on */
+            if (vrmEngineMayWarn(e))
+                VRM_WARN(_("refused a connection to QEMU's socket from pid %1$d (uid %2$u): only root or QEMU (uid %3$u%4$s) may connect"),
+                         (int)cred.pid, (unsigned)cred.uid, (unsigned)vrmEngineQemuUid(e),
+                         e->s.qemuPid > 0 ? _(", its pid") : "");
+            close(conn);
+            continue;
+        }
+        if (e->acceptedSocks >= max) {
             close(conn);
             vrmReportError(VRM_ERR_PROTOCOL,
                            _("QEMU opened more connections than the %1$u channels of this job."),
-                           e->s.channels);
+                           max);
             vrmEngineFailLast(e);
             return G_SOURCE_CONTINUE;
         }
-        ch = e->channels[e->accepted_socks++];
-        VRM_INFO("QEMU connection %u accepted", ch->index);
-        g_mutex_lock(&e->lock);
-        ch->mb_fd = conn;
-        g_mutex_unlock(&e->lock);
-        vrmChannelWake(ch);
+        slot = &e->slots[e->acceptedSocks++];
+        VRM_INFO("QEMU connection %u accepted (pid %d, uid %u)", slot->index,
+                 (int)cred.pid, (unsigned)cred.uid);
+        slot->qemuFd = conn;
+        if (slot->index > 0) {
+            /* lazily: the destination connects the channel now */
+            slot->wanted = true;
+            slot->connectDeadline = g_get_monotonic_time() +
+                                    (gint64)e->s.deadlineConnect * G_USEC_PER_SEC;
+            vrmChannelAnnounce(e->slots[0].ch, slot->index);
+        }
+        if (slot->authenticated) {
+            vrmChannelGiveSocket(slot->ch, slot->qemuFd);
+            slot->qemuFd = -1;
+        }
     }
     if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-        vrmReportSystemError(errno, _("Cannot accept a connection on %1$s"), e->s.qemuPath);
+        vrmReportSystemError(errno, _("Cannot accept a connection from QEMU"));
         vrmEngineFailLast(e);
     }
     return G_SOURCE_CONTINUE;
+}
+
+/* Destination: is the listener QEMU of this domain? Its uid is QEMU's (or
+ * root) and, when the domain is known, its command line names it. */
+static int
+vrmEngineCheckListener(vrmEngine *e, int fd)
+{
+    g_autofree char *path = NULL;
+    g_autofree char *cmdline = NULL;
+    struct ucred cred;
+    gsize len = 0, off;
+    bool named = false;
+
+    if (vrmEnginePeerCred(fd, &cred) < 0)
+        return -1;
+    if (cred.uid != 0 && cred.uid != vrmEngineQemuUid(e)) {
+        vrmReportError(VRM_ERR_AUTH,
+                       _("QEMU's socket %1$s is served by pid %2$d of uid %3$u, not by QEMU's user (uid %4$u) or root; refusing to send it the migration"),
+                       e->s.qemuPath, (int)cred.pid, (unsigned)cred.uid,
+                       (unsigned)vrmEngineQemuUid(e));
+        return -1;
+    }
+    if (e->s.domainUUID) {
+        path = g_strdup_printf("/proc/%d/cmdline", (int)cred.pid);
+        if (g_file_get_contents(path, &cmdline, &len, NULL)) {
+            for (off = 0; off < len; off += strlen(cmdline + off) + 1) {
+                const char *arg = cmdline + off;
+                gsize next = off + strlen(arg) + 1;
+
+                if (g_str_equal(arg, "-uuid") && next < len &&
+                    g_ascii_strcasecmp(cmdline + next, e->s.domainUUID) == 0)
+                    named = true;
+            }
+        }
+        if (!named) {
+            vrmReportError(VRM_ERR_AUTH,
+                           _("QEMU's socket %1$s is served by pid %2$d, whose command line does not carry -uuid %3$s: not QEMU of this domain; refusing to send it the migration"),
+                           e->s.qemuPath, (int)cred.pid, e->s.domainUUID);
+            return -1;
+        }
+    }
+    e->qemuPid = cred.pid;
+    return 0;
 }
 
 static void vrmEngineOpenNext(vrmEngine *e);
@@ -659,34 +1178,32 @@ static void vrmEngineOpenNext(vrmEngine *e);
 static gboolean
 vrmEngineOpenRetry(gpointer opaque)
 {
-    vrmChannel *ch = opaque;
+    vrmEngineSlot *slot = opaque;
 
-    ch->open_source = 0;
-    vrmEngineOpenNext(ch->engine);
+    slot->openSource = 0;
+    vrmEngineOpenNext(slot->engine);
     return G_SOURCE_REMOVE;
 }
 
-/* Destination: connect QEMU's sockets strictly in channel order */
+/* Destination: connect QEMU's sockets strictly in channel order, without
+ * ever blocking: a listener that does not take connections (its backlog
+ * full) is retried until the deadline like one that is not there yet */
 static void
 vrmEngineOpenNext(vrmEngine *e)
 {
-    while (e->next_open < e->s.channels && !vrmEngineFailed(e)) {
-        vrmChannel *ch = e->channels[e->next_open];
+    while (e->nextOpen < e->s.channels && !vrmEngineFailed(e)) {
+        vrmEngineSlot *slot = &e->slots[e->nextOpen];
         struct sockaddr_un sun = { .sun_family = AF_UNIX };
-        bool requested;
         int fd;
 
-        g_mutex_lock(&e->lock);
-        requested = ch->mb_open_req;
-        g_mutex_unlock(&e->lock);
-        if (!requested || ch->open_source)
+        if (!slot->openRequested || slot->openSource)
             return;
-        if (!ch->open_deadline)
-            ch->open_deadline = g_get_monotonic_time() +
-                                (gint64)e->s.deadlineConnect * G_USEC_PER_SEC;
+        if (!slot->openDeadline)
+            slot->openDeadline = g_get_monotonic_time() +
+                                 (gint64)e->s.deadlineConnect * G_USEC_PER_SEC;
 
         g_strlcpy(sun.sun_path, e->s.qemuPath, sizeof(sun.sun_path));
-        if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0) {
+        if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0) {
             vrmReportSystemError(errno, _("Cannot create a UNIX socket"));
             vrmEngineFailLast(e);
             return;
@@ -695,36 +1212,40 @@ vrmEngineOpenNext(vrmEngine *e)
             int err = errno;
 
             close(fd);
-            if ((err == ENOENT || err == ECONNREFUSED || err == EAGAIN) &&
-                g_get_monotonic_time() < ch->open_deadline) {
-                ch->open_source = g_timeout_add(VRM_ENGINE_OPEN_RETRY_MS,
-                                                vrmEngineOpenRetry, ch);
+            if ((err == ENOENT || err == ECONNREFUSED || err == EAGAIN || err == EINTR) &&
+                g_get_monotonic_time() < slot->openDeadline) {
+                slot->openSource = g_timeout_add(VRM_ENGINE_OPEN_RETRY_MS,
+                                                 vrmEngineOpenRetry, slot);
                 return;
             }
             vrmReportSystemError(err,
                                  _("Could not connect channel %1$u to QEMU at %2$s within %3$u seconds"),
-                                 ch->index, e->s.qemuPath, e->s.deadlineConnect);
+                                 slot->index, e->s.qemuPath, e->s.deadlineConnect);
             vrmEngineFailLast(e);
             return;
         }
-        if (vrmSetNonBlock(fd) < 0) {
+        if (vrmEngineCheckListener(e, fd) < 0) {
             close(fd);
             vrmEngineFailLast(e);
             return;
         }
-        VRM_INFO("channel %u connected to QEMU", ch->index);
-        g_mutex_lock(&e->lock);
-        ch->mb_fd = fd;
-        g_mutex_unlock(&e->lock);
-        vrmChannelWake(ch);
-        e->next_open++;
+        VRM_INFO("channel %u connected to QEMU (pid %d)", slot->index, (int)e->qemuPid);
+        vrmChannelGiveSocket(slot->ch, fd);
+        e->nextOpen++;
     }
+}
+
+/* A channel's QEMU stream ended: did QEMU go with it? (issue 13 item 11) */
+static void
+vrmEngineStreamEnded(vrmEngine *e, vrmEngineSlot *slot)
+{
+    vrmChannelStreamVerdict(slot->ch, !(e->qemuPid > 0 && vrmEngineProcessGone(e->qemuPid)),
+                            (int)e->qemuPid);
 }
 
 /* ------------------------------------------------------------------ */
 /* Stats                                                               */
 
-/* seconds from the first to the last stream byte; 0 before any */
 static double
 vrmDataSeconds(gint64 first_us, gint64 last_us)
 {
@@ -734,10 +1255,10 @@ vrmDataSeconds(gint64 first_us, gint64 last_us)
 void
 vrmEngineGetStats(vrmEngine *e, vrmEngineStats *st)
 {
-    gint64 now = e->end_us ? e->end_us : g_get_monotonic_time();
+    gint64 now = e->endUs ? e->endUs : g_get_monotonic_time();
     vrmStats total = { 0 };
-    double cur_total = 0;
-    gint64 data_first = 0, data_last = 0;
+    double curTotal = 0;
+    gint64 dataFirst = 0, dataLast = 0;
     struct rusage ru;
     guint32 caps = e->caps;
     guint32 i;
@@ -747,14 +1268,14 @@ vrmEngineGetStats(vrmEngine *e, vrmEngineStats *st)
     st->state = e->failed ? VRM_ENGINE_STATE_FAILED :
         e->finished ? VRM_ENGINE_STATE_COMPLETED : VRM_ENGINE_STATE_RUNNING;
     if (e->failed) {
-        st->error = g_strdup(e->fail_reason);
-        st->errorCode = e->fail_code ? e->fail_code : VRM_ERR_INTERNAL;
+        st->error = g_strdup(e->failReason);
+        st->errorCode = e->failCode ? e->failCode : VRM_ERR_INTERNAL;
     }
     g_mutex_unlock(&e->lock);
 
     for (i = 0; i < e->s.channels; i++) {
-        if (e->channels[i]->connected) {
-            caps = e->channels[i]->caps;
+        if (e->slots[i].connected) {
+            caps = vrmChannelCaps(e->slots[i].ch);
             break;
         }
     }
@@ -762,36 +1283,35 @@ vrmEngineGetStats(vrmEngine *e, vrmEngineStats *st)
     st->protocolVersion = VRM_PROTOCOL_VERSION;
     st->pinAll = caps & VRM_CAP_PIN_ALL;
     st->writeImm = caps & VRM_CAP_WRITE_IMM;
-    st->channels = e->s.channels;
+    st->channels = e->agreed ? e->agreed : e->s.channels;
     st->established = e->established;
     st->qemuConnections = e->s.role == VRM_ENGINE_ROLE_SOURCE ?
-        e->accepted_socks : e->next_open;
-    st->rdmaPort = e->rdma_port;
+        e->acceptedSocks : e->nextOpen;
+    st->qemuGone = e->qemuGone;
+    st->rdmaPort = e->rdmaPort;
     st->chunkSize = e->s.chunkSize;
     st->ringDepth = e->s.ringDepth;
-    st->pinnedBound = vrmEngineSettingsPinnedBytes(&e->s);
-    st->elapsedS = e->start_us ? (now - e->start_us) / 1e6 : 0;
+    st->pinnedBound = vrmPinnedBytes(st->channels, e->s.ringDepth, e->s.chunkSize);
+    st->elapsedS = e->startUs ? (now - e->startUs) / 1e6 : 0;
     /* The engine's own CPU time (all threads): what RDMA costs the host */
     if (getrusage(RUSAGE_SELF, &ru) == 0) {
         st->cpuUserS = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6;
         st->cpuSystemS = ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
     }
     for (i = 0; i < e->s.channels; i++) {
-        vrmChannel *ch = e->channels[i];
-        gint64 first = __atomic_load_n(&ch->first_byte_us, __ATOMIC_RELAXED);
-        gint64 last = __atomic_load_n(&ch->last_byte_us, __ATOMIC_RELAXED);
+        gint64 first, last;
         vrmStats snap;
 
-        if (first && (!data_first || first < data_first))
-            data_first = first;
-        data_last = MAX(data_last, last);
-        vrmStatsSnapshot(&ch->stats, &snap);
+        vrmChannelStats(e->slots[i].ch, &snap, &first, &last);
+        if (first && (!dataFirst || first < dataFirst))
+            dataFirst = first;
+        dataLast = MAX(dataLast, last);
         vrmStatsAccumulate(&total, &snap);
-        cur_total += ch->mbps_current;
+        curTotal += e->slots[i].mbpsCurrent;
     }
     /* averages are taken over the data phase: first to last stream byte */
-    st->dataS = vrmDataSeconds(data_first, data_last);
-    st->mbps = cur_total;
+    st->dataS = vrmDataSeconds(dataFirst, dataLast);
+    st->mbps = curTotal;
     st->mbpsAverage = vrmStatsMbps(total.v[VRM_STAT_BYTES_SENT] +
                                    total.v[VRM_STAT_BYTES_RECEIVED], st->dataS);
     st->bytesSent = total.v[VRM_STAT_BYTES_SENT];
@@ -836,6 +1356,35 @@ vrmEngineStatsAccept(gint fd, GIOCondition cond, gpointer opaque)
 /* ------------------------------------------------------------------ */
 /* Main loop glue                                                      */
 
+
+/* ------------------------------------------------------------------ */
+/* Main loop glue                                                      */
+
+/* Channels that must be connected and authenticated by now */
+static int
+vrmEngineCheckDeadlines(vrmEngine *e, gint64 now)
+{
+    guint32 i;
+
+    for (i = 0; i < e->s.channels; i++) {
+        vrmEngineSlot *slot = &e->slots[i];
+
+        if (!slot->wanted || slot->authenticated || now <= slot->connectDeadline)
+            continue;
+        if (e->s.role == VRM_ENGINE_ROLE_SOURCE && e->rejects)
+            vrmReportError(VRM_ERR_TIMEOUT,
+                           _("channel %1$u was not connected by an authenticated peer within %2$u seconds; %3$u connection attempts were refused (last: %4$s)"),
+                           slot->index, e->s.deadlineConnect, e->rejects,
+                           vrmProtoRejectReasonToString(e->lastReject));
+        else
+            vrmReportError(VRM_ERR_TIMEOUT,
+                           _("channel %1$u was not connected within %2$u seconds"),
+                           slot->index, e->s.deadlineConnect);
+        return -1;
+    }
+    return 0;
+}
+
 static gboolean
 vrmEngineTick(gpointer opaque)
 {
@@ -845,37 +1394,29 @@ vrmEngineTick(gpointer opaque)
     guint32 i;
 
     for (i = 0; i < e->s.channels; i++) {
-        vrmChannel *ch = e->channels[i];
+        vrmEngineSlot *slot = &e->slots[i];
+        gint64 first, last;
         vrmStats snap;
         guint64 delta;
 
-        vrmStatsSnapshot(&ch->stats, &snap);
+        vrmChannelStats(slot->ch, &snap, &first, &last);
         delta = snap.v[VRM_STAT_BYTES_SENT] + snap.v[VRM_STAT_BYTES_RECEIVED] -
-                ch->sample.v[VRM_STAT_BYTES_SENT] - ch->sample.v[VRM_STAT_BYTES_RECEIVED];
-        ch->mbps_current = vrmStatsMbps(delta, VRM_ENGINE_TICK_MS / 1000.0);
-        ch->sample = snap;
+                slot->sample.v[VRM_STAT_BYTES_SENT] - slot->sample.v[VRM_STAT_BYTES_RECEIVED];
+        slot->mbpsCurrent = vrmStatsMbps(delta, VRM_ENGINE_TICK_MS / 1000.0);
+        slot->sample = snap;
         /* keepalive completions are no progress */
         sum += snap.v[VRM_STAT_BYTES_SENT] + snap.v[VRM_STAT_BYTES_RECEIVED] +
                snap.v[VRM_STAT_REGISTRATIONS];
     }
-    sum += e->established + e->accepted_socks + e->next_open;
-    if (sum != e->last_progress_sum) {
-        e->last_progress_sum = sum;
-        e->last_progress_us = now;
+    sum += e->established + e->acceptedSocks + e->nextOpen;
+    if (sum != e->lastProgressSum) {
+        e->lastProgressSum = sum;
+        e->lastProgressUs = now;
     }
-    if (e->established < e->s.channels && now > e->connect_deadline) {
-        if (e->s.role == VRM_ENGINE_ROLE_SOURCE && e->rejects)
-            vrmReportError(VRM_ERR_TIMEOUT,
-                           _("Only %1$u of %2$u channels were connected within %3$u seconds; %4$u connection requests were refused (last: %5$s)."),
-                           e->established, e->s.channels, e->s.deadlineConnect,
-                           e->rejects, vrmProtoRejectReasonToString(e->last_reject));
-        else
-            vrmReportError(VRM_ERR_TIMEOUT,
-                           _("Only %1$u of %2$u channels were connected within %3$u seconds."),
-                           e->established, e->s.channels, e->s.deadlineConnect);
+    if (vrmEngineCheckDeadlines(e, now) < 0) {
         vrmEngineFailLast(e);
     } else if (e->s.idleTimeout &&
-               now - e->last_progress_us > (gint64)e->s.idleTimeout * G_USEC_PER_SEC) {
+               now - e->lastProgressUs > (gint64)e->s.idleTimeout * G_USEC_PER_SEC) {
         vrmReportError(VRM_ERR_TIMEOUT,
                        _("Nothing moved on any channel for %1$u seconds (idle timeout)."),
                        e->s.idleTimeout);
@@ -894,38 +1435,94 @@ vrmEngineSignal(gpointer opaque)
     return G_SOURCE_CONTINUE;
 }
 
+/* Destination: channel 0 carried CHANNEL_CONNECT{k}: connect channel k */
+static int
+vrmEngineConnectRequested(vrmEngine *e, guint32 k)
+{
+    vrmEngineSlot *slot;
+
+    /* QEMU opens its connections one after the other: so must they come */
+    if (k != e->nextConnect || k >= e->agreed) {
+        vrmReportError(VRM_ERR_PROTOCOL,
+                       _("the source asked for channel %1$u where channel %2$u of %3$u was next"),
+                       k, e->nextConnect, e->agreed);
+        return -1;
+    }
+    slot = &e->slots[k];
+    slot->wanted = true;
+    slot->connectDeadline = g_get_monotonic_time() +
+                            (gint64)e->s.deadlineConnect * G_USEC_PER_SEC;
+    e->nextConnect++;
+    VRM_INFO("channel %u: QEMU opened it on the source, connecting", k);
+    return vrmEngineConnectChannel(e, slot);
+}
+
+/* Every channel QEMU opened has ended, the main one too */
+static bool
+vrmEngineAllDone(vrmEngine *e)
+{
+    guint32 wanted = e->s.role == VRM_ENGINE_ROLE_SOURCE ?
+        MAX(e->acceptedSocks, 1) : e->nextConnect;
+    guint32 i;
+
+    for (i = 0; i < wanted; i++) {
+        if (!e->slots[i].done)
+            return false;
+    }
+    return true;
+}
+
+/* A channel told something: act on its events */
 static gboolean
 vrmEngineWoken(gint fd, GIOCondition cond, gpointer opaque)
 {
     vrmEngine *e = opaque;
-    guint32 i, done = 0;
     guint64 junk;
-    bool main_done;
+    guint32 i, j;
 
     if (read(fd, &junk, sizeof(junk)) < 0 && errno != EAGAIN)
         VRM_DEBUG("engine eventfd: %s", g_strerror(errno));
+    for (i = 0; i < e->s.channels && !vrmEngineFailed(e); i++) {
+        vrmEngineSlot *slot = &e->slots[i];
+        vrmChannelEvents ev;
+
+        vrmChannelTakeEvents(slot->ch, &ev);
+        if (ev.authFailed) {
+            vrmEngineSlotReset(e, slot, VRM_REJECT_TOKEN,
+                               _("the peer could not prove it holds this job's token"));
+            continue;
+        }
+        if (ev.authenticated && !slot->authenticated) {
+            slot->authenticated = true;
+            e->established++;
+            VRM_INFO("channel %u: the peer proved it holds the token (%u established)",
+                     slot->index, e->established);
+            if (slot->qemuFd >= 0) {
+                vrmChannelGiveSocket(slot->ch, slot->qemuFd);
+                slot->qemuFd = -1;
+            }
+        }
+        if (ev.openRequested)
+            slot->openRequested = true;
+        for (j = 0; j < ev.nconnect; j++) {
+            if (vrmEngineConnectRequested(e, ev.connect[j]) < 0) {
+                vrmEngineFailLast(e);
+                break;
+            }
+        }
+        if (ev.streamEnded)
+            vrmEngineStreamEnded(e, slot);
+        if (ev.qemuGone)
+            e->qemuGone = true;
+        slot->done = ev.done;
+    }
     if (vrmEngineFailed(e)) {
         g_main_loop_quit(e->loop);
         return G_SOURCE_CONTINUE;
     }
     if (e->s.role == VRM_ENGINE_ROLE_DESTINATION)
         vrmEngineOpenNext(e);
-
-    g_mutex_lock(&e->lock);
-    main_done = e->channels[0]->mb_done;
-    for (i = 0; i < e->s.channels; i++)
-        done += e->channels[i]->mb_done;
-    if (e->s.role == VRM_ENGINE_ROLE_SOURCE && main_done && !e->unused_announced) {
-        e->unused_announced = true;
-        for (i = e->accepted_socks; i < e->s.channels; i++)
-            e->channels[i]->mb_unused = true;
-    }
-    g_mutex_unlock(&e->lock);
-    if (e->unused_announced) {
-        for (i = e->accepted_socks; i < e->s.channels; i++)
-            vrmChannelWake(e->channels[i]);
-    }
-    if (done == e->s.channels) {
+    if (vrmEngineAllDone(e)) {
         e->finished = true;
         g_main_loop_quit(e->loop);
     }
@@ -940,19 +1537,54 @@ vrmEngineNew(const vrmEngineSettings *settings, const vrmToken *token)
 
     vrmEngineSettingsCopy(&e->s, settings);
     e->token = *token;
-    e->port_str = g_strdup_printf("%u", e->s.port);
+    e->portStr = g_strdup_printf("%u", e->s.port);
     g_mutex_init(&e->lock);
-    e->unix_fd = -1;
-    e->stats_fd = -1;
+    e->unixFd = -1;
+    e->statsFd = -1;
     e->wakefd = -1;
+    e->qemuPid = e->s.qemuPid > 0 ? (pid_t)e->s.qemuPid : 0;
     e->devices = g_ptr_array_new_with_free_func((GDestroyNotify)vrmRdmaDeviceFree);
-    e->async_sources = g_ptr_array_new();
-    e->channels = g_new0(vrmChannel *, e->s.channels);
-    for (i = 0; i < e->s.channels; i++)
-        e->channels[i] = vrmChannelNew(e, i);
+    e->asyncSources = g_ptr_array_new();
+    e->slots = g_new0(vrmEngineSlot, e->s.channels);
+    for (i = 0; i < e->s.channels; i++) {
+        vrmEngineSlot *slot = &e->slots[i];
+
+        slot->engine = e;
+        slot->index = i;
+        slot->qemuFd = -1;
+        slot->ch = vrmEngineNewChannel(e, slot);
+    }
+    e->nextConnect = 1;
     e->caps = (e->s.pinAll ? VRM_CAP_PIN_ALL : 0) |
               (e->s.noWriteImm ? 0 : VRM_CAP_WRITE_IMM);
     return e;
+}
+
+/* Source: while it tears down, a failed job still answers connect
+ * requests with its reject record */
+static void
+vrmEngineDrainCM(vrmEngine *e)
+{
+    if (e->cm && e->s.role == VRM_ENGINE_ROLE_SOURCE && vrmEngineFailed(e))
+        vrmEngineCMEvent(e->cm->fd, G_IO_IN, e);
+}
+
+/* Source whose job failed: before it goes, a moment more of "job ended"
+ * answers, so a destination still connecting stops at once instead of
+ * retrying for its deadline (issue 13 item 12) */
+static void
+vrmEngineLinger(vrmEngine *e)
+{
+    gint64 until = g_get_monotonic_time() + VRM_ENGINE_LINGER_US;
+
+    if (!e->cm || !e->listenId || e->s.role != VRM_ENGINE_ROLE_SOURCE || !vrmEngineFailed(e))
+        return;
+    while (g_get_monotonic_time() < until) {
+        struct pollfd pfd = { .fd = e->cm->fd, .events = POLLIN };
+
+        if (poll(&pfd, 1, 100) > 0)
+            vrmEngineCMEvent(e->cm->fd, G_IO_IN, e);
+    }
 }
 
 static void
@@ -961,33 +1593,37 @@ vrmEngineTeardown(vrmEngine *e)
     guint32 i;
 
     /* 1. stop the progress threads (each bounded: poll interval + ERROR wait) */
-    g_mutex_lock(&e->lock);
     for (i = 0; i < e->s.channels; i++)
-        e->channels[i]->mb_stop = true;
-    g_mutex_unlock(&e->lock);
+        vrmChannelStop(e->slots[i].ch, VRM_ERR_CANCELLED, _("the job ended"));
     for (i = 0; i < e->s.channels; i++) {
-        vrmChannelWake(e->channels[i]);
-        vrmChannelJoin(e->channels[i]);
+        vrmChannelJoin(e->slots[i].ch);
+        vrmEngineDrainCM(e);
     }
-    e->end_us = g_get_monotonic_time();
-    /* 2. QEMU's sockets, then the listeners */
-    if (e->unix_fd >= 0) {
-        close(e->unix_fd);
-        e->unix_fd = -1;
-        if (e->unix_own)
+    e->endUs = g_get_monotonic_time();
+    /* 2. QEMU's listening socket and the sockets not handed over */
+    if (e->unixFd >= 0) {
+        close(e->unixFd);
+        e->unixFd = -1;
+        if (e->unixOwn)
             unlink(e->s.qemuPath);
     }
-    /* 3. disconnect, then QPs, CQs, registrations, ids (vrmChannelFree) */
+    /* 3. disconnect; queue pairs, registrations and ids go in vrmEngineFree */
     for (i = 0; i < e->s.channels; i++) {
-        vrmChannel *ch = e->channels[i];
-        if (ch->retry_source)
-            g_source_remove(ch->retry_source);
-        if (ch->open_source)
-            g_source_remove(ch->open_source);
-        ch->retry_source = ch->open_source = 0;
-        if (ch->id && ch->connected)
-            rdma_disconnect(ch->id);
+        vrmEngineSlot *slot = &e->slots[i];
+
+        if (slot->qemuFd >= 0)
+            close(slot->qemuFd);
+        slot->qemuFd = -1;
+        if (slot->retrySource)
+            g_source_remove(slot->retrySource);
+        if (slot->openSource)
+            g_source_remove(slot->openSource);
+        slot->retrySource = slot->openSource = 0;
+        if (slot->id && slot->connected)
+            rdma_disconnect(slot->id);
     }
+    vrmEngineDrainCM(e);
+    vrmEngineLinger(e);
 }
 
 void
@@ -997,36 +1633,42 @@ vrmEngineFree(vrmEngine *e)
 
     if (!e)
         return;
-    for (i = 0; e->channels && i < e->s.channels; i++)
-        vrmChannelFree(e->channels[i]);
-    g_free(e->channels);
-    if (e->listen_id)
-        rdma_destroy_id(e->listen_id);
-    for (i = 0; e->async_sources && i < e->async_sources->len; i++)
-        g_source_remove(GPOINTER_TO_UINT(g_ptr_array_index(e->async_sources, i)));
-    if (e->async_sources)
-        g_ptr_array_free(e->async_sources, TRUE);
+    for (i = 0; e->slots && i < e->s.channels; i++) {
+        /* the channel (queue pair, memory) before its rdma_cm id */
+        vrmChannelFree(e->slots[i].ch);
+        if (e->slots[i].id && rdma_destroy_id(e->slots[i].id) < 0)
+            VRM_WARN("rdma_destroy_id on channel %u failed: %s", i, g_strerror(errno));
+        if (e->slots[i].qemuFd >= 0)
+            close(e->slots[i].qemuFd);
+    }
+    g_free(e->slots);
+    if (e->listenId)
+        rdma_destroy_id(e->listenId);
+    for (i = 0; e->asyncSources && i < e->asyncSources->len; i++)
+        g_source_remove(GPOINTER_TO_UINT(g_ptr_array_index(e->asyncSources, i)));
+    if (e->asyncSources)
+        g_ptr_array_free(e->asyncSources, TRUE);
     if (e->devices)
         g_ptr_array_free(e->devices, TRUE);
     if (e->cm)
         rdma_destroy_event_channel(e->cm);
-    if (e->unix_fd >= 0) {
-        close(e->unix_fd);
-        if (e->unix_own)
+    if (e->unixFd >= 0) {
+        close(e->unixFd);
+        if (e->unixOwn)
             unlink(e->s.qemuPath);
     }
     if (e->s.qemuListenFd >= 0)
         close(e->s.qemuListenFd);
-    if (e->stats_fd >= 0) {
-        close(e->stats_fd);
+    if (e->statsFd >= 0) {
+        close(e->statsFd);
         unlink(e->s.statsSocket);
     }
     if (e->wakefd >= 0)
         close(e->wakefd);
     if (e->loop)
         g_main_loop_unref(e->loop);
-    g_free(e->fail_reason);
-    g_free(e->port_str);
+    g_free(e->failReason);
+    g_free(e->portStr);
     g_mutex_clear(&e->lock);
     vrmTokenClear(&e->token);
     vrmEngineSettingsClear(&e->s);
@@ -1037,32 +1679,31 @@ static int
 vrmEngineListenRdma(vrmEngine *e)
 {
     struct rdma_addrinfo *ai = NULL;
+    g_autofree char *addr = vrmEngineFormatAddress(e->s.address, e->s.port);
     int rc;
 
     if (vrmEngineResolve(e, true, &ai) < 0)
         return -1;
-    if (rdma_create_id(e->cm, &e->listen_id, NULL, RDMA_PS_TCP) < 0) {
+    if (rdma_create_id(e->cm, &e->listenId, NULL, RDMA_PS_TCP) < 0) {
         vrmReportSystemError(errno, _("Cannot create an rdma_cm id"));
         rdma_freeaddrinfo(ai);
         return -1;
     }
-    rc = rdma_bind_addr(e->listen_id, ai->ai_src_addr);
+    rc = rdma_bind_addr(e->listenId, ai->ai_src_addr);
     rdma_freeaddrinfo(ai);
     if (rc < 0) {
-        vrmReportSystemError(errno, _("Cannot bind to the RDMA address %1$s:%2$s"),
-                             e->s.address, e->port_str);
+        vrmReportSystemError(errno, _("Cannot bind to the RDMA address %1$s"), addr);
         return -1;
     }
-    if (e->listen_id->verbs && !vrmEngineDevice(e, e->listen_id->verbs))
+    if (e->listenId->verbs && !vrmEngineDevice(e, e->listenId->verbs))
         return -1;
-    if (rdma_listen(e->listen_id, VRM_ENGINE_LISTEN_BACKLOG) < 0) {
-        vrmReportSystemError(errno, _("Cannot listen on the RDMA address %1$s:%2$s"),
-                             e->s.address, e->port_str);
+    if (rdma_listen(e->listenId, VRM_ENGINE_LISTEN_BACKLOG) < 0) {
+        vrmReportSystemError(errno, _("Cannot listen on the RDMA address %1$s"), addr);
         return -1;
     }
     /* port 0: the kernel chose one; the stats record tells the launcher */
-    e->rdma_port = ntohs(rdma_get_src_port(e->listen_id));
-    VRM_INFO("listening on %s port %u for %u channels", e->s.address, e->rdma_port,
+    e->rdmaPort = ntohs(rdma_get_src_port(e->listenId));
+    VRM_INFO("listening on %s port %u for up to %u channels", e->s.address, e->rdmaPort,
              e->s.channels);
     return 0;
 }
@@ -1076,8 +1717,8 @@ vrmEngineRun(vrmEngine *e)
 
     if (ret < 0 && !vrmEngineFailed(e))
         vrmEngineFailLast(e);
-    if (!e->end_us)
-        e->end_us = g_get_monotonic_time();
+    if (!e->endUs)
+        e->endUs = g_get_monotonic_time();
     return ret;
 }
 
@@ -1089,9 +1730,12 @@ vrmEngineRunInner(vrmEngine *e)
     guint32 i;
     int flags;
 
-    e->start_us = e->last_progress_us = g_get_monotonic_time();
-    e->connect_deadline = e->start_us + (gint64)e->s.deadlineConnect * G_USEC_PER_SEC;
+    e->startUs = e->lastProgressUs = g_get_monotonic_time();
     e->loop = g_main_loop_new(NULL, FALSE);
+    /* channel 0 is wanted from the start: the destination connects it at
+     * once (the helper's "connected" point) */
+    e->slots[0].wanted = true;
+    e->slots[0].connectDeadline = e->startUs + (gint64)e->s.deadlineConnect * G_USEC_PER_SEC;
 
     if (vrmEngineSettingsValidate(&e->s) < 0 || vrmEngineCheckPinned(&e->s) < 0)
         return -1;
@@ -1109,7 +1753,7 @@ vrmEngineRunInner(vrmEngine *e)
         return -1;
     }
     if (e->s.statsSocket &&
-        (e->stats_fd = vrmUnixListen(e->s.statsSocket)) < 0)
+        (e->statsFd = vrmUnixListen(e->s.statsSocket)) < 0)
         return -1;
 
     if (e->s.role == VRM_ENGINE_ROLE_SOURCE) {
@@ -1117,29 +1761,28 @@ vrmEngineRunInner(vrmEngine *e)
             return -1;
         if (e->s.qemuListenFd >= 0) {
             /* inherited from the launcher, which owns its path */
-            e->unix_fd = e->s.qemuListenFd;
+            e->unixFd = e->s.qemuListenFd;
             e->s.qemuListenFd = -1;
-            if (vrmSetNonBlock(e->unix_fd) < 0 ||
-                fcntl(e->unix_fd, F_SETFD, FD_CLOEXEC) < 0)
+            if (vrmSetNonBlock(e->unixFd) < 0 ||
+                fcntl(e->unixFd, F_SETFD, FD_CLOEXEC) < 0)
                 return -1;
         } else {
-            if ((e->unix_fd = vrmUnixListen(e->s.qemuPath)) < 0)
+            if ((e->unixFd = vrmUnixListen(e->s.qemuPath)) < 0)
                 return -1;
-            e->unix_own = true;
+            e->unixOwn = true;
         }
-        sources[nsources++] = g_unix_fd_add(e->unix_fd, G_IO_IN, vrmEngineUnixAccept, e);
-    } else {
-        for (i = 0; i < e->s.channels; i++) {
-            if (vrmEngineConnectChannel(e, e->channels[i]) < 0)
-                return -1;
+        sources[nsources++] = g_unix_fd_add(e->unixFd, G_IO_IN, vrmEngineUnixAccept, e);
+        if (e->s.fault == VRM_ENGINE_FAULT_FAIL) {
+            vrmReportError(VRM_ERR_INTERNAL, _("test hook: failing right after listening"));
+            vrmEngineFailLast(e);
         }
+    } else if (vrmEngineConnectChannel(e, &e->slots[0]) < 0) {
+        return -1;
     }
     sources[nsources++] = g_unix_fd_add(e->cm->fd, G_IO_IN, vrmEngineCMEvent, e);
     sources[nsources++] = g_unix_fd_add(e->wakefd, G_IO_IN, vrmEngineWoken, e);
-    if (e->stats_fd >= 0) {
-        vrmSetNonBlock(e->stats_fd);
-        sources[nsources++] = g_unix_fd_add(e->stats_fd, G_IO_IN, vrmEngineStatsAccept, e);
-    }
+    if (e->statsFd >= 0)
+        sources[nsources++] = g_unix_fd_add(e->statsFd, G_IO_IN, vrmEngineStatsAccept, e);
     sources[nsources++] = g_timeout_add(VRM_ENGINE_TICK_MS, vrmEngineTick, e);
     sources[nsources++] = g_unix_signal_add(SIGINT, vrmEngineSignal, e);
     sources[nsources++] = g_unix_signal_add(SIGTERM, vrmEngineSignal, e);
@@ -1153,8 +1796,8 @@ vrmEngineRunInner(vrmEngine *e)
 
     if (!e->finished || vrmEngineFailed(e)) {
         g_mutex_lock(&e->lock);
-        vrmSetLastError(e->fail_code ? e->fail_code : VRM_ERR_INTERNAL,
-                        e->fail_reason ? e->fail_reason : _("The job ended before its channels did."));
+        vrmSetLastError(e->failCode ? e->failCode : VRM_ERR_INTERNAL,
+                        e->failReason ? e->failReason : _("The job ended before its channels did."));
         g_mutex_unlock(&e->lock);
         return -1;
     }

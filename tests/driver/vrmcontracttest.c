@@ -282,6 +282,7 @@ fillStats(vrmEngineStats *st)
     st->role = VRM_ENGINE_ROLE_DESTINATION;
     st->state = VRM_ENGINE_STATE_FAILED;
     st->error = g_strdup("the peer said \"no\"\n\x1b[31mred\\ é");
+    /* (a clean text would be written as it is, backslash included) */
     st->errorCode = VRM_ERR_AUTH;
     st->protocolVersion = 2;
     st->writeImm = true;
@@ -338,6 +339,20 @@ testStatsRoundTrip(void)
     g_assert_cmpfloat_with_epsilon(out.mbps, 99.5, 1e-9);
     g_assert_cmpfloat_with_epsilon(out.cpuSystemS, 0.5, 1e-9);
     g_assert_true(out.writeImm && !out.pinAll && out.qemuGone);
+
+    /* clean text is written as it is: reading a record back and writing
+     * it again gives the same record */
+    {
+        g_auto(vrmEngineStats) clean = { 0 };
+        g_auto(vrmEngineStats) back = { 0 };
+        g_autofree char *text = NULL;
+
+        vrmEngineStatsInit(&clean);
+        clean.error = g_strdup("a\\b \\x41 é");
+        text = vrmEngineStatsFormat(&clean);
+        g_assert_cmpint(vrmEngineStatsParse(text, strlen(text), &back), ==, 0);
+        g_assert_cmpstr(back.error, ==, clean.error);
+    }
 
     /* the order of the keys does not matter; unknown keys are skipped */
     {

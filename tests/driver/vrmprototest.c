@@ -1,5 +1,6 @@
 /*
- * vrmprototest.c: the wire codec of protocol version 1 and its bounds checks
+ * vrmprototest.c: the wire codec of protocol version 2, its bounds checks
+ * and the proofs of the mutual authentication
  */
 #include <config.h>
 
@@ -14,76 +15,192 @@ static const vrmToken testTokenValue = { {
 } };
 static const vrmToken *const testToken = &testTokenValue;
 
+static const guint8 nonceD[VRM_PROTO_NONCE_LEN] = {
+    0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+};
+static const guint8 nonceS[VRM_PROTO_NONCE_LEN] = {
+    16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31,
+};
+
 static void
-testConnDataRoundTrip(void)
+testConnReqRoundTrip(void)
 {
-    vrmProtoConnData in = {
-        .version = 1, .flags = 3, .channel = 5, .channels = 8,
+    vrmProtoConnReq in = {
+        .version = 2, .flags = 3, .channel = 5, .channels = 8,
     };
-    vrmProtoConnData out;
-    guint8 buf[VRM_PROTO_CONN_DATA_LEN];
+    vrmProtoConnReq out;
+    guint8 buf[VRM_PROTO_REQ_LEN];
     /* the documented layout, byte for byte */
-    static const guint8 want[VRM_PROTO_CONN_DATA_LEN] = {
-        0, 0, 0, 1, 0, 0, 0, 3, 0, 5, 0, 8,
-        0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77,
-        0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff,
+    static const guint8 want[VRM_PROTO_REQ_LEN] = {
+        0, 0, 0, 2, 0, 0, 0, 3, 0, 5, 0, 8,
+        0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
         0, 0, 0, 0,
     };
     guint8 padded[56] = { 0 };
 
-    G_STATIC_ASSERT(VRM_PROTO_CONN_DATA_LEN <= VRM_PROTO_PRIVATE_DATA_MAX);
-    in.token = *testToken;
-    vrmProtoConnDataEncode(&in, buf);
+    G_STATIC_ASSERT(VRM_PROTO_REQ_LEN <= VRM_PROTO_PRIVATE_DATA_MAX);
+    memcpy(in.nonce, nonceD, sizeof(in.nonce));
+    vrmProtoConnReqEncode(&in, buf);
     g_assert_cmpmem(buf, sizeof(buf), want, sizeof(want));
-    g_assert_cmpint(vrmProtoConnDataDecode(buf, sizeof(buf), &out), ==, 0);
-    g_assert_cmpuint(out.version, ==, 1);
+    g_assert_cmpint(vrmProtoConnReqDecode(buf, sizeof(buf), &out), ==, 0);
+    g_assert_cmpuint(out.version, ==, 2);
     g_assert_cmpuint(out.flags, ==, 3);
     g_assert_cmpuint(out.channel, ==, 5);
     g_assert_cmpuint(out.channels, ==, 8);
-    g_assert_true(vrmTokenEqual(&out.token, testToken));
+    g_assert_cmpmem(out.nonce, sizeof(out.nonce), nonceD, sizeof(nonceD));
 
     /* rdma_cm may pad private data with zeros: accepted */
     memcpy(padded, buf, sizeof(buf));
-    g_assert_cmpint(vrmProtoConnDataDecode(padded, sizeof(padded), &out), ==, 0);
+    g_assert_cmpint(vrmProtoConnReqDecode(padded, sizeof(padded), &out), ==, 0);
 }
 
 static void
-testConnDataBounds(void)
+testConnRepRoundTrip(void)
 {
-    guint8 buf[VRM_PROTO_CONN_DATA_LEN] = { 0 };
-    vrmProtoConnData out;
+    vrmProtoConnRep in = {
+        .version = 2, .flags = 1, .channel = 0, .channels = 4,
+    };
+    vrmProtoConnRep out;
+    guint8 buf[VRM_PROTO_REP_LEN] = { 0 };
+    guint8 padded[56] = { 0 };
 
-    g_assert_cmpint(vrmProtoConnDataDecode(NULL, 0, &out), ==, -1);
-    g_assert_cmpint(vrmProtoConnDataDecode(buf, sizeof(buf) - 1, &out), ==, -1);
+    G_STATIC_ASSERT(VRM_PROTO_REP_LEN <= VRM_PROTO_PRIVATE_DATA_MAX);
+    memcpy(in.nonce, nonceS, sizeof(in.nonce));
+    memset(in.mac, 0xab, sizeof(in.mac));
+    vrmProtoConnRepEncode(&in, buf);
+    g_assert_cmpint(vrmProtoConnRepDecode(buf, sizeof(buf), &out), ==, 0);
+    g_assert_cmpuint(out.version, ==, 2);
+    g_assert_cmpuint(out.channels, ==, 4);
+    g_assert_cmpmem(out.nonce, 16, nonceS, 16);
+    g_assert_cmpmem(out.mac, 16, in.mac, 16);
+    memcpy(padded, buf, sizeof(buf));
+    g_assert_cmpint(vrmProtoConnRepDecode(padded, sizeof(padded), &out), ==, 0);
+    /* short, or a reserved field that is not zero */
+    g_assert_cmpint(vrmProtoConnRepDecode(buf, sizeof(buf) - 1, &out), ==, -1);
+    buf[47] = 1;
+    g_assert_cmpint(vrmProtoConnRepDecode(buf, sizeof(buf), &out), ==, -1);
+    g_assert_cmpint(vrmProtoConnRepDecode(NULL, 0, &out), ==, -1);
+}
+
+static void
+testConnReqBounds(void)
+{
+    guint8 buf[VRM_PROTO_REQ_LEN] = { 0 };
+    vrmProtoConnReq out;
+
+    g_assert_cmpint(vrmProtoConnReqDecode(NULL, 0, &out), ==, -1);
+    g_assert_cmpint(vrmProtoConnReqDecode(buf, sizeof(buf) - 1, &out), ==, -1);
     g_assert_nonnull(strstr(vrmGetLastErrorMessage(), "31 bytes"));
     buf[31] = 1;    /* reserved */
-    g_assert_cmpint(vrmProtoConnDataDecode(buf, sizeof(buf), &out), ==, -1);
+    g_assert_cmpint(vrmProtoConnReqDecode(buf, sizeof(buf), &out), ==, -1);
 }
 
 static void
-testConnDataCheck(void)
+testConnReqCheck(void)
 {
-    vrmProtoConnData cd = { .version = 1, .flags = 3, .channel = 1, .channels = 4 };
-    vrmToken other;
+    vrmProtoConnReq req = { .version = 2, .flags = 3, .channel = 1, .channels = 4 };
 
-    cd.token = *testToken;
-    g_assert_cmpint(vrmProtoConnDataCheck(&cd, testToken, 4), ==, VRM_REJECT_NONE);
+    g_assert_cmpint(vrmProtoConnReqCheck(&req, 4), ==, VRM_REJECT_NONE);
+    /* the agreed maximum is the smaller one */
+    g_assert_cmpint(vrmProtoConnReqCheck(&req, 9), ==, VRM_REJECT_NONE);
+    req.channel = 3;
+    g_assert_cmpint(vrmProtoConnReqCheck(&req, 3), ==, VRM_REJECT_CHANNEL);
+    req.channel = 4;
+    g_assert_cmpint(vrmProtoConnReqCheck(&req, 9), ==, VRM_REJECT_CHANNEL);
+    req.channel = 0;
+    req.channels = 0;
+    g_assert_cmpint(vrmProtoConnReqCheck(&req, 9), ==, VRM_REJECT_CHANNEL);
+    req.channels = 4;
 
-    cd.version = 2;
-    g_assert_cmpint(vrmProtoConnDataCheck(&cd, testToken, 4), ==, VRM_REJECT_VERSION);
+    /* version 1 (nothing released speaks it) and versions from the future */
+    req.version = 1;
+    g_assert_cmpint(vrmProtoConnReqCheck(&req, 4), ==, VRM_REJECT_VERSION);
     g_assert_cmpint(vrmGetLastErrorCode(), ==, VRM_ERR_VERSION);
-    cd.version = 0;
-    g_assert_cmpint(vrmProtoConnDataCheck(&cd, testToken, 4), ==, VRM_REJECT_VERSION);
-    cd.version = 1;
+    g_assert_nonnull(strstr(vrmGetLastErrorMessage(), "protocol version 1 was refused"));
+    g_assert_nonnull(strstr(vrmGetLastErrorMessage(), "install the same virt-rdma on both hosts"));
+    req.version = 3;
+    g_assert_cmpint(vrmProtoConnReqCheck(&req, 4), ==, VRM_REJECT_VERSION);
+    req.version = 0;
+    g_assert_cmpint(vrmProtoConnReqCheck(&req, 4), ==, VRM_REJECT_VERSION);
+}
 
-    other = *testToken;
-    other.bytes[15] ^= 1;
-    g_assert_cmpint(vrmProtoConnDataCheck(&cd, &other, 4), ==, VRM_REJECT_TOKEN);
-    g_assert_cmpint(vrmGetLastErrorCode(), ==, VRM_ERR_AUTH);
+/* Known answers, computed independently (Python hmac/hashlib) */
+static void
+testMacs(void)
+{
+    static const guint8 wantSource[VRM_PROTO_MAC_SOURCE_LEN] = {
+        0x97, 0xa2, 0x2d, 0x10, 0x4c, 0x6f, 0x29, 0xe4, 0x4d, 0xe1, 0xcb, 0x55, 0x25, 0xd8, 0xdd, 0x1c
+    };
+    static const guint8 wantDestination[VRM_PROTO_MAC_LEN] = {
+        0x33, 0x4d, 0xcc, 0x82, 0x6c, 0x4e, 0x92, 0xb8, 0xe5, 0x3c, 0xb7, 0x87, 0x72, 0x82, 0x98, 0xc4, 0x73, 0x9f, 0xcc, 0xa8, 0x49, 0x66, 0x54, 0x11, 0x0e, 0xc1, 0xa8, 0x4a, 0x35, 0xac, 0xa8, 0x73
+    };
+    guint8 mac[VRM_PROTO_MAC_LEN];
+    vrmToken other = *testToken;
 
-    g_assert_cmpint(vrmProtoConnDataCheck(&cd, testToken, 3), ==, VRM_REJECT_CHANNEL);
-    cd.channel = 4;
-    g_assert_cmpint(vrmProtoConnDataCheck(&cd, testToken, 4), ==, VRM_REJECT_CHANNEL);
+    vrmProtoMacSource(testToken, nonceD, nonceS, 3, 5, 8, mac);
+    g_assert_cmpmem(mac, VRM_PROTO_MAC_SOURCE_LEN, wantSource, sizeof(wantSource));
+    vrmProtoMacDestination(testToken, nonceS, nonceD, 3, 5, 8, mac);
+    g_assert_cmpmem(mac, VRM_PROTO_MAC_LEN, wantDestination, sizeof(wantDestination));
+    g_assert_true(vrmProtoMacEqual(mac, wantDestination, VRM_PROTO_MAC_LEN));
+
+    /* every input counts: the token, the nonces and their order, the
+     * channel's identity, the role (label) */
+    other.bytes[0] ^= 1;
+    vrmProtoMacSource(&other, nonceD, nonceS, 3, 5, 8, mac);
+    g_assert_false(vrmProtoMacEqual(mac, wantSource, sizeof(wantSource)));
+    vrmProtoMacSource(testToken, nonceS, nonceD, 3, 5, 8, mac);
+    g_assert_false(vrmProtoMacEqual(mac, wantSource, sizeof(wantSource)));
+    vrmProtoMacSource(testToken, nonceD, nonceS, 1, 5, 8, mac);
+    g_assert_false(vrmProtoMacEqual(mac, wantSource, sizeof(wantSource)));
+    vrmProtoMacSource(testToken, nonceD, nonceS, 3, 4, 8, mac);
+    g_assert_false(vrmProtoMacEqual(mac, wantSource, sizeof(wantSource)));
+    vrmProtoMacSource(testToken, nonceD, nonceS, 3, 5, 9, mac);
+    g_assert_false(vrmProtoMacEqual(mac, wantSource, sizeof(wantSource)));
+    vrmProtoMacDestination(testToken, nonceD, nonceS, 3, 5, 8, mac);
+    g_assert_false(vrmProtoMacEqual(mac, wantSource, sizeof(wantSource)));
+
+    /* fresh nonces */
+    {
+        guint8 a[VRM_PROTO_NONCE_LEN], b[VRM_PROTO_NONCE_LEN];
+
+        g_assert_cmpint(vrmProtoNonce(a), ==, 0);
+        g_assert_cmpint(vrmProtoNonce(b), ==, 0);
+        g_assert_false(memcmp(a, b, sizeof(a)) == 0);
+    }
+}
+
+static void
+testAuthMessage(void)
+{
+    guint8 buf[VRM_CONTROL_MESSAGE_MAX];
+    guint8 mac[VRM_PROTO_MAC_LEN];
+    size_t len;
+    vrmProtoMsg msg;
+    guint32 a;
+
+    memset(mac, 0x5a, sizeof(mac));
+    len = vrmProtoBuildAuth(buf, mac);
+    g_assert_cmpuint(len, ==, VRM_PROTO_HEADER_LEN + 32);
+    g_assert_cmpint(vrmProtoMsgDecode(buf, len, &msg), ==, 0);
+    g_assert_cmpuint(msg.hdr.type, ==, VRM_MSG_AUTH);
+    g_assert_cmpmem(vrmProtoGetAuth(&msg), 32, mac, 32);
+    /* one entry only, of exactly 32 bytes */
+    buf[11] = 2;
+    g_assert_cmpint(vrmProtoMsgDecode(buf, len, &msg), ==, -1);
+    buf[11] = 1;
+    g_assert_cmpint(vrmProtoMsgDecode(buf, len - 1, &msg), ==, -1);
+
+    len = vrmProtoBuildU32Pair(buf, VRM_MSG_CHANNEL_CONNECT, 3, 0);
+    g_assert_cmpint(vrmProtoMsgDecode(buf, len, &msg), ==, 0);
+    vrmProtoGetU32Pair(&msg, 0, &a, NULL);
+    g_assert_cmpuint(a, ==, 3);
+    buf[len - 1] = 1;   /* padding */
+    g_assert_cmpint(vrmProtoMsgDecode(buf, len, &msg), ==, -1);
+
+    /* version 1's CHANNEL_UNUSED is refused */
+    len = vrmProtoBuildU32Pair(buf, VRM_MSG_CHANNEL_UNUSED, 1, 0);
+    g_assert_cmpint(vrmProtoMsgDecode(buf, len, &msg), ==, -1);
+    g_assert_nonnull(strstr(vrmGetLastErrorMessage(), "not used in protocol version 2"));
 }
 
 static void
@@ -91,25 +208,36 @@ testReject(void)
 {
     guint8 buf[VRM_PROTO_REJECT_LEN];
     guint8 padded[148] = { 0 };
+    guint32 version;
     int i;
 
     for (i = VRM_REJECT_VERSION; i < VRM_REJECT_LAST; i++) {
-        vrmProtoRejectEncode(i, buf);
-        g_assert_cmpint(vrmProtoRejectDecode(buf, sizeof(buf)), ==, i);
+        vrmProtoRejectEncode(i, 2, buf);
+        g_assert_cmpint(vrmProtoRejectDecode(buf, sizeof(buf), &version), ==, i);
+        g_assert_cmpuint(version, ==, 2);
         g_assert_nonnull(vrmProtoRejectReasonToString(i));
     }
-    vrmProtoRejectEncode(VRM_REJECT_TOKEN, buf);
+    /* the layout: magic, the rejecting side's version, the reason */
+    vrmProtoRejectEncode(VRM_REJECT_JOB_ENDED, 2, buf);
+    {
+        static const guint8 want[] = { 0x56, 0x52, 0x4d, 0x52, 0, 0, 0, 2, 0, 0, 0, 7 };
+
+        g_assert_cmpmem(buf, sizeof(buf), want, sizeof(want));
+    }
+    g_assert_cmpstr(vrmProtoRejectReasonToString(VRM_REJECT_JOB_ENDED), ==,
+                    "the source engine's job has ended");
+    vrmProtoRejectEncode(VRM_REJECT_VERSION, 1, buf);
     memcpy(padded, buf, sizeof(buf));
-    g_assert_cmpint(vrmProtoRejectDecode(padded, sizeof(padded)), ==, VRM_REJECT_TOKEN);
-    g_assert_cmpstr(vrmProtoRejectReasonToString(VRM_REJECT_TOKEN), ==, "wrong token");
+    g_assert_cmpint(vrmProtoRejectDecode(padded, sizeof(padded), &version), ==, VRM_REJECT_VERSION);
+    g_assert_cmpuint(version, ==, 1);
     /* not ours: a reject by a host where nobody listens */
-    g_assert_cmpint(vrmProtoRejectDecode(NULL, 0), ==, VRM_REJECT_NONE);
+    g_assert_cmpint(vrmProtoRejectDecode(NULL, 0, NULL), ==, VRM_REJECT_NONE);
     memset(padded, 0, sizeof(padded));
-    g_assert_cmpint(vrmProtoRejectDecode(padded, sizeof(padded)), ==, VRM_REJECT_NONE);
-    g_assert_cmpint(vrmProtoRejectDecode(buf, 11), ==, VRM_REJECT_NONE);
+    g_assert_cmpint(vrmProtoRejectDecode(padded, sizeof(padded), NULL), ==, VRM_REJECT_NONE);
+    g_assert_cmpint(vrmProtoRejectDecode(buf, 11, NULL), ==, VRM_REJECT_NONE);
     /* ours but with a reason out of range */
-    vrmProtoRejectEncode(99, buf);
-    g_assert_cmpint(vrmProtoRejectDecode(buf, sizeof(buf)), ==, VRM_REJECT_MALFORMED);
+    vrmProtoRejectEncode(99, 2, buf);
+    g_assert_cmpint(vrmProtoRejectDecode(buf, sizeof(buf), NULL), ==, VRM_REJECT_MALFORMED);
 }
 
 static void
@@ -183,6 +311,8 @@ testSeedNumbering(void)
     g_assert_cmpint(VRM_MSG_EOF_ACK, ==, 12);
     g_assert_cmpint(VRM_MSG_CHANNEL_UNUSED, ==, 13);
     g_assert_cmpint(VRM_MSG_KEEPALIVE, ==, 14);
+    g_assert_cmpint(VRM_MSG_AUTH, ==, 15);
+    g_assert_cmpint(VRM_MSG_CHANNEL_CONNECT, ==, 16);
     g_assert_cmpstr(vrmProtoMsgTypeToString(VRM_MSG_REGISTER_RESULT), ==, "REGISTER_RESULT");
     g_assert_null(vrmProtoMsgTypeToString(VRM_MSG_LAST));
     g_assert_null(vrmProtoMsgTypeToString(-1));
@@ -424,9 +554,12 @@ int
 main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
-    g_test_add_func("/proto/conndata/roundtrip", testConnDataRoundTrip);
-    g_test_add_func("/proto/conndata/bounds", testConnDataBounds);
-    g_test_add_func("/proto/conndata/check", testConnDataCheck);
+    g_test_add_func("/proto/req/roundtrip", testConnReqRoundTrip);
+    g_test_add_func("/proto/req/bounds", testConnReqBounds);
+    g_test_add_func("/proto/req/check", testConnReqCheck);
+    g_test_add_func("/proto/rep/roundtrip", testConnRepRoundTrip);
+    g_test_add_func("/proto/macs", testMacs);
+    g_test_add_func("/proto/auth-connect", testAuthMessage);
     g_test_add_func("/proto/reject", testReject);
     g_test_add_func("/proto/negotiate", testNegotiate);
     g_test_add_func("/proto/settings", testSettingsRanges);

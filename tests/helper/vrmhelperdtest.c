@@ -353,7 +353,7 @@ vrmFakeSourceMessage(vrmPeerConn *pc, vrmPeerMessage *msg, gpointer opaque)
             reply = vrmPeerMessageNew(VRM_PEER_MIGRATION_OFFER);
             reply->socketPath = g_strdup(fs->socketPath);
             reply->offer = vrmOfferNew();
-            reply->offer->version = 1;
+            reply->offer->version = VRM_PROTOCOL_VERSION;
             reply->offer->capabilities = 0x2;
             reply->offer->hasToken = true;
             reply->offer->token = fs->token;

@@ -3,7 +3,8 @@
 #
 #   engine-fault.sh ENGINE STREAMTEST CASE
 #
-# CASE: wrong-token | version | malformed | cq | kill | link-down
+# CASE: kill | link-down (the other failure cases are in engine-cases.sh,
+# several per boot)
 # Each side asserts its engine's exit status and the specific error text,
 # and that the failing job ended within the deadline. VRM_FAULT_LOG=--debug
 # makes the engines log everything (default --verbose).
@@ -48,59 +49,6 @@ run_dest() {     # TOKEN, then extra engine options
 }
 
 case "$case:$host" in
-wrong-token:a)
-    run_source --deadline-connect 15
-    wait $epid; erc=$?
-    expect_error $erc "connection requests were refused \\(last: wrong token\\)"
-    grep -q "Refused a connection request: The peer presented a wrong token" "$work/engine.log" ||
-        fail "no log line about the wrong token"
-    grep -q '"bytes-sent": 0, "bytes-received": 0' "$work/stats.json" || fail "bytes moved"
-    grep -q '"established": 0' "$work/stats.json" || fail "a channel was established"
-    ;;
-wrong-token:b)
-    run_dest $badtoken --deadline-connect 30; erc=$?
-    expect_error $erc "The source engine rejected channel 0: wrong token."
-    ;;
-version:a)
-    run_source --deadline-connect 15
-    wait $epid; erc=$?
-    expect_error $erc "unsupported protocol version"
-    grep -q "The peer speaks protocol version 2, this engine speaks version 1." "$work/engine.log" ||
-        fail "no log line about the version"
-    ;;
-version:b)
-    run_dest $token --deadline-connect 30 --test-fault version; erc=$?
-    expect_error $erc "The source engine rejected channel 0: unsupported protocol version."
-    ;;
-malformed:a)
-    run_source --deadline-connect 60 --test-fault malformed:64K
-    "$streamtest" --role source --unix "$sock" --bytes 4M --reverse-bytes 0 >/dev/null 2>&1
-    wait $epid; erc=$?
-    expect_error $erc "The peer engine reported an error: Channel 0: malformed message from the peer: A control message announces 100 data bytes but 8 arrived."
-    ;;
-malformed:b)
-    "$streamtest" --role destination --unix "$sock" --bytes 4M --reverse-bytes 0 >/dev/null 2>&1 &
-    spid=$!
-    run_dest $token --deadline-connect 60; erc=$?
-    kill $spid 2>/dev/null; wait $spid 2>/dev/null
-    expect_error $erc "Channel 0: malformed message from the peer: A control message announces 100 data bytes but 8 arrived."
-    ;;
-cq:a)
-    # the failure-injection point of the completion path: the 6th completion fails
-    export VRM_TEST_FAULT_CQ=6
-    run_source --deadline-connect 60
-    unset VRM_TEST_FAULT_CQ
-    "$streamtest" --role source --unix "$sock" --bytes 4M --reverse-bytes 0 >/dev/null 2>&1
-    wait $epid; erc=$?
-    expect_error $erc "Channel 0: a work request failed: general error."
-    ;;
-cq:b)
-    "$streamtest" --role destination --unix "$sock" --bytes 4M --reverse-bytes 0 >/dev/null 2>&1 &
-    spid=$!
-    run_dest $token --deadline-connect 60; erc=$?
-    kill $spid 2>/dev/null; wait $spid 2>/dev/null
-    expect_error $erc "(The peer engine reported an error: Channel 0: a work request failed: general error.|The peer closed channel 0 before the end of the stream.)"
-    ;;
 link-down:a)
     rm -f "$mark"
     run_source --deadline-connect 60

@@ -8,6 +8,11 @@
  *              of connection i and writes its reverse stream.
  * Every stream is checked byte for byte against the generator and its
  * word-wise FNV-1a 64 checksum printed. Exit 0 only if every stream arrived exactly.
+ * "-uuid UUID" is taken and ignored as QEMU does: it puts the domain's UUID
+ * on the command line, which the destination engine checks.
+ * Like QEMU, which outlives its migration streams, it stays --linger
+ * milliseconds (default 1000) after closing them: the engines take a QEMU
+ * gone when its stream ends for one that crashed mid-stream.
  */
 #include <config.h>
 
@@ -236,7 +241,7 @@ int
 main(int argc, char **argv)
 {
     char *role = NULL, *path = NULL, *bytes = NULL, *rbytes = NULL;
-    gint channels = 1, deadline = 60;
+    gint channels = 1, deadline = 60, linger = 1000;
     gint64 seed = 1;
     GOptionEntry entries[] = {
         { "role", 0, 0, G_OPTION_ARG_STRING, &role, "source or destination", "ROLE" },
@@ -246,6 +251,7 @@ main(int argc, char **argv)
         { "reverse-bytes", 0, 0, G_OPTION_ARG_STRING, &rbytes, "destination->source bytes per channel", "SIZE" },
         { "seed", 0, 0, G_OPTION_ARG_INT64, &seed, "stream seed", "N" },
         { "deadline", 0, 0, G_OPTION_ARG_INT, &deadline, "seconds for the connections (default 60)", "SEC" },
+        { "linger", 0, 0, G_OPTION_ARG_INT, &linger, "milliseconds to stay after the streams (default 1000)", "MS" },
         { NULL },
     };
     g_autoptr(GOptionContext) octx = g_option_context_new(NULL);
@@ -257,6 +263,14 @@ main(int argc, char **argv)
     gboolean source;
     int lfd = -1, failed = 0, i;
 
+    /* QEMU's "-uuid UUID" pair: on the command line, not an option here */
+    for (i = 1; i + 1 < argc; i++) {
+        if (g_str_equal(argv[i], "-uuid")) {
+            memmove(&argv[i], &argv[i + 2], (argc - i - 1) * sizeof(*argv));
+            argc -= 2;
+            break;
+        }
+    }
     g_option_context_add_main_entries(octx, entries, NULL);
     if (!g_option_context_parse(octx, &argc, &argv, &err)) {
         fprintf(stderr, "vrm-streamtest: %s\n", err->message);
@@ -333,5 +347,8 @@ main(int argc, char **argv)
         close(lfd);
         unlink(path);
     }
+    fflush(stdout);
+    if (linger > 0)
+        g_usleep((gulong)linger * 1000);
     return failed;
 }
