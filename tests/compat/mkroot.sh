@@ -34,6 +34,10 @@ packages=(
     gcc libc6-dev meson ninja-build pkg-config cpio xz-utils
     libibverbs-dev librdmacm-dev libvirt-dev libxml2-dev libxml2-utils
     libglib2.0-dev libgnutls28-dev gnutls-bin
+    # what the unit suite checks there too: the man pages (rst2man), the
+    # multiarch library directory the install layout expects (meson asks
+    # dpkg-architecture), the AppArmor abstractions (apparmor_parser)
+    python3-docutils dpkg-dev apparmor
 )
 
 if [ "$(id -u)" != 0 ]; then
