@@ -456,16 +456,47 @@ vrmHostInfoAddDevice(vrmHostInfo *info, const char *name, unsigned int port,
     g_ptr_array_add(info->devices, dev);
 }
 
-/* <NAME attr="..." status="ok|error|off">message</NAME> */
+/* The values of <peers auth=...>, as control.rng lists them */
 static int
-vrmHostInfoParseStatus(xmlNodePtr node, const char *attr, char **attrValue,
+vrmHostInfoPropPeerAuth(xmlNodePtr node, const char *name, bool required,
+                        char **value)
+{
+    static const char *const methods[] = { "psk", "x509", "none", NULL };
+    g_autofree char *str = NULL;
+    int rc;
+
+    if ((rc = vrmXMLPropString(node, name, required, &str)) <= 0)
+        return rc;
+    if (!g_strv_contains(methods, str)) {
+        g_autofree char *elem = vrmXMLNodeName(node);
+        g_autofree char *bad = vrmXMLQuote(str);
+
+        vrmReportError(VRM_ERR_XML,
+                       _("attribute '%1$s' of element '%2$s' has invalid value '%3$s'; expected psk, x509 or none"),
+                       name, elem, bad);
+        return -1;
+    }
+    g_free(*value);
+    *value = g_steal_pointer(&str);
+    return 1;
+}
+
+typedef int (*vrmHostInfoPropFunc)(xmlNodePtr node, const char *name,
+                                   bool required, char **value);
+
+/* <NAME attr="..." status="ok|error|off">message</NAME>; parseAttr checks
+ * the attribute as the schema does (a parser laxer than the schema lets a
+ * peer's reply through that the schema refuses: found by vrmxmlfuzz) */
+static int
+vrmHostInfoParseStatus(xmlNodePtr node, const char *attr,
+                       vrmHostInfoPropFunc parseAttr, char **attrValue,
                        vrmHostInfoStatus *status, char **message)
 {
     const char *const attrs[] = { attr, "status", NULL };
     int st;
 
     if (vrmXMLCheckAttributes(node, attrs) < 0 ||
-        vrmXMLPropString(node, attr, true, attrValue) < 0 ||
+        parseAttr(node, attr, true, attrValue) < 0 ||
         vrmXMLPropEnum(node, "status", true, vrmHostInfoStatusTypeFromString,
                        vrmHostInfoStatusTypeToString,
                        VRM_HOST_INFO_STATUS_LAST, &st) < 0 ||
@@ -610,18 +641,18 @@ vrmHostInfoParseNode(xmlNodePtr node)
         vrmHostInfoParseMemlock(child, info) < 0)
         return NULL;
     if (!(child = vrmXMLRequiredChild(node, "engine")) ||
-        vrmHostInfoParseStatus(child, "user", &info->engineUser,
+        vrmHostInfoParseStatus(child, "user", vrmXMLPropName, &info->engineUser,
                                &info->engineStatus, &info->engineMessage) < 0)
         return NULL;
     if (!(child = vrmXMLRequiredChild(node, "peers")) ||
-        vrmHostInfoParseStatus(child, "auth", &info->peerAuth,
+        vrmHostInfoParseStatus(child, "auth", vrmHostInfoPropPeerAuth, &info->peerAuth,
                                &info->peerStatus, &info->peerMessage) < 0)
         return NULL;
     if ((child = vrmXMLChild(node, "locator")) &&
         !(info->locator = vrmLocatorParseNode(child)))
         return NULL;
     if (!(child = vrmXMLRequiredChild(node, "libvirt")) ||
-        vrmHostInfoParseStatus(child, "uri", &info->libvirtURI,
+        vrmHostInfoParseStatus(child, "uri", vrmXMLPropString, &info->libvirtURI,
                                &info->libvirtStatus, &info->libvirtMessage) < 0)
         return NULL;
     for (child = node->children; child; child = child->next) {
