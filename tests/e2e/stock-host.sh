@@ -333,7 +333,9 @@ case "$scenario" in
             say "libvirtd's log:"; grep -E "error|warning" /var/log/libvirt/libvirtd.log | tail -15
             fail "virt-rdma migrate as $user failed (status $rc)"
         fi
-        runuser -u "$user" -- virt-rdma jobinfo -c qemu:///system --completed g1 || fail "virt-rdma jobinfo --completed failed" ;;
+        # --keep-completed: check_migrated_source reads the same job after it
+        runuser -u "$user" -- virt-rdma jobinfo -c qemu:///system --completed --keep-completed g1 ||
+            fail "virt-rdma jobinfo --completed failed" ;;
 esac
 check_migrated_source g1
 no_denials
