@@ -13,6 +13,8 @@
 #                   inside the root, with its libraries)
 #   KIND migrate S  rdma-migrate.sh with the scenarios S (several in one
 #                   boot, one after the other on the same daemons)
+#   KIND negotiation S  negotiation.sh scenario S: plain virsh, virt-rdma
+#                   migrate and libvirt-python over the helpers' negotiation
 #   KIND native     QEMU's own rdma: migration through libvirt, the
 #                   reference (native-rdma.sh); its outcome is printed
 #                   either way and it fails when the migration fails
@@ -108,6 +110,9 @@ case "$kind" in
     migrate)
         [ $# -gt 0 ] || die "migrate needs scenarios"
         sandbox "bash $e2e/rdma-migrate.sh $*" ;;
+    negotiation)
+        [ $# -eq 1 ] || die "negotiation needs one scenario"
+        sandbox "bash $e2e/negotiation.sh $1" ;;
     native)
         sandbox "bash $e2e/native-rdma.sh" ;;
     tcp)

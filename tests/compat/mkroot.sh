@@ -29,6 +29,8 @@ packages=(
     libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86
     # what the e2e scenarios and the benchmark run
     python3 procps bc
+    # a management application's migration (negotiation.sh: libvirt-python)
+    python3-libvirt
     # building virt-rdma inside the root (build-root.sh), with the same
     # dependencies as on Debian 12 plus GnuTLS for the helper channel
     gcc libc6-dev meson ninja-build pkg-config cpio xz-utils
