@@ -318,95 +318,188 @@ vrmBenchReport(const char *statsFile)
     return 0;
 }
 
-int
-vrmCmdBench(int argc, char **argv)
+/* What the command line asks for */
+typedef struct {
+    gboolean server;
+    char *client;           /* the server's address, on the client */
+    char *address;          /* the local address, on the server */
+    char *chunk;
+    char *token;
+    int port;
+    int channels;
+    int sizeMiB;
+    gboolean pinAll;
+    gboolean noImm;
+    unsigned long long chunkSize;
+    vrmToken tok;
+} vrmBenchOptions;
+
+static void
+vrmBenchOptionsClear(vrmBenchOptions *o)
 {
-    gboolean server = FALSE;
-    char *client = NULL;
-    char *address = NULL;
-    char *chunk = NULL;
-    char *token = NULL;
-    int port = VRM_BENCH_DEFAULT_PORT;
-    int channels = 1;
-    int sizeMiB = 256;
-    gboolean pinAll = FALSE, noImm = FALSE;
+    g_free(o->client);
+    g_free(o->address);
+    g_free(o->chunk);
+    g_free(o->token);
+    vrmTokenClear(&o->tok);
+}
+
+/* 0 when the options make a benchmark, else the exit status (2: usage) */
+static int
+vrmBenchParseArgs(int argc, char **argv, vrmBenchOptions *o)
+{
     GOptionEntry entries[] = {
-        { "server", 0, 0, G_OPTION_ARG_NONE, &server, N_("send: start a source engine and write the streams"), NULL },
-        { "client", 0, 0, G_OPTION_ARG_STRING, &client, N_("receive from the server at ADDR: start a destination engine and check the streams"), N_("ADDR") },
-        { "address", 0, 0, G_OPTION_ARG_STRING, &address, N_("server: the local RDMA address to listen on"), N_("ADDR") },
-        { "port", 0, 0, G_OPTION_ARG_INT, &port, N_("rdma_cm port (default 18600)"), N_("PORT") },
-        { "channels", 0, 0, G_OPTION_ARG_INT, &channels, N_("channels, each its own queue pair (default 1)"), N_("N") },
-        { "size", 0, 0, G_OPTION_ARG_INT, &sizeMiB, N_("MiB per channel (default 256); the same on both hosts"), N_("MIB") },
-        { "chunk-size", 0, 0, G_OPTION_ARG_STRING, &chunk, N_("engine chunk size, e.g. 1M"), N_("SIZE") },
-        { "rdma-pin-all", 0, 0, G_OPTION_ARG_NONE, &pinAll, N_("register the rings up front"), NULL },
-        { "no-write-imm", 0, 0, G_OPTION_ARG_NONE, &noImm, N_("announce data with descriptor SENDs"), NULL },
-        { "token", 0, 0, G_OPTION_ARG_STRING, &token, N_("32 hex characters, the same on both hosts (default: a fixed benchmark token)"), N_("HEX32") },
+        { "server", 0, 0, G_OPTION_ARG_NONE, &o->server, N_("send: start a source engine and write the streams"), NULL },
+        { "client", 0, 0, G_OPTION_ARG_STRING, &o->client, N_("receive from the server at ADDR: start a destination engine and check the streams"), N_("ADDR") },
+        { "address", 0, 0, G_OPTION_ARG_STRING, &o->address, N_("server: the local RDMA address to listen on"), N_("ADDR") },
+        { "port", 0, 0, G_OPTION_ARG_INT, &o->port, N_("rdma_cm port (default 18600)"), N_("PORT") },
+        { "channels", 0, 0, G_OPTION_ARG_INT, &o->channels, N_("channels, each its own queue pair (default 1)"), N_("N") },
+        { "size", 0, 0, G_OPTION_ARG_INT, &o->sizeMiB, N_("MiB per channel (default 256); the same on both hosts"), N_("MIB") },
+        { "chunk-size", 0, 0, G_OPTION_ARG_STRING, &o->chunk, N_("engine chunk size, e.g. 1M"), N_("SIZE") },
+        { "rdma-pin-all", 0, 0, G_OPTION_ARG_NONE, &o->pinAll, N_("register the rings up front"), NULL },
+        { "no-write-imm", 0, 0, G_OPTION_ARG_NONE, &o->noImm, N_("announce data with descriptor SENDs"), NULL },
+        { "token", 0, 0, G_OPTION_ARG_STRING, &o->token, N_("32 hex characters, the same on both hosts (default: a fixed benchmark token)"), N_("HEX32") },
         { NULL, 0, 0, 0, NULL, NULL, NULL },
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new(_("- measure the RDMA transport engine between two hosts"));
     g_autoptr(GError) err = NULL;
-    g_auto(vrmEngineSettings) es = { 0 };
-    g_autofree char *dir = NULL;
-    g_autofree char *sock = NULL;
-    g_autofree char *statsFile = NULL;
-    vrmBenchStream *streams = NULL;
-    GThread **threads = NULL;
-    vrmToken tok;
-    unsigned long long chunkSize = 0;
-    GPid pid = 0;
-    int status = 0, lfd = -1, statsFd = -1, ret = 1, i;
-    gint64 first = G_MAXINT64, last = 0, deadline;
-    guint64 total = 0;
 
+    o->port = VRM_BENCH_DEFAULT_PORT;
+    o->channels = 1;
+    o->sizeMiB = 256;
     g_option_context_add_main_entries(ctx, entries, GETTEXT_PACKAGE);
     if (!g_option_context_parse(ctx, &argc, &argv, &err)) {
         vrmCliError("%s", err->message);
         return 2;
     }
-    if (argc != 1 || server == !!client || (server && !address)) {
+    if (argc != 1 || o->server == !!o->client || (o->server && !o->address)) {
         vrmCliError(_("bench runs as '--server --address ADDR' on one host and '--client ADDR' on the other"));
         return 2;
     }
-    if (channels < 1 || channels > VRM_CHANNELS_MAX || sizeMiB < 1 || port < 1 || port > 65535) {
+    if (o->channels < 1 || o->channels > VRM_CHANNELS_MAX || o->sizeMiB < 1 ||
+        o->port < 1 || o->port > 65535) {
         vrmCliError(_("--channels takes 1 to 64, --size at least 1, --port 1 to 65535"));
         return 2;
     }
-    if (chunk && !vrmParseSize(chunk, &chunkSize)) {
-        vrmCliError(_("--chunk-size '%1$s' is not a size: %2$s"), chunk, vrmSizeSyntaxHelp());
+    if (o->chunk && !vrmParseSize(o->chunk, &o->chunkSize)) {
+        vrmCliError(_("--chunk-size '%1$s' is not a size: %2$s"), o->chunk, vrmSizeSyntaxHelp());
         return 2;
     }
-    if (!vrmTokenParse(token ? token : VRM_BENCH_TOKEN, &tok)) {
+    if (!vrmTokenParse(o->token ? o->token : VRM_BENCH_TOKEN, &o->tok)) {
         vrmCliError(_("--token takes 32 lowercase hexadecimal characters"));
         return 2;
     }
+    return 0;
+}
 
+/* The engine's settings: the server's engine accepts on our listening
+ * socket, the client's connects to it at SOCK */
+static int
+vrmBenchSettings(const vrmBenchOptions *o, const char *sock, vrmEngineSettings *es)
+{
+    vrmEngineSettingsInit(es);
+    es->role = o->server ? VRM_ENGINE_ROLE_SOURCE : VRM_ENGINE_ROLE_DESTINATION;
+    es->address = g_strdup(o->server ? o->address : o->client);
+    es->port = o->port;
+    es->channels = o->channels;
+    if (o->chunkSize)
+        es->chunkSize = o->chunkSize;
+    es->pinAll = o->pinAll;
+    es->noWriteImm = o->noImm;
+    es->deadlineConnect = VRM_BENCH_DEADLINE_S;
+    es->tokenFd = VRM_ENGINE_FD_TOKEN;
+    es->statsFd = VRM_ENGINE_FD_STATS;
+    if (o->server)
+        es->qemuListenFd = VRM_ENGINE_FD_QEMU_LISTEN;
+    else
+        es->qemuPath = g_strdup(sock);
+    if (vrmEngineSettingsValidate(es) < 0) {
+        vrmCliError("%s", vrmGetLastErrorMessage());
+        return -1;
+    }
+    return 0;
+}
+
+/* Plays QEMU on every channel, one thread each, until the streams end;
+ * then reaps the engine. Returns 0 when every stream moved all its bytes
+ * and the engine exited 0, with the total and its time span. */
+static int
+vrmBenchRunStreams(const vrmBenchOptions *o, const char *sock, int lfd, GPid pid,
+                   guint64 *total, double *secs)
+{
+    g_autofree vrmBenchStream *streams = g_new0(vrmBenchStream, o->channels);
+    g_autofree GThread **threads = g_new0(GThread *, o->channels);
+    gint64 deadline = g_get_monotonic_time() + (gint64)VRM_BENCH_DEADLINE_S * G_USEC_PER_SEC;
+    gint64 first = G_MAXINT64, last = 0;
+    int status, ret = 0, i;
+
+    for (i = 0; i < o->channels; i++) {
+        streams[i].channel = i;
+        streams[i].bytes = (guint64)o->sizeMiB << 20;
+        streams[i].fd = o->server ? vrmBenchConnect(sock) : vrmBenchAccept(lfd, pid, deadline);
+        if (streams[i].fd < 0) {
+            if (!o->server)
+                vrmCliError(_("the destination engine did not connect channel %1$d: %2$s"),
+                            i, g_strerror(errno));
+            break;
+        }
+        vrmBenchSetTimeouts(streams[i].fd);
+        threads[i] = g_thread_new(o->server ? "bench-writer" : "bench-reader",
+                                  o->server ? vrmBenchWriter : vrmBenchReader, &streams[i]);
+    }
+    for (i = 0; i < o->channels; i++) {
+        if (threads[i])
+            g_thread_join(threads[i]);
+    }
+    /* the streams are done (or failed): the engine ends within its own
+     * teardown bound */
+    status = vrmBenchReap(pid, g_get_monotonic_time() + VRM_BENCH_DEADLINE_S * G_USEC_PER_SEC);
+    *total = 0;
+    for (i = 0; i < o->channels; i++) {
+        if (streams[i].fd > 0)
+            close(streams[i].fd);
+        if (!threads[i] || streams[i].error) {
+            if (streams[i].error)
+                vrmCliError("%s", streams[i].error);
+            g_free(streams[i].error);
+            ret = -1;
+            continue;
+        }
+        *total += streams[i].moved;
+        first = MIN(first, streams[i].firstUs);
+        last = MAX(last, streams[i].lastUs);
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        ret = -1;
+    *secs = last > first ? (last - first) / 1e6 : 0;
+    return ret;
+}
+
+int
+vrmCmdBench(int argc, char **argv)
+{
+    vrmBenchOptions o = { 0 };
+    g_auto(vrmEngineSettings) es = { 0 };
+    g_autoptr(GError) err = NULL;
+    g_autofree char *dir = NULL;
+    g_autofree char *sock = NULL;
+    g_autofree char *statsFile = NULL;
+    guint64 total = 0;
+    double secs = 0;
+    GPid pid;
+    int lfd = -1, statsFd, ret;
+
+    if ((ret = vrmBenchParseArgs(argc, argv, &o)) != 0)
+        goto cleanup;
+    ret = 1;
     if (!(dir = g_dir_make_tmp("virt-rdma-bench.XXXXXX", &err))) {
         vrmCliError("%s", err->message);
-        return 1;
+        goto cleanup;
     }
     sock = g_build_filename(dir, "stream.sock", NULL);
     statsFile = g_build_filename(dir, "stats.json", NULL);
-
-    vrmEngineSettingsInit(&es);
-    es.role = server ? VRM_ENGINE_ROLE_SOURCE : VRM_ENGINE_ROLE_DESTINATION;
-    es.address = g_strdup(server ? address : client);
-    es.port = port;
-    es.channels = channels;
-    if (chunkSize)
-        es.chunkSize = chunkSize;
-    es.pinAll = pinAll;
-    es.noWriteImm = noImm;
-    es.deadlineConnect = VRM_BENCH_DEADLINE_S;
-    es.tokenFd = VRM_ENGINE_FD_TOKEN;
-    es.statsFd = VRM_ENGINE_FD_STATS;
-    if (server)
-        es.qemuListenFd = VRM_ENGINE_FD_QEMU_LISTEN;
-    else
-        es.qemuPath = g_strdup(sock);
-    if (vrmEngineSettingsValidate(&es) < 0) {
-        vrmCliError("%s", vrmGetLastErrorMessage());
+    if (vrmBenchSettings(&o, sock, &es) < 0)
         goto cleanup;
-    }
     if ((statsFd = open(statsFile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0) {
         vrmCliError(_("cannot create %1$s: %2$s"), statsFile, g_strerror(errno));
         goto cleanup;
@@ -414,72 +507,27 @@ vrmCmdBench(int argc, char **argv)
     /* Both sides play QEMU: the listening socket is ours on both hosts;
      * on the server the engine accepts on it, on the client we accept the
      * engine's connections. */
-    if ((lfd = vrmBenchListen(sock)) < 0)
+    if ((lfd = vrmBenchListen(sock)) < 0) {
+        close(statsFd);
         goto cleanup;
-    pid = vrmBenchSpawn(&es, &tok, statsFd, server ? lfd : -1);
-    vrmTokenClear(&tok);
+    }
+    pid = vrmBenchSpawn(&es, &o.tok, statsFd, o.server ? lfd : -1);
+    vrmTokenClear(&o.tok);
     close(statsFd);
-    statsFd = -1;
     if (!pid)
         goto cleanup;
-
-    streams = g_new0(vrmBenchStream, channels);
-    threads = g_new0(GThread *, channels);
-    deadline = g_get_monotonic_time() + (gint64)VRM_BENCH_DEADLINE_S * G_USEC_PER_SEC;
-    for (i = 0; i < channels; i++) {
-        streams[i].channel = i;
-        streams[i].bytes = (guint64)sizeMiB << 20;
-        streams[i].fd = server ? vrmBenchConnect(sock) : vrmBenchAccept(lfd, pid, deadline);
-        if (streams[i].fd < 0) {
-            if (!server)
-                vrmCliError(_("the destination engine did not connect channel %1$d: %2$s"),
-                            i, g_strerror(errno));
-            break;
-        }
-        vrmBenchSetTimeouts(streams[i].fd);
-        threads[i] = g_thread_new(server ? "bench-writer" : "bench-reader",
-                                  server ? vrmBenchWriter : vrmBenchReader, &streams[i]);
-    }
-    for (i = 0; i < channels; i++) {
-        if (threads[i])
-            g_thread_join(threads[i]);
-    }
-    /* the streams are done (or failed): the engine ends within its own
-     * teardown bound */
-    status = vrmBenchReap(pid, g_get_monotonic_time() + VRM_BENCH_DEADLINE_S * G_USEC_PER_SEC);
-    pid = 0;
-    ret = 0;
-    for (i = 0; i < channels; i++) {
-        if (streams[i].fd > 0)
-            close(streams[i].fd);
-        if (!threads[i] || streams[i].error) {
-            if (streams[i].error)
-                vrmCliError("%s", streams[i].error);
-            ret = 1;
-            continue;
-        }
-        total += streams[i].moved;
-        first = MIN(first, streams[i].firstUs);
-        last = MAX(last, streams[i].lastUs);
-    }
-    if (vrmBenchReport(statsFile) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    ret = vrmBenchRunStreams(&o, sock, lfd, pid, &total, &secs) < 0 ? 1 : 0;
+    if (vrmBenchReport(statsFile) < 0)
         ret = 1;
-    if (ret == 0 && last > first) {
-        double secs = (last - first) / 1e6;
+    if (ret == 0 && secs > 0) {
         g_autofree char *sz = vrmCliPrettySize(total);
 
         printf(_("%1$s over %2$d channel(s) in %3$.3f s: %4$.1f Mbit/s (%5$s, every byte checked)\n"),
-               sz, channels, secs, total * 8 / 1e6 / secs,
-               server ? _("sent") : _("received"));
+               sz, o.channels, secs, total * 8 / 1e6 / secs,
+               o.server ? _("sent") : _("received"));
     }
 
  cleanup:
-    if (pid > 0) {
-        kill(pid, SIGTERM);
-        vrmBenchReap(pid, g_get_monotonic_time() + 10 * G_USEC_PER_SEC);
-    }
-    if (statsFd >= 0)
-        close(statsFd);
     if (lfd >= 0)
         close(lfd);
     if (sock)
@@ -488,11 +536,6 @@ vrmCmdBench(int argc, char **argv)
         g_unlink(statsFile);
     if (dir)
         g_rmdir(dir);
-    g_free(streams);
-    g_free(threads);
-    g_free(client);
-    g_free(address);
-    g_free(chunk);
-    g_free(token);
+    vrmBenchOptionsClear(&o);
     return ret;
 }
