@@ -307,7 +307,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 vrmFakeQPDeliver(p->qp[side], 1 + take8(&in) % 8);
             break;
         case 4:                                 /* hostile: raw bytes */
-            len = MIN(take8(&in) * 20 + take8(&in), sizeof(msg));
+            /* MIN() evaluates its arguments twice: take the bytes first
+             * (a length taken twice overflowed msg; found by a long run) */
+            len = take8(&in) * 20;
+            len += take8(&in);
+            len = MIN(len, sizeof(msg));
             len = MIN(len, in.left);
             memcpy(msg, in.p, len);
             in.p += len;
