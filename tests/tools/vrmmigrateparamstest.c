@@ -102,6 +102,18 @@ testChannelsMismatch(void)
                 "4 RDMA channels were asked for, but 2 parallel connections need 3 (one more for the main stream)");
 }
 
+/* A management app's typed parameters are checked as the XML's ranges */
+static void
+testOutOfRange(void)
+{
+    testRefused(VRM_MIGRATE_PARAM_CHANNELS, 0, VIR_MIGRATE_PARALLEL,
+                "migration parameter 'rdma.channels' is 0; it takes 1 to 64");
+    testRefused(VRM_MIGRATE_PARAM_RING_DEPTH, 1, 0,
+                "migration parameter 'rdma.ring-depth' is 1; it takes 2 to 1024");
+    testRefused(VRM_MIGRATE_PARAM_DEVICE_PORT, 256, 0,
+                "migration parameter 'rdma.device-port' is 256; it takes 1 to 255");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -113,5 +125,6 @@ main(int argc, char **argv)
     g_test_add_func("/migrate-params/unknown", testUnknownParam);
     g_test_add_func("/migrate-params/channels-without-parallel", testChannelsWithoutParallel);
     g_test_add_func("/migrate-params/channels-mismatch", testChannelsMismatch);
+    g_test_add_func("/migrate-params/out-of-range", testOutOfRange);
     return g_test_run();
 }

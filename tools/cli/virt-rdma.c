@@ -73,8 +73,13 @@ main(int argc, char **argv)
         return 0;
     }
     for (i = 0; i < G_N_ELEMENTS(vrmCliCommands); i++) {
-        if (g_str_equal(argv[1], vrmCliCommands[i].name))
+        if (g_str_equal(argv[1], vrmCliCommands[i].name)) {
+            /* GLib's help header: "Usage: virt-rdma migrate [OPTION…]" */
+            g_autofree char *prgname = g_strdup_printf("virt-rdma %s", argv[1]);
+
+            g_set_prgname(prgname);
             return vrmCliCommands[i].run(argc - 1, argv + 1);
+        }
     }
     vrmCliError(_("unknown command '%1$s'; the commands are migrate, jobinfo, uri, capabilities and bench"),
                 argv[1]);

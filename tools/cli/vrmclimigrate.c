@@ -57,6 +57,8 @@ typedef struct {
     int timeout;                        /* s, 0: none */
     gboolean verbose;
     char *connectURI;                   /* -c: the source libvirt */
+    char *domain;                       /* --domain, as virsh names it */
+    char *desturi;                      /* --desturi */
 } vrmMigrateOptions;
 
 typedef struct {
@@ -80,6 +82,8 @@ vrmMigrateOptionsClear(vrmMigrateOptions *o)
     for (i = 0; i < G_N_ELEMENTS(o->rdma); i++)
         g_free(o->rdma[i]);
     g_free(o->connectURI);
+    g_free(o->domain);
+    g_free(o->desturi);
 }
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(vrmMigrateOptions, vrmMigrateOptionsClear);
 
@@ -148,6 +152,10 @@ vrmMigrateEntries(vrmMigrateOptions *o)
               N_("display the progress of migration"), NULL },
             { "connect", 'c', 0, G_OPTION_ARG_STRING, &o->connectURI,
               N_("libvirt URI of the source (default: libvirt's)"), N_("URI") },
+            { "domain", 0, 0, G_OPTION_ARG_STRING, &o->domain,
+              N_("domain name, id or uuid (or the first argument)"), N_("DOMAIN") },
+            { "desturi", 0, 0, G_OPTION_ARG_STRING, &o->desturi,
+              N_("connection URI of the destination host (or the second argument)"), N_("URI") },
         };
 
         g_array_append_vals(entries, rest, G_N_ELEMENTS(rest));
@@ -155,7 +163,8 @@ vrmMigrateEntries(vrmMigrateOptions *o)
     return (GOptionEntry *)g_array_free(entries, FALSE);
 }
 
-/* An RDMA option's text as the typed parameter of its row */
+/* An RDMA option's text as the typed parameter of its row, checked as the
+ * library checks it, so that a wrong value is named before any connection */
 static int
 vrmMigrateAddRdma(const vrmMigrateParamInfo *row, const char *text,
                   vrmTypedParams *p)
@@ -169,15 +178,32 @@ vrmMigrateAddRdma(const vrmMigrateParamInfo *row, const char *text,
                         vrmSizeSyntaxHelp());
             return -1;
         }
+        if (v < VRM_CHUNK_SIZE_MIN || v > VRM_CHUNK_SIZE_MAX || (v & (v - 1))) {
+            vrmCliError(_("--%1$s takes a power of two from 64K to 64M, not '%2$s'"),
+                        row->option, text);
+            return -1;
+        }
         return virTypedParamsAddULLong(&p->params, &p->n, &p->max, row->param, v);
     case VRM_MIGRATE_ARG_UINT:
-        if (!vrmParseUInt64(text, &v) || v > G_MAXUINT) {
-            vrmCliError(_("--%1$s takes a positive number, not '%2$s'"), row->option, text);
+        if (!vrmParseUInt64(text, &v) || v < row->min || v > row->max) {
+            vrmCliError(_("--%1$s takes a number from %2$u to %3$u, not '%4$s'"),
+                        row->option, row->min, row->max, text);
             return -1;
         }
         return virTypedParamsAddUInt(&p->params, &p->n, &p->max, row->param, v);
     case VRM_MIGRATE_ARG_NAME:
+        if (!vrmValidName(text)) {
+            vrmCliError(_("--%1$s '%2$s' is not an RDMA device name (1 to %3$d letters, digits, '_', '.' or '-')"),
+                        row->option, text, VRM_NAME_MAX);
+            return -1;
+        }
+        return virTypedParamsAddString(&p->params, &p->n, &p->max, row->param, text);
     case VRM_MIGRATE_ARG_ADDRESS:
+        if (!vrmValidAddress(text)) {
+            vrmCliError(_("--%1$s '%2$s' is not an IPv4 or IPv6 address"), row->option, text);
+            return -1;
+        }
+        return virTypedParamsAddString(&p->params, &p->n, &p->max, row->param, text);
     case VRM_MIGRATE_ARG_PATH:
         return virTypedParamsAddString(&p->params, &p->n, &p->max, row->param, text);
     }
@@ -198,8 +224,18 @@ vrmMigrateBuild(const vrmMigrateOptions *o, unsigned int *flags, vrmTypedParams 
         vrmCliError(_("--parallel-connections needs --parallel"));
         return 2;
     }
-    if (o->bandwidth < 0 || o->timeout < 0 || o->parallelConnections < 0) {
-        vrmCliError(_("--bandwidth, --timeout and --parallel-connections take positive numbers"));
+    if (o->parallelConnections < 0 || o->parallelConnections >= VRM_CHANNELS_MAX) {
+        vrmCliError(_("--parallel-connections takes a number from 1 to %1$d, not %2$d"),
+                    VRM_CHANNELS_MAX - 1, o->parallelConnections);
+        return 2;
+    }
+    if (o->bandwidth < 0) {
+        vrmCliError(_("--bandwidth takes a positive number of MiB/s, not %1$lld"),
+                    (long long)o->bandwidth);
+        return 2;
+    }
+    if (o->timeout < 0) {
+        vrmCliError(_("--timeout takes a positive number of seconds, not %1$d"), o->timeout);
         return 2;
     }
     if ((o->parallelConnections &&
@@ -213,6 +249,40 @@ vrmMigrateBuild(const vrmMigrateOptions *o, unsigned int *flags, vrmTypedParams 
     for (i = 0; i < vrmMigrateParamCount() && i < VRM_CLI_MAX_PARAMS; i++) {
         if (o->rdma[i] && vrmMigrateAddRdma(vrmMigrateParamGet(i), o->rdma[i], p) < 0)
             return 2;
+    }
+    /* what the library will check (channels against parallel connections),
+     * before libvirt or the helper is contacted */
+    {
+        vrmMigrationParams scratch = { 0 };
+        const char *sock = NULL;
+        int rc = vrmMigrateOverridesFromParams(p->params, p->n, *flags, &scratch, &sock);
+
+        vrmMigrationParamsClear(&scratch);
+        if (rc < 0) {
+            vrmCliError("%s", vrmLastErrorMessage());
+            return 2;
+        }
+    }
+    return 0;
+}
+
+/* DOMAIN and DESTURI as arguments or virsh's named forms; 2 on a usage error */
+static int
+vrmMigrateTargets(vrmMigrateOptions *o, int argc, char **argv)
+{
+    int next = 1;
+
+    if (!o->domain && next < argc)
+        o->domain = g_strdup(argv[next++]);
+    if (!o->desturi && next < argc)
+        o->desturi = g_strdup(argv[next++]);
+    if (next < argc) {
+        vrmCliError(_("unexpected argument '%1$s'"), argv[next]);
+        return 2;
+    }
+    if (!o->domain || !o->desturi) {
+        vrmCliError(_("migrate takes a domain and a destination URI, e.g. 'virt-rdma migrate --live --p2p web1 qemu+ssh://dst/system'"));
+        return 2;
     }
     return 0;
 }
@@ -384,26 +454,23 @@ vrmCmdMigrate(int argc, char **argv)
         vrmCliError("%s", err->message);
         return 2;
     }
-    if (argc != 3) {
-        vrmCliError(_("migrate takes a domain and a destination URI, e.g. 'virt-rdma migrate --live --p2p web1 qemu+ssh://dst/system'"));
-        return 2;
-    }
-    if ((rc = vrmMigrateBuild(&o, &flags, &params)) != 0)
+    if ((rc = vrmMigrateTargets(&o, argc, argv)) != 0 ||
+        (rc = vrmMigrateBuild(&o, &flags, &params)) != 0)
         return rc;
     if (!(conn = virConnectOpen(o.connectURI))) {
         vrmCliError("%s", virGetLastErrorMessage());
         return 1;
     }
-    if (!(dom = vrmCliLookupDomain(conn, argv[1])))
+    if (!(dom = vrmCliLookupDomain(conn, o.domain)))
         return 1;
-    if (!(flags & VIR_MIGRATE_PEER2PEER) && !(dconn = virConnectOpen(argv[2]))) {
+    if (!(flags & VIR_MIGRATE_PEER2PEER) && !(dconn = virConnectOpen(o.desturi))) {
         vrmCliError(_("cannot connect to the destination '%1$s': %2$s"),
-                    argv[2], virGetLastErrorMessage());
+                    o.desturi, virGetLastErrorMessage());
         return 1;
     }
     run.dom = dom;
     run.dconn = dconn;
-    run.desturi = argv[2];
+    run.desturi = o.desturi;
     run.params = params.params;
     run.nparams = params.n;
     run.flags = flags;

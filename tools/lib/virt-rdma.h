@@ -53,9 +53,9 @@ extern "C" {
 #define VRM_MIGRATE_PARAM_CHUNK_SIZE "rdma.chunk-size"   /* ullong, bytes */
 #define VRM_MIGRATE_PARAM_CHANNELS "rdma.channels"       /* uint, 1..64 */
 #define VRM_MIGRATE_PARAM_DEVICE "rdma.device"           /* string, e.g. mlx5_0 */
-#define VRM_MIGRATE_PARAM_DEVICE_PORT "rdma.device-port" /* uint */
+#define VRM_MIGRATE_PARAM_DEVICE_PORT "rdma.device-port" /* uint, 1..255 */
 #define VRM_MIGRATE_PARAM_ADDRESS "rdma.address"         /* string, IP literal */
-#define VRM_MIGRATE_PARAM_RING_DEPTH "rdma.ring-depth"   /* uint */
+#define VRM_MIGRATE_PARAM_RING_DEPTH "rdma.ring-depth"   /* uint, 2..1024 */
 #define VRM_MIGRATE_PARAM_HELPER_SOCKET "rdma.helper-socket" /* string */
 
 /* Job statistics of ours, added to libvirt's by vrmDomainGetJobStats(). */

@@ -33,6 +33,7 @@ typedef struct {
     const char *argName;        /* N_() */
     const char *help;           /* N_() */
     size_t offset;              /* in vrmMigrationParams; VRM_MIGRATE_NOT_A_PARAM */
+    unsigned int min, max;      /* VRM_MIGRATE_ARG_UINT: the range (vrmlimits.h) */
 } vrmMigrateParamInfo;
 
 #define VRM_MIGRATE_NOT_A_PARAM ((size_t)-1)

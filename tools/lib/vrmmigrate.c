@@ -41,16 +41,19 @@ static const vrmMigrateParamInfo vrmMigrateParamTable[] = {
       OFF(chunkSize) },
     { VRM_MIGRATE_PARAM_CHANNELS, VIR_TYPED_PARAM_UINT, VRM_MIGRATE_ARG_UINT,
       "channels", N_("N"),
-      N_("RDMA channels (1 + parallel connections)"), OFF(channels) },
+      N_("RDMA channels (1 + parallel connections)"), OFF(channels),
+      VRM_CHANNELS_MIN, VRM_CHANNELS_MAX },
     { VRM_MIGRATE_PARAM_RING_DEPTH, VIR_TYPED_PARAM_UINT, VRM_MIGRATE_ARG_UINT,
       "ring-depth", N_("N"),
-      N_("chunks per channel and direction"), OFF(ringDepth) },
+      N_("chunks per channel and direction"), OFF(ringDepth),
+      VRM_RING_DEPTH_MIN, VRM_RING_DEPTH_MAX },
     { VRM_MIGRATE_PARAM_DEVICE, VIR_TYPED_PARAM_STRING, VRM_MIGRATE_ARG_NAME,
       "rdma-device", N_("DEVICE"),
       N_("RDMA device to use, e.g. mlx5_0"), OFF(device) },
     { VRM_MIGRATE_PARAM_DEVICE_PORT, VIR_TYPED_PARAM_UINT, VRM_MIGRATE_ARG_UINT,
       "rdma-port", N_("PORT"),
-      N_("port of that RDMA device"), OFF(devicePort) },
+      N_("port of that RDMA device"), OFF(devicePort),
+      VRM_DEVICE_PORT_MIN, VRM_DEVICE_PORT_MAX },
     { VRM_MIGRATE_PARAM_ADDRESS, VIR_TYPED_PARAM_STRING, VRM_MIGRATE_ARG_ADDRESS,
       "rdma-address", N_("ADDRESS"),
       N_("the source engine's RDMA address (IPv4 or IPv6)"), OFF(address) },
@@ -135,6 +138,12 @@ vrmMigrateParamApply(const vrmMigrateParamInfo *info, const virTypedParameter *p
         *(unsigned int *)(base + info->offset) = p->value.ul;
         return 0;
     case VRM_MIGRATE_ARG_UINT:
+        if (p->value.ui < info->min || p->value.ui > info->max) {
+            vrmReportError(VRM_ERR_INVALID_ARG,
+                           _("migration parameter '%1$s' is %2$u; it takes %3$u to %4$u"),
+                           p->field, p->value.ui, info->min, info->max);
+            return -1;
+        }
         *(unsigned int *)(base + info->offset) = p->value.ui;
         return 0;
     case VRM_MIGRATE_ARG_NAME:

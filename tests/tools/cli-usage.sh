@@ -1,0 +1,88 @@
+#!/bin/bash
+# cli-usage.sh VIRT_RDMA COMPLETION: virt-rdma's command line as virsh users
+# expect it (issue 18): every option checked before libvirt or the helper
+# is contacted, each error naming its option, usage errors exit 2, help
+# headers with the program's name, the domain by name, id or uuid and by
+# virsh's named forms, and bash completion offering every option.
+set -u
+cli=${1:?usage: cli-usage.sh VIRT_RDMA COMPLETION}
+completion=${2:?usage: cli-usage.sh VIRT_RDMA COMPLETION}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export LC_ALL=C.UTF-8
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+# A source URI that cannot be opened: an option checked after connecting
+# would fail with libvirt's error and status 1 instead.
+nowhere="test://$tmp/no-such-file.xml"
+
+# expect STATUS TEXT ARGS...: virt-rdma ARGS exits STATUS, stderr has TEXT
+expect() {
+    local want=$1 text=$2 rc
+    shift 2
+    "$cli" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?
+    if [ "$rc" != "$want" ]; then
+        fail "virt-rdma $*: status $rc, not $want; stderr: $(cat "$tmp/err")"
+    elif ! grep -qF -- "$text" "$tmp/err"; then
+        fail "virt-rdma $*: stderr does not say '$text': $(cat "$tmp/err")"
+    else
+        echo "ok: virt-rdma $* -> $rc: $(head -1 "$tmp/err")"
+    fi
+}
+
+expect 2 "--channels takes a number from 1 to 64, not '0'" migrate -c "$nowhere" --channels=0 web1 qemu:///x
+expect 2 "--chunk-size takes a power of two from 64K to 64M, not '1000'" migrate -c "$nowhere" --chunk-size=1000 web1 qemu:///x
+expect 2 "--chunk-size 'lots' is not a size" migrate -c "$nowhere" --chunk-size=lots web1 qemu:///x
+expect 2 "--ring-depth takes a number from 2 to 1024, not '1'" migrate -c "$nowhere" --ring-depth=1 web1 qemu:///x
+expect 2 "--rdma-port takes a number from 1 to 255, not '0'" migrate -c "$nowhere" --rdma-port=0 web1 qemu:///x
+expect 2 "--rdma-address 'foo' is not an IPv4 or IPv6 address" migrate -c "$nowhere" --rdma-address=foo web1 qemu:///x
+expect 2 "--rdma-device 'a/b' is not an RDMA device name" migrate -c "$nowhere" --rdma-device=a/b web1 qemu:///x
+expect 2 "3 RDMA channels need a parallel migration" migrate -c "$nowhere" --channels=3 web1 qemu:///x
+expect 2 "4 parallel connections need 5" migrate -c "$nowhere" --parallel --parallel-connections 4 --channels 3 web1 qemu:///x
+expect 2 "--parallel-connections needs --parallel" migrate -c "$nowhere" --parallel-connections 4 web1 qemu:///x
+expect 2 "--timeout takes a positive number of seconds, not -1" migrate -c "$nowhere" --timeout -1 web1 qemu:///x
+expect 2 "--bandwidth takes a positive number of MiB/s, not -5" migrate -c "$nowhere" --bandwidth -5 web1 qemu:///x
+expect 2 "Unknown option --bogus" migrate --bogus web1 qemu:///x
+expect 2 "migrate takes a domain and a destination URI" migrate --domain web1
+expect 2 "unexpected argument 'extra'" migrate web1 qemu:///x extra
+expect 2 "unknown command 'migarte'" migarte web1
+expect 2 "bench runs as '--server --address ADDR'" bench
+# the options are right: now the source libvirt is contacted, and fails
+expect 1 "no-such-file.xml" migrate -c "$nowhere" --channels=1 web1 qemu:///x
+
+# the domain by name, id and uuid, positional or --domain: found (the
+# migration then fails later, at the helper or libvirt, not at the lookup)
+for d in test 1 6695eb01-f6a4-8304-79aa-97f2502e193f; do
+    for form in positional named; do
+        if [ $form = named ]; then
+            args=(--domain "$d" --desturi test:///default)
+        else
+            args=("$d" test:///default)
+        fi
+        "$cli" migrate -c test:///default --live "${args[@]}" >"$tmp/out" 2>"$tmp/err"
+        if grep -qi "not found\|no domain" "$tmp/err"; then
+            fail "virt-rdma migrate ${args[*]}: the domain was not found: $(cat "$tmp/err")"
+        else
+            echo "ok: domain '$d' ($form) found"
+        fi
+    done
+done
+expect 1 "nosuch" migrate -c test:///default --live --domain nosuch --desturi test:///default
+
+# help headers name the program and the command
+for c in migrate jobinfo uri capabilities bench; do
+    if "$cli" "$c" --help | grep -qE "^  virt-rdma $c \["; then
+        echo "ok: virt-rdma $c --help names 'virt-rdma $c'"
+    else
+        fail "virt-rdma $c --help: header is '$("$cli" "$c" --help | sed -n 2p)'"
+    fi
+    # every option of the command is offered by the completion
+    for opt in $("$cli" "$c" --help | grep -oE '^\s+(-[a-z], )?--[a-z0-9-]+' | grep -oE -- '--[a-z0-9-]+'); do
+        grep -qE -- "(^|[ \"|])$opt([ \"|)]|$)" "$completion" || fail "bash completion lacks $c $opt"
+    done
+done
+grep -q '"migrate jobinfo uri capabilities bench' "$completion" || fail "bash completion lacks a command"
+
+[ "$failures" = 0 ] || { echo "$failures failure(s)"; exit 1; }
+echo "all cases passed"
