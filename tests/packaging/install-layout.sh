@@ -48,6 +48,11 @@ $unitdir/virt-rdmad.socket
 /usr/sbin/virt-rdmad
 /usr/share/bash-completion/completions/virt-rdma
 /usr/share/man/man1/virt-rdma.1
+/usr/share/man/man3/vrmDomainGetJobStats.3
+/usr/share/man/man3/vrmDomainMigrate3.3
+/usr/share/man/man3/vrmDomainMigrateToURI3.3
+/usr/share/man/man3/vrmLastError.3
+/usr/share/man/man3/vrmLastErrorMessage.3
 /usr/share/man/man8/virt-rdma-engine.8
 /usr/share/man/man8/virt-rdma-hook.8
 /usr/share/man/man8/virt-rdmad.8

@@ -8,8 +8,10 @@
  * typed parameters and flags plus the VRM_MIGRATE_PARAM_* ones below, and
  * keep libvirt's semantics: the same return values (NULL or -1 on
  * failure) and an abort with virDomainAbortJob() ends the RDMA transport
- * too. On failure vrmLastErrorMessage() tells why, whether libvirt or
- * virt-rdma failed (libvirt's own error stays in virGetLastError() too).
+ * too. On failure vrmLastError() tells why with a code, the part that
+ * failed and a message, whether libvirt or virt-rdma failed (libvirt's own
+ * error stays in virGetLastError() too). Reference: man 3 vrmDomainMigrate3;
+ * an example: tools/lib/examples/migrate-app.c.
  *
  * What they add: the local virt-rdmad registers the caller's RDMA
  * overrides as an intent, and the migration URI becomes the domain's
@@ -95,7 +97,50 @@ int vrmDomainGetJobStats(virDomainPtr domain,
                          int *nparams,
                          unsigned int flags);
 
-/* Why the last call of this thread failed: one translated sentence. */
+/*
+ * Why the last call of this thread failed, as libvirt's virGetLastError()
+ * tells it: a code for programs, the part that refused, and the
+ * translated sentence for people. The codes are stable: new ones are only
+ * ever added at the end.
+ */
+typedef enum {
+    VRM_ERROR_NONE = 0,         /* the last call succeeded */
+    VRM_ERROR_INTERNAL = 1,     /* a bug in virt-rdma */
+    VRM_ERROR_SYSTEM = 2,       /* a system call failed */
+    VRM_ERROR_INVALID_ARG = 3,  /* the caller passed a bad value */
+    VRM_ERROR_CONFIG = 4,       /* a host's virt-rdmad.conf */
+    VRM_ERROR_XML = 5,          /* malformed or invalid XML (metadata) */
+    VRM_ERROR_PROTOCOL = 6,     /* a peer broke the protocol */
+    VRM_ERROR_VERSION = 7,      /* no protocol version in common */
+    VRM_ERROR_AUTH = 8,         /* credentials refused (socket owner, key) */
+    VRM_ERROR_RDMA = 9,         /* an RDMA operation failed */
+    VRM_ERROR_NO_DEVICE = 10,   /* the RDMA device or port is missing or down */
+    VRM_ERROR_RESOURCE = 11,    /* a limit: locked memory, pinned bytes, jobs */
+    VRM_ERROR_TIMEOUT = 12,     /* a deadline passed */
+    VRM_ERROR_PEER = 13,        /* virt-rdmad (here or on the peer) is not
+                                 * reachable, or a peer went away */
+    VRM_ERROR_POLICY = 14,      /* a host's policy refuses the migration */
+    VRM_ERROR_CANCELLED = 15,   /* the job was aborted */
+    VRM_ERROR_LIBVIRT = 16,     /* libvirt failed: virGetLastError() has its error */
+} vrmErrorNumber;
+
+typedef enum {
+    VRM_FROM_NONE = 0,
+    VRM_FROM_LIBRARY = 1,       /* this library's own checks */
+    VRM_FROM_HELPER = 2,        /* virt-rdmad, its engines or its peer */
+    VRM_FROM_LIBVIRT = 3,       /* libvirt */
+} vrmErrorDomain;
+
+typedef struct {
+    int code;                   /* vrmErrorNumber */
+    int domain;                 /* vrmErrorDomain */
+    const char *message;        /* translated; valid until the next call */
+} vrmError;
+
+/* This thread's last error; code VRM_ERROR_NONE when there was none. */
+const vrmError *vrmLastError(void);
+
+/* Its message alone: one translated sentence. */
 const char *vrmLastErrorMessage(void);
 
 #ifdef __cplusplus

@@ -73,6 +73,57 @@ vrmMigrateParamGet(size_t i)
     return i < G_N_ELEMENTS(vrmMigrateParamTable) ? &vrmMigrateParamTable[i] : NULL;
 }
 
+/* The public codes are the internal ones, frozen */
+G_STATIC_ASSERT(VRM_ERROR_NONE == (int)VRM_ERR_OK);
+G_STATIC_ASSERT(VRM_ERROR_INVALID_ARG == (int)VRM_ERR_INVALID_ARG);
+G_STATIC_ASSERT(VRM_ERROR_NO_DEVICE == (int)VRM_ERR_NO_DEVICE);
+G_STATIC_ASSERT(VRM_ERROR_PEER == (int)VRM_ERR_PEER);
+G_STATIC_ASSERT(VRM_ERROR_POLICY == (int)VRM_ERR_POLICY);
+G_STATIC_ASSERT(VRM_ERROR_LIBVIRT == (int)VRM_ERR_LIBVIRT);
+G_STATIC_ASSERT(VRM_ERROR_LIBVIRT + 1 == (int)VRM_ERR_LAST);
+
+/* Which part an error comes from, by its code */
+static int
+vrmErrorDomainOf(int code)
+{
+    switch ((vrmErrorCode)code) {
+    case VRM_ERR_OK:
+        return VRM_FROM_NONE;
+    case VRM_ERR_LIBVIRT:
+        return VRM_FROM_LIBVIRT;
+    case VRM_ERR_INTERNAL:
+    case VRM_ERR_SYSTEM:
+    case VRM_ERR_INVALID_ARG:
+    case VRM_ERR_XML:
+        return VRM_FROM_LIBRARY;
+    case VRM_ERR_CONFIG:
+    case VRM_ERR_PROTOCOL:
+    case VRM_ERR_VERSION:
+    case VRM_ERR_AUTH:
+    case VRM_ERR_RDMA:
+    case VRM_ERR_NO_DEVICE:
+    case VRM_ERR_RESOURCE:
+    case VRM_ERR_TIMEOUT:
+    case VRM_ERR_PEER:
+    case VRM_ERR_POLICY:
+    case VRM_ERR_CANCELLED:
+    case VRM_ERR_LAST:
+        break;
+    }
+    return VRM_FROM_HELPER;
+}
+
+const vrmError *
+vrmLastError(void)
+{
+    static _Thread_local vrmError last;
+
+    last.code = vrmGetLastErrorCode();
+    last.domain = vrmErrorDomainOf(last.code);
+    last.message = last.code == VRM_ERR_OK ? NULL : vrmGetLastErrorMessage();
+    return &last;
+}
+
 const char *
 vrmLastErrorMessage(void)
 {

@@ -1,0 +1,31 @@
+#!/bin/bash
+# library-example.sh MIGRATE_APP: the library's example program, built as a
+# management application builds it, tells failures apart by vrmLastError()'s
+# code and domain (issue 18 item 7), against libvirt's test driver.
+set -u
+app=${1:?usage: library-example.sh MIGRATE_APP}
+export LC_ALL=C.UTF-8
+failures=0
+
+# run WANT_STATUS WANT_LINE ARGS...
+run() {
+    local want=$1 line=$2 out rc
+    shift 2
+    out=$("$app" "$@" 2>&1); rc=$?
+    if [ "$rc" != "$want" ] || ! grep -qF -- "$line" <<<"$out"; then
+        echo "FAIL: migrate-app $*: status $rc (want $want), output: $out (want: $line)"
+        failures=$((failures + 1))
+    else
+        echo "ok: migrate-app $* -> $rc: $out"
+    fi
+}
+
+# the library's own check of the caller's typed parameters
+run 1 "failed: code 3, from the library: chunk size 1000 is not a power of two" \
+    -c test:///default --chunk-size 1000 test test:///default
+# no helper on this host: VRM_ERROR_PEER, from the helper's side
+run 1 "failed: code 13, from the helper: the virt-rdma helper (virt-rdmad) is not running on this host" \
+    -c test:///default --helper-socket /nonexistent/virt-rdmad.sock test test:///default
+# usage
+run 2 "usage: migrate-app" test
+[ "$failures" = 0 ] || exit 1
