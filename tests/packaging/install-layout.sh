@@ -47,6 +47,14 @@ $unitdir/virt-rdmad.socket
 /usr/sbin/virt-rdma-hook
 /usr/sbin/virt-rdmad
 /usr/share/bash-completion/completions/virt-rdma
+/usr/share/doc/virt-rdma/from-qemu-rdma.rst
+/usr/share/doc/virt-rdma/helper.rst
+/usr/share/doc/virt-rdma/index.rst
+/usr/share/doc/virt-rdma/install.rst
+/usr/share/doc/virt-rdma/negotiation.rst
+/usr/share/doc/virt-rdma/performance.rst
+/usr/share/doc/virt-rdma/protocol.rst
+/usr/share/doc/virt-rdma/xml.rst
 /usr/share/man/man1/virt-rdma.1
 /usr/share/man/man3/vrmDomainGetJobStats.3
 /usr/share/man/man3/vrmDomainMigrate3.3
