@@ -44,6 +44,13 @@ expect 2 "--parallel-connections needs --parallel" migrate -c "$nowhere" --paral
 expect 2 "--timeout takes a positive number of seconds, not -1" migrate -c "$nowhere" --timeout -1 web1 qemu:///x
 expect 2 "--bandwidth takes a positive number of MiB/s, not -5" migrate -c "$nowhere" --bandwidth -5 web1 qemu:///x
 expect 2 "Unknown option --bogus" migrate --bogus web1 qemu:///x
+expect 2 "--postcopy-after-precopy needs --postcopy" migrate -c "$nowhere" --postcopy-after-precopy web1 qemu:///x
+expect 2 "--postcopy-bandwidth takes a positive number of MiB/s, not -3" migrate -c "$nowhere" --postcopy --postcopy-bandwidth -3 web1 qemu:///x
+# virsh options this design cannot take: refused with why and what instead
+expect 2 "--tunnelled cannot be used with virt-rdma: a tunnelled migration" migrate -c "$nowhere" --tunnelled web1 qemu:///x
+expect 2 "--direct cannot be used with virt-rdma" migrate -c "$nowhere" --direct web1 qemu:///x
+expect 2 'use --migrateuri "$(virt-rdma uri DOMAIN)"' migrate -c "$nowhere" --migrateuri unix:///x web1 qemu:///x
+expect 2 "--listen-address cannot be used with virt-rdma" migrate -c "$nowhere" --listen-address 192.0.2.1 web1 qemu:///x
 expect 2 "migrate takes a domain and a destination URI" migrate --domain web1
 expect 2 "unexpected argument 'extra'" migrate web1 qemu:///x extra
 expect 2 "unknown command 'migarte'" migarte web1

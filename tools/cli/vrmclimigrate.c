@@ -57,6 +57,9 @@ typedef struct {
     int timeout;                        /* s, 0: none */
     gboolean verbose;
     char *connectURI;                   /* -c: the source libvirt */
+    gboolean postcopyAfterPrecopy;      /* switch after the first pass */
+    gint64 postcopyBandwidth;           /* MiB/s, 0: libvirt's default */
+    char *refused;                      /* a virsh option this design cannot take */
     char *domain;                       /* --domain, as virsh names it */
     char *desturi;                      /* --desturi */
 } vrmMigrateOptions;
@@ -84,6 +87,7 @@ vrmMigrateOptionsClear(vrmMigrateOptions *o)
     g_free(o->connectURI);
     g_free(o->domain);
     g_free(o->desturi);
+    g_free(o->refused);
 }
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(vrmMigrateOptions, vrmMigrateOptionsClear);
 
@@ -116,6 +120,46 @@ vrmMigrateFlagHelp(const vrmMigrateFlagOption *row)
     if (row->help)
         return row->help;
     return vrmCapabilityGetInfo(VRM_CAPABILITY_PIN_ALL)->help;
+}
+
+/* virsh migrate's options that cannot work when virt-rdma carries the
+ * streams, and what to do instead */
+typedef struct {
+    const char *option;
+    bool takesValue;
+    const char *why;            /* N_() */
+} vrmMigrateRefusedOption;
+
+static const vrmMigrateRefusedOption vrmMigrateRefusedTable[] = {
+    { "tunnelled", false, N_("a tunnelled migration goes through libvirtd's own connection, not through QEMU's sockets that virt-rdma carries; leave it out") },
+    { "direct", false, N_("a direct migration is a hypervisor-native transport, not QEMU's sockets that virt-rdma carries; leave it out") },
+    { "migrateuri", true, N_("virt-rdma sets the migration URI to the domain's own socket; for plain virsh use --migrateuri \"$(virt-rdma uri DOMAIN)\"") },
+    { "listen-address", true, N_("the destination QEMU listens on the domain's socket, not on an address; the RDMA address is virt-rdmad's ([rdma] address) or --rdma-address") },
+};
+
+static const vrmMigrateRefusedOption *
+vrmMigrateRefusedFind(const char *name)
+{
+    size_t i;
+
+    while (*name == '-')
+        name++;
+    for (i = 0; i < G_N_ELEMENTS(vrmMigrateRefusedTable); i++) {
+        if (g_str_equal(vrmMigrateRefusedTable[i].option, name))
+            return &vrmMigrateRefusedTable[i];
+    }
+    return NULL;
+}
+
+/* GOption callback of the refused options: remember the first one */
+static gboolean
+vrmMigrateRefuse(const char *name, const char *value, gpointer data, GError **error)
+{
+    vrmMigrateOptions *o = data;
+
+    if (!o->refused)
+        o->refused = g_strdup(name);
+    return TRUE;
 }
 
 /* The option entries, from the tables (the array owns nothing) */
@@ -152,6 +196,10 @@ vrmMigrateEntries(vrmMigrateOptions *o)
               N_("display the progress of migration"), NULL },
             { "connect", 'c', 0, G_OPTION_ARG_STRING, &o->connectURI,
               N_("libvirt URI of the source (default: libvirt's)"), N_("URI") },
+            { "postcopy-after-precopy", 0, 0, G_OPTION_ARG_NONE, &o->postcopyAfterPrecopy,
+              N_("switch to post-copy after the first pass of pre-copy"), NULL },
+            { "postcopy-bandwidth", 0, 0, G_OPTION_ARG_INT64, &o->postcopyBandwidth,
+              N_("post-copy bandwidth limit in MiB/s"), N_("MIB") },
             { "domain", 0, 0, G_OPTION_ARG_STRING, &o->domain,
               N_("domain name, id or uuid (or the first argument)"), N_("DOMAIN") },
             { "desturi", 0, 0, G_OPTION_ARG_STRING, &o->desturi,
@@ -159,6 +207,14 @@ vrmMigrateEntries(vrmMigrateOptions *o)
         };
 
         g_array_append_vals(entries, rest, G_N_ELEMENTS(rest));
+    }
+    for (i = 0; i < G_N_ELEMENTS(vrmMigrateRefusedTable); i++) {
+        GOptionEntry e = { vrmMigrateRefusedTable[i].option, 0,
+                           G_OPTION_FLAG_HIDDEN |
+                           (vrmMigrateRefusedTable[i].takesValue ? 0 : G_OPTION_FLAG_NO_ARG),
+                           G_OPTION_ARG_CALLBACK, (gpointer)vrmMigrateRefuse, NULL, NULL };
+
+        g_array_append_val(entries, e);
     }
     return (GOptionEntry *)g_array_free(entries, FALSE);
 }
@@ -220,6 +276,20 @@ vrmMigrateBuild(const vrmMigrateOptions *o, unsigned int *flags, vrmTypedParams 
         if (o->flags[i])
             *flags |= vrmMigrateFlagTable[i].flag;
     }
+    if ((o->postcopyAfterPrecopy || o->postcopyBandwidth) && !(*flags & VIR_MIGRATE_POSTCOPY)) {
+        vrmCliError(_("%1$s needs --postcopy"),
+                    o->postcopyAfterPrecopy ? "--postcopy-after-precopy" : "--postcopy-bandwidth");
+        return 2;
+    }
+    if (o->postcopyBandwidth < 0) {
+        vrmCliError(_("--postcopy-bandwidth takes a positive number of MiB/s, not %1$lld"),
+                    (long long)o->postcopyBandwidth);
+        return 2;
+    }
+    if (o->postcopyBandwidth &&
+        virTypedParamsAddULLong(&p->params, &p->n, &p->max,
+                                VIR_MIGRATE_PARAM_BANDWIDTH_POSTCOPY, o->postcopyBandwidth) < 0)
+        return 1;
     if (o->parallelConnections && !(*flags & VIR_MIGRATE_PARALLEL)) {
         vrmCliError(_("--parallel-connections needs --parallel"));
         return 2;
@@ -266,11 +336,20 @@ vrmMigrateBuild(const vrmMigrateOptions *o, unsigned int *flags, vrmTypedParams 
     return 0;
 }
 
-/* DOMAIN and DESTURI as arguments or virsh's named forms; 2 on a usage error */
+/* DOMAIN and DESTURI as arguments or virsh's named forms; 2 on a usage
+ * error, a refused virsh option included */
 static int
 vrmMigrateTargets(vrmMigrateOptions *o, int argc, char **argv)
 {
     int next = 1;
+
+    if (o->refused) {
+        const vrmMigrateRefusedOption *r = vrmMigrateRefusedFind(o->refused);
+
+        vrmCliError(_("%1$s cannot be used with virt-rdma: %2$s"), o->refused,
+                    r ? _(r->why) : "");
+        return 2;
+    }
 
     if (!o->domain && next < argc)
         o->domain = g_strdup(argv[next++]);
@@ -377,6 +456,21 @@ vrmPrintFinalJob(virDomainPtr dom)
     virTypedParamsFree(params, nparams);
 }
 
+/* Has pre-copy finished its first pass over memory (iteration 2 begun)? */
+static bool
+vrmMigrateFirstPassDone(virDomainPtr dom)
+{
+    virTypedParameterPtr params = NULL;
+    int nparams = 0, type = 0;
+    unsigned long long iteration = 0;
+
+    if (virDomainGetJobStats(dom, &type, &params, &nparams, 0) < 0)
+        return false;
+    virTypedParamsGetULLong(params, nparams, VIR_DOMAIN_JOB_MEMORY_ITERATION, &iteration);
+    virTypedParamsFree(params, nparams);
+    return type == VIR_DOMAIN_JOB_UNBOUNDED && iteration >= 2;
+}
+
 /* While the worker migrates: Ctrl-C, --timeout, --verbose */
 static void
 vrmMigrateMonitor(vrmMigrateRun *run, const vrmMigrateOptions *o)
@@ -384,8 +478,18 @@ vrmMigrateMonitor(vrmMigrateRun *run, const vrmMigrateOptions *o)
     gint64 start = g_get_monotonic_time();
     bool suspended = false;
 
+    bool switched = false;
+
     while (!g_atomic_int_get(&run->done)) {
         g_usleep(VRM_CLI_PROGRESS_INTERVAL_MS * 1000);
+        if (o->postcopyAfterPrecopy && !switched && vrmMigrateFirstPassDone(run->dom)) {
+            /* as virsh does on the second iteration event */
+            switched = true;
+            if (virDomainMigrateStartPostCopy(run->dom, 0) < 0)
+                vrmCliError(_("cannot switch to post-copy: %1$s"), virGetLastErrorMessage());
+            else if (o->verbose)
+                fprintf(stderr, _("\nvirt-rdma: switching to post-copy\n"));
+        }
         if (vrmInterrupted) {
             vrmInterrupted = 0;
             fprintf(stderr, _("\nvirt-rdma: aborting the migration\n"));
@@ -442,10 +546,15 @@ vrmCmdMigrate(int argc, char **argv)
     g_autoptr(virConnect) dconn = NULL;
     g_autoptr(virDomain) dom = NULL;
     vrmMigrateRun run = { 0 };
+    GOptionGroup *main;
     unsigned int flags = 0;
     int rc;
 
-    g_option_context_add_main_entries(ctx, entries, GETTEXT_PACKAGE);
+    /* a main group of our own: its data reaches the refused options' callback */
+    main = g_option_group_new(NULL, NULL, NULL, &o, NULL);
+    g_option_group_add_entries(main, entries);
+    g_option_group_set_translation_domain(main, GETTEXT_PACKAGE);
+    g_option_context_set_main_group(ctx, main);
     g_option_context_set_summary(ctx,
         _("Like virsh migrate, with the migration stream carried over RDMA by virt-rdmad's engines.\n"
           "The RDMA parameters come from the domain's <rdma:migration> metadata; options override them.\n"
