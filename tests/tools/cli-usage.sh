@@ -55,6 +55,12 @@ expect 2 "migrate takes a domain and a destination URI" migrate --domain web1
 expect 2 "unexpected argument 'extra'" migrate web1 qemu:///x extra
 expect 2 "unknown command 'migarte'" migarte web1
 expect 2 "bench runs as '--server --address ADDR'" bench
+# an engine that dies at once is reported at once, with its exit status,
+# not after the connect deadline (it used to hang in accept())
+start=$SECONDS
+VRM_ENGINE=/bin/false expect 1 "the destination engine ended before it connected channel 0" bench --client 127.0.0.1
+grep -qF "the engine exited with status 1" "$tmp/err" || fail "bench does not report the engine's exit status: $(cat "$tmp/err")"
+[ $((SECONDS - start)) -lt 20 ] || fail "bench took $((SECONDS - start)) s to notice its engine ended"
 # the options are right: now the source libvirt is contacted, and fails
 expect 1 "no-such-file.xml" migrate -c "$nowhere" --channels=1 web1 qemu:///x
 

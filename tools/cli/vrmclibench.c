@@ -206,17 +206,18 @@ vrmBenchConnect(const char *path)
     return fd;
 }
 
-/* accept() with a deadline, giving up early if the engine has ended */
+/* accept() with a deadline, giving up at once if the engine has ended
+ * (then *reaped is set and *status is its wait status) */
 static int
-vrmBenchAccept(int lfd, GPid pid, gint64 deadline)
+vrmBenchAccept(int lfd, GPid pid, gint64 deadline, bool *reaped, int *status)
 {
     while (g_get_monotonic_time() < deadline) {
         struct pollfd pfd = { .fd = lfd, .events = POLLIN };
-        int status;
 
         if (poll(&pfd, 1, 200) > 0)
             return accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-        if (waitpid(pid, &status, WNOHANG) == pid) {
+        if (waitpid(pid, status, WNOHANG) == pid) {
+            *reaped = true;
             errno = ECHILD;
             return -1;
         }
@@ -431,14 +432,18 @@ vrmBenchRunStreams(const vrmBenchOptions *o, const char *sock, int lfd, GPid pid
     g_autofree GThread **threads = g_new0(GThread *, o->channels);
     gint64 deadline = g_get_monotonic_time() + (gint64)VRM_BENCH_DEADLINE_S * G_USEC_PER_SEC;
     gint64 first = G_MAXINT64, last = 0;
-    int status, ret = 0, i;
+    bool reaped = false;
+    int status = 0, ret = 0, i;
 
     for (i = 0; i < o->channels; i++) {
         streams[i].channel = i;
         streams[i].bytes = (guint64)o->sizeMiB << 20;
-        streams[i].fd = o->server ? vrmBenchConnect(sock) : vrmBenchAccept(lfd, pid, deadline);
+        streams[i].fd = o->server ? vrmBenchConnect(sock) :
+                        vrmBenchAccept(lfd, pid, deadline, &reaped, &status);
         if (streams[i].fd < 0) {
-            if (!o->server)
+            if (reaped)
+                vrmCliError(_("the destination engine ended before it connected channel %1$d"), i);
+            else if (!o->server)
                 vrmCliError(_("the destination engine did not connect channel %1$d: %2$s"),
                             i, g_strerror(errno));
             break;
@@ -453,7 +458,8 @@ vrmBenchRunStreams(const vrmBenchOptions *o, const char *sock, int lfd, GPid pid
     }
     /* the streams are done (or failed): the engine ends within its own
      * teardown bound */
-    status = vrmBenchReap(pid, g_get_monotonic_time() + VRM_BENCH_DEADLINE_S * G_USEC_PER_SEC);
+    if (!reaped)
+        status = vrmBenchReap(pid, g_get_monotonic_time() + VRM_BENCH_DEADLINE_S * G_USEC_PER_SEC);
     *total = 0;
     for (i = 0; i < o->channels; i++) {
         if (streams[i].fd > 0)
@@ -469,8 +475,15 @@ vrmBenchRunStreams(const vrmBenchOptions *o, const char *sock, int lfd, GPid pid
         first = MIN(first, streams[i].firstUs);
         last = MAX(last, streams[i].lastUs);
     }
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    if (WIFSIGNALED(status)) {
+        vrmCliError(_("the engine was killed by signal %1$d (%2$s)"),
+                    WTERMSIG(status), g_strsignal(WTERMSIG(status)));
         ret = -1;
+    } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        vrmCliError(_("the engine exited with status %1$d"),
+                    WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        ret = -1;
+    }
     *secs = last > first ? (last - first) / 1e6 : 0;
     return ret;
 }
