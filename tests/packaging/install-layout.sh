@@ -47,6 +47,7 @@ $unitdir/virt-rdmad.socket
 /usr/sbin/virt-rdma-hook
 /usr/sbin/virt-rdmad
 /usr/share/bash-completion/completions/virt-rdma
+/usr/share/locale/de/LC_MESSAGES/virt-rdma.mo
 /usr/share/man/man1/virt-rdma.1
 /usr/share/man/man8/virt-rdma-engine.8
 /usr/share/man/man8/virt-rdma-hook.8
