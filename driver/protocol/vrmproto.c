@@ -313,8 +313,8 @@ vrmProtoCheckChunkSize(guint64 size)
     if (size < VRM_CHUNK_SIZE_MIN || size > VRM_CHUNK_SIZE_MAX ||
         (size & (size - 1)) != 0) {
         vrmReportError(VRM_ERR_INVALID_ARG,
-                       _("Chunk size %1$" G_GUINT64_FORMAT " is not a power of two between 64 KiB and 64 MiB."),
-                       size);
+                       _("Chunk size %1$llu is not a power of two between 64 KiB and 64 MiB."),
+                       (unsigned long long)size);
         return -1;
     }
     return 0;
@@ -325,8 +325,8 @@ vrmProtoCheckDepth(guint64 depth)
 {
     if (depth < VRM_RING_DEPTH_MIN || depth > VRM_RING_DEPTH_MAX) {
         vrmReportError(VRM_ERR_INVALID_ARG,
-                       _("Ring depth %1$" G_GUINT64_FORMAT " is not between %2$d and %3$d."),
-                       depth, VRM_RING_DEPTH_MIN, VRM_RING_DEPTH_MAX);
+                       _("Ring depth %1$llu is not between %2$d and %3$d."),
+                       (unsigned long long)depth, VRM_RING_DEPTH_MIN, VRM_RING_DEPTH_MAX);
         return -1;
     }
     return 0;
@@ -337,8 +337,8 @@ vrmProtoCheckChannels(guint64 channels)
 {
     if (channels < 1 || channels > VRM_CHANNELS_MAX) {
         vrmReportError(VRM_ERR_INVALID_ARG,
-                       _("Channel count %1$" G_GUINT64_FORMAT " is not between 1 and %2$d."),
-                       channels, VRM_CHANNELS_MAX);
+                       _("Channel count %1$llu is not between 1 and %2$d."),
+                       (unsigned long long)channels, VRM_CHANNELS_MAX);
         return -1;
     }
     return 0;

@@ -970,9 +970,9 @@ vrmChannelSocketError(vrmChannel *ch, int err, bool reading)
                              ch->cfg.index);
     else
         vrmReportSystemError(err,
-                             _("Channel %1$u: QEMU's socket was closed while %2$" G_GUINT64_FORMAT " bytes were still to be delivered"),
+                             _("Channel %1$u: QEMU's socket was closed while %2$llu bytes were still to be delivered"),
                              ch->cfg.index,
-                             ch->rxf.bytes - __atomic_load_n(&ch->stats.v[VRM_STAT_BYTES_RECEIVED],
+                             (unsigned long long)ch->rxf.bytes - __atomic_load_n(&ch->stats.v[VRM_STAT_BYTES_RECEIVED],
                                                              __ATOMIC_RELAXED));
     return -1;
 }
@@ -1430,8 +1430,9 @@ vrmChannelHandleMessage(vrmChannel *ch, const guint8 *buf, size_t len)
         total = vrmProtoGetU64(&msg);
         if (total != ch->rxf.bytes) {
             vrmReportError(VRM_ERR_PROTOCOL,
-                           _("Channel %1$u: the peer ended after %2$" G_GUINT64_FORMAT " bytes but announced %3$" G_GUINT64_FORMAT "."),
-                           ch->cfg.index, total, ch->rxf.bytes);
+                           _("Channel %1$u: the peer ended after %2$llu bytes but announced %3$llu."),
+                           ch->cfg.index, (unsigned long long)total,
+                           (unsigned long long)ch->rxf.bytes);
             return -1;
         }
         vrmChannelSetRx(ch, VRM_CHANNEL_RX_DRAIN);
@@ -1442,8 +1443,9 @@ vrmChannelHandleMessage(vrmChannel *ch, const guint8 *buf, size_t len)
         total = vrmProtoGetU64(&msg);
         if (total != ch->txTotal) {
             vrmReportError(VRM_ERR_PROTOCOL,
-                           _("Channel %1$u: the peer acknowledged %2$" G_GUINT64_FORMAT " bytes, %3$" G_GUINT64_FORMAT " were sent."),
-                           ch->cfg.index, total, ch->txTotal);
+                           _("Channel %1$u: the peer acknowledged %2$llu bytes, %3$llu were sent."),
+                           ch->cfg.index, (unsigned long long)total,
+                           (unsigned long long)ch->txTotal);
             return -1;
         }
         vrmChannelSetTx(ch, VRM_CHANNEL_TX_DONE);

@@ -155,19 +155,21 @@ vrmEngineCheckChannels(const vrmEngineSettings *s, guint32 channels)
     if (s->maxPinned && need > s->maxPinned) {
         vrmReportError(VRM_ERR_RESOURCE,
                        g_dngettext(GETTEXT_PACKAGE,
-                                   "%1$u channel would pin %2$" G_GUINT64_FORMAT " bytes, more than the job's allowance of %3$llu bytes (--max-pinned); lower --ring-depth or --chunk-size, or use fewer channels",
-                                   "%1$u channels would pin %2$" G_GUINT64_FORMAT " bytes, more than the job's allowance of %3$llu bytes (--max-pinned); lower --ring-depth or --chunk-size, or use fewer channels",
+                                   "%1$u channel would pin %2$llu bytes, more than the job's allowance of %3$llu bytes (--max-pinned); lower --ring-depth or --chunk-size, or use fewer channels",
+                                   "%1$u channels would pin %2$llu bytes, more than the job's allowance of %3$llu bytes (--max-pinned); lower --ring-depth or --chunk-size, or use fewer channels",
                                    channels),
-                       channels, need, s->maxPinned);
+                       channels, (unsigned long long)need,
+                       (unsigned long long)s->maxPinned);
         return -1;
     }
     if (ram > 0 && need > ram) {
         vrmReportError(VRM_ERR_RESOURCE,
                        g_dngettext(GETTEXT_PACKAGE,
-                                   "%1$u channel would pin %2$" G_GUINT64_FORMAT " bytes, more than the %3$" G_GUINT64_FORMAT " bytes of memory of this host",
-                                   "%1$u channels would pin %2$" G_GUINT64_FORMAT " bytes, more than the %3$" G_GUINT64_FORMAT " bytes of memory of this host",
+                                   "%1$u channel would pin %2$llu bytes, more than the %3$llu bytes of memory of this host",
+                                   "%1$u channels would pin %2$llu bytes, more than the %3$llu bytes of memory of this host",
                                    channels),
-                       channels, need, ram);
+                       channels, (unsigned long long)need,
+                       (unsigned long long)ram);
         return -1;
     }
     if (getrlimit(RLIMIT_MEMLOCK, &rl) < 0) {
@@ -179,10 +181,11 @@ vrmEngineCheckChannels(const vrmEngineSettings *s, guint32 channels)
     if (rl.rlim_cur != RLIM_INFINITY && need > rl.rlim_cur && !vrmHaveCapIpcLock()) {
         vrmReportError(VRM_ERR_RESOURCE,
                        g_dngettext(GETTEXT_PACKAGE,
-                                   "%1$u channel needs %2$" G_GUINT64_FORMAT " bytes of locked memory but RLIMIT_MEMLOCK allows %3$llu; raise it (ulimit -l, or the job's allowance in virt-rdmad) or lower --ring-depth or --chunk-size",
-                                   "%1$u channels need %2$" G_GUINT64_FORMAT " bytes of locked memory but RLIMIT_MEMLOCK allows %3$llu; raise it (ulimit -l, or the job's allowance in virt-rdmad) or lower --ring-depth or --chunk-size",
+                                   "%1$u channel needs %2$llu bytes of locked memory but RLIMIT_MEMLOCK allows %3$llu; raise it (ulimit -l, or the job's allowance in virt-rdmad) or lower --ring-depth or --chunk-size",
+                                   "%1$u channels need %2$llu bytes of locked memory but RLIMIT_MEMLOCK allows %3$llu; raise it (ulimit -l, or the job's allowance in virt-rdmad) or lower --ring-depth or --chunk-size",
                                    channels),
-                       channels, need, (unsigned long long)rl.rlim_cur);
+                       channels, (unsigned long long)need,
+                       (unsigned long long)rl.rlim_cur);
         return -1;
     }
     return 0;

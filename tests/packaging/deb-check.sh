@@ -39,7 +39,8 @@ has virt-rdma /usr/bin/virt-rdma
 has libvirtrdma0 "/usr/lib/$multiarch/libvirtrdma.so.0" "/usr/lib/$multiarch/libvirtrdma.so.0.1.0"
 has libvirtrdma-dev /usr/include/virt-rdma/virt-rdma.h "/usr/lib/$multiarch/libvirtrdma.so" \
     "/usr/lib/$multiarch/pkgconfig/virt-rdma.pc"
-has virt-rdma-common /usr/share/virt-rdma/schemas/migration.rng
+has virt-rdma-common /usr/share/virt-rdma/schemas/migration.rng \
+    /usr/share/locale/de/LC_MESSAGES/virt-rdma.mo
 
 dpkg-deb -e "$(deb virt-rdmad)" "$tmp/control"
 printf '%s\n' /etc/apparmor.d/abstractions/virt-rdma-libvirtd \

@@ -55,6 +55,7 @@ $unitdir/virt-rdmad.socket
 /usr/share/doc/virt-rdma/performance.rst
 /usr/share/doc/virt-rdma/protocol.rst
 /usr/share/doc/virt-rdma/xml.rst
+/usr/share/locale/de/LC_MESSAGES/virt-rdma.mo
 /usr/share/man/man1/virt-rdma.1
 /usr/share/man/man3/vrmDomainGetJobStats.3
 /usr/share/man/man3/vrmDomainMigrate3.3
