@@ -68,6 +68,15 @@ define_guest() {
     say "guest $1 running, RAM filled"
 }
 
+# wait_data_moved NAME: the running migration of NAME has moved a MiB
+wait_data_moved() {
+    local deadline=$((SECONDS + 120))
+    until virsh domjobinfo "$1" 2>/dev/null | grep -qE "^Data processed: +[0-9.]+ MiB"; do
+        [ $SECONDS -ge $deadline ] && { echo "the migration of $1 moved no data in 120 s"; return 1; }
+        nap 0.2
+    done
+}
+
 # check_migrated_source NAME: gone from here (defined, shut off), with a
 # completed job that moved memory.
 check_migrated_source() {

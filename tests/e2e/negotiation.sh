@@ -10,7 +10,10 @@
 #   migrations  a->b plain `virsh migrate --migrateuri unix://...` (one
 #               channel), b->a `virt-rdma migrate --parallel 4`, a->b
 #               libvirt-python migrateToURI3 (parallel 4), b->a plain virsh
-#               --parallel 4 --rdma-pin-all (pin-all from virsh's flag)
+#               --parallel 4 --rdma-pin-all (pin-all from virsh's flag),
+#               a->b plain virsh --postcopy, b->a virt-rdma migrate
+#               --postcopy (each switched by virsh migrate-postcopy while
+#               pre-copy, capped below the guest's dirty rate, runs)
 #   refusals    helper channel with another cluster key; a peer asking for
 #               a domain that runs but is not migrating; destination helper
 #               down; source helper down; a migration aborted mid-way; the
@@ -170,6 +173,41 @@ PY
     remote "grep -l 'capabilities=\"0x0000000[13]\"' \$(ls -t /var/lib/virt-rdma/job-*.xml | head -1)" ||
         fail "the pin-all flag of virsh did not reach the offer"
     no_token
+    leftovers_both
+
+    # 5. a -> b: plain virsh with postcopy (issue 17). Pre-copy is capped
+    # at 4 MiB/s, below the guest's dirty rate, so it cannot converge; once
+    # data moves, `virsh migrate-postcopy` switches (post-copy is not
+    # capped). The guest then runs on b and its page requests travel b -> a
+    # over the same RDMA channel.
+    before=$(remote verify_count g1 | sed 's/.* //')
+    virsh event --domain g1 --event lifecycle --loop --timeout 300 > /tmp/events-g1 2>&1 &
+    events=$!
+    nap 1
+    say "virsh migrate --live --p2p --persistent --postcopy --bandwidth 4 --migrateuri $uri g1 $dest_b; then virsh migrate-postcopy g1"
+    virsh migrate --live --p2p --persistent --postcopy --bandwidth 4 \
+        --migrateuri "$uri" g1 "$dest_b" > /tmp/postcopy.out 2>&1 &
+    mpid=$!
+    wait_data_moved g1 || fail "the migration a->b never moved data"
+    timed virsh migrate-postcopy g1 || fail "virsh migrate-postcopy failed"
+    wait "$mpid" || { cat /tmp/postcopy.out; fail "virsh migrate --postcopy a->b failed"; }
+    kill "$events" 2>/dev/null; wait "$events" 2>/dev/null
+    sed 's/^/  [a] /' /tmp/events-g1
+    grep -q "Post-copy" /tmp/events-g1 || fail "g1 never entered post-copy on a (libvirt's events above)"
+    arrived_on_b "$before" "virsh --postcopy a->b" 1
+    grep -E "^(Postcopy requests|RDMA bytes received):" /tmp/jobinfo.txt | sed 's/^/  [a] /'
+    leftovers_both
+
+    # 6. b -> a: virt-rdma migrate --postcopy, switched the same way on b
+    before=$(verify_count g1)
+    remote "( virt-rdma migrate --live --p2p --persistent --postcopy --bandwidth 4 g1 $dest_a; echo \$? > /tmp/vm.rc ) > /tmp/vm.out 2>&1 &" ||
+        fail "cannot start virt-rdma migrate --postcopy on b"
+    remote "wait_data_moved g1" || fail "the migration b->a never moved data"
+    remote "virsh migrate-postcopy g1" || fail "virsh migrate-postcopy on b failed"
+    remote "for i in \$(seq 600); do [ -s /tmp/vm.rc ] && break; nap 0.2; done; cat /tmp/vm.out; [ \"\$(cat /tmp/vm.rc)\" = 0 ]" ||
+        fail "virt-rdma migrate --postcopy b->a failed"
+    remote "virsh domjobinfo --completed --keep-completed g1 | grep -E '^(Postcopy requests|Memory processed):'"
+    arrived_on_a "$before" "virt-rdma migrate --postcopy b->a" 1
     leftovers_both
     ;;
 refusals)
