@@ -274,10 +274,11 @@ verify_count() {
     echo "${n:-0}"
 }
 
-# rdma_vs_memory WHAT: the RDMA bytes of the last job >= libvirt's memory
-# processed, from `virt-rdma jobinfo --completed` on the source
+# rdma_vs_memory WHAT [SLACK]: the RDMA bytes of the last job >= libvirt's
+# memory processed - SLACK bytes (default 0), from `virt-rdma jobinfo
+# --completed` on the source
 rdma_vs_memory() {
-    /usr/bin/python3 - "$1" <<'PY' || fail "RDMA bytes sent are fewer than the memory libvirt moved"
+    /usr/bin/python3 - "$1" "${2:-0}" <<'PY' || fail "RDMA bytes sent are fewer than the memory libvirt moved"
 import re, sys
 text = open("/tmp/jobinfo.txt").read()
 units = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
@@ -288,7 +289,7 @@ def size(label):
     return float(m.group(1)) * units[m.group(2)]
 mem, rdma = size("Memory processed:"), size("RDMA bytes sent:")
 print("%s: memory processed %.0f bytes, RDMA bytes sent %.0f bytes" % (sys.argv[1], mem, rdma))
-sys.exit(0 if rdma >= mem else 1)
+sys.exit(0 if rdma >= mem - int(sys.argv[2]) else 1)
 PY
 }
 

@@ -75,12 +75,14 @@ no_token() {
 
 # arrived_on_b BEFORE WHAT CHANNELS: g1 left a (shut off, persistent) and
 # arrived on b intact, through an RDMA job of CHANNELS channels
+# arrived_on_b BEFORE WHAT CHANNELS [SLACK]: CHANNELS is a regex (QEMU 10
+# opens a second connection in post-copy); SLACK as for rdma_vs_memory
 arrived_on_b() {
-    local before=$1 what=$2 channels=$3
+    local before=$1 what=$2 channels=$3 slack=${4:-0}
     [ "$(virsh domstate g1)" = "shut off" ] || fail "after $what g1 is '$(virsh domstate g1)' on a"
     virt-rdma jobinfo --completed g1 > /tmp/jobinfo.txt || fail "virt-rdma jobinfo --completed failed on a"
     grep -E "^(Memory processed|RDMA (job|bytes sent|channels|engine CPU)):" /tmp/jobinfo.txt | sed 's/^/  [a] /'
-    rdma_vs_memory "$what (source a)"
+    rdma_vs_memory "$what (source a)" "$slack"
     grep -qE "^RDMA channels: +$channels *$" /tmp/jobinfo.txt ||
         fail "the RDMA job did not carry $channels channel(s)"
     remote "check_arrived g1 $before" || fail "g1 did not arrive on b intact"
@@ -89,10 +91,10 @@ arrived_on_b() {
 }
 
 arrived_on_a() {
-    local before=$1 what=$2 channels=$3
+    local before=$1 what=$2 channels=$3 slack=${4:-0}
     check_arrived g1 "$before"
     wait_locator g1 sandbox-a
-    remote "[ \"\$(virsh domstate g1)\" = 'shut off' ] && virt-rdma jobinfo --completed g1 > /tmp/jobinfo.txt && grep -E '^(Memory processed|RDMA (job|bytes sent|channels|engine CPU)):' /tmp/jobinfo.txt && rdma_vs_memory '$what (source b)' && grep -qE '^RDMA channels: +$channels *\$' /tmp/jobinfo.txt" ||
+    remote "[ \"\$(virsh domstate g1)\" = 'shut off' ] && virt-rdma jobinfo --completed g1 > /tmp/jobinfo.txt && grep -E '^(Memory processed|RDMA (job|bytes sent|channels|engine CPU)):' /tmp/jobinfo.txt && rdma_vs_memory '$what (source b)' $slack && grep -qE '^RDMA channels: +$channels *\$' /tmp/jobinfo.txt" ||
         fail "$what: the source b's job is not what it should be"
     virt-rdma jobinfo g1 | grep -E '^RDMA (job|bytes received)' || fail "no RDMA job of g1 on a"
 }
@@ -194,7 +196,10 @@ PY
     kill "$events" 2>/dev/null; wait "$events" 2>/dev/null
     sed 's/^/  [a] /' /tmp/events-g1
     grep -q "Post-copy" /tmp/events-g1 || fail "g1 never entered post-copy on a (libvirt's events above)"
-    arrived_on_b "$before" "virsh --postcopy a->b" 1
+    # QEMU 10 (Debian 13) opens a second connection for post-copy and counts
+    # in "memory processed" a few KiB more than crossed its streams (10 KiB
+    # of 124.6 MiB measured); the guest's own check proves the memory
+    arrived_on_b "$before" "virsh --postcopy a->b" "(1|2)" 1048576
     grep -E "^(Postcopy requests|RDMA bytes received):" /tmp/jobinfo.txt | sed 's/^/  [a] /'
     leftovers_both
 
@@ -207,7 +212,7 @@ PY
     remote "for i in \$(seq 600); do [ -s /tmp/vm.rc ] && break; nap 0.2; done; cat /tmp/vm.out; [ \"\$(cat /tmp/vm.rc)\" = 0 ]" ||
         fail "virt-rdma migrate --postcopy b->a failed"
     remote "virsh domjobinfo --completed --keep-completed g1 | grep -E '^(Postcopy requests|Memory processed):'"
-    arrived_on_a "$before" "virt-rdma migrate --postcopy b->a" 1
+    arrived_on_a "$before" "virt-rdma migrate --postcopy b->a" "(1|2)" 1048576
     leftovers_both
     ;;
 refusals)
