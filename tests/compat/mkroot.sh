@@ -38,8 +38,10 @@ packages=(
     libglib2.0-dev libgnutls28-dev gnutls-bin
     # what the unit suite checks there too: the man pages (rst2man), the
     # multiarch library directory the install layout expects (meson asks
-    # dpkg-architecture), the AppArmor abstractions (apparmor_parser)
-    python3-docutils dpkg-dev apparmor
+    # dpkg-architecture), the AppArmor abstractions (apparmor_parser), the
+    # translation (xgettext, msgfmt: the .mo files; locales: the German
+    # locale the translation test makes with localedef)
+    python3-docutils dpkg-dev apparmor gettext locales
 )
 
 if [ "$(id -u)" != 0 ]; then

@@ -78,18 +78,17 @@ for l in $langs; do
 done
 
 run_de() {
-    # glibc ignores LANGUAGE only in the plain C locale; C.UTF-8 is enough
     VRM_LOCALEDIR="$build/po" LANGUAGE=de LC_ALL=$loc LOCPATH=${locpath:-} "$@"
 }
 if [ -n "$build" ] && [ $fail = 0 ] && grep -qx de <<<"$langs"; then
-    loc=$(locale -a 2>/dev/null | grep -ixE 'c\.utf-?8' | head -1)
+    # A German locale where one can be had: glibc 2.41 (Debian 13) ignores
+    # LANGUAGE in C.UTF-8 as in C; glibc 2.36 (Debian 12) honours it there.
     locpath=
-    if [ -z "$loc" ]; then
-        # no C.UTF-8 (older glibc): a German locale of our own
-        if localedef -i de_DE -f UTF-8 "$tmp/de_DE.UTF-8" > /dev/null 2>&1; then
-            loc=de_DE.UTF-8 locpath=$tmp
-        fi
+    loc=$(locale -a 2>/dev/null | grep -ixE 'de_DE\.utf-?8' | head -1)
+    if [ -z "$loc" ] && localedef -i de_DE -f UTF-8 "$tmp/de_DE.UTF-8" > /dev/null 2>&1; then
+        loc=de_DE.UTF-8 locpath=$tmp
     fi
+    [ -n "$loc" ] || loc=$(locale -a 2>/dev/null | grep -ixE 'c\.utf-?8' | head -1)
     cli=$build/tools/cli/virt-rdma
     if [ -z "$loc" ]; then
         echo "SKIP: no C.UTF-8 locale and localedef cannot make de_DE.UTF-8 (install locales)"
