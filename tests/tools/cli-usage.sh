@@ -51,6 +51,20 @@ expect 2 "--tunnelled cannot be used with virt-rdma: a tunnelled migration" migr
 expect 2 "--direct cannot be used with virt-rdma" migrate -c "$nowhere" --direct web1 qemu:///x
 expect 2 'use --migrateuri "$(virt-rdma uri DOMAIN)"' migrate -c "$nowhere" --migrateuri unix:///x web1 qemu:///x
 expect 2 "--listen-address cannot be used with virt-rdma" migrate -c "$nowhere" --listen-address 192.0.2.1 web1 qemu:///x
+expect 2 "--copy-storage-all cannot be used with virt-rdma: libvirt copies disks over an NBD connection" migrate -c "$nowhere" --copy-storage-all web1 qemu:///x
+# virsh's pass-through options (issue 17), checked before any connection
+expect 2 "--auto-converge-initial takes a percentage from 0 to 100, not '101'" migrate -c "$nowhere" --auto-converge --auto-converge-initial 101 web1 qemu:///x
+expect 2 "--auto-converge-increment needs --auto-converge" migrate -c "$nowhere" --auto-converge-increment 10 web1 qemu:///x
+expect 2 "--tls needs --tls-destination: the destination URI 'qemu:///x' names no host" migrate -c "$nowhere" --tls web1 qemu:///x
+expect 2 "--tls-destination needs --tls" migrate -c "$nowhere" --tls-destination b web1 qemu+tcp://b/system
+expect 2 "--comp-methods 'zlib,,zstd' has an empty item" migrate -c "$nowhere" --compressed --comp-methods zlib,,zstd web1 qemu:///x
+expect 2 "--persistent-xml needs --persistent" migrate -c "$nowhere" --persistent-xml /dev/null web1 qemu:///x
+expect 2 "--xml: " migrate -c "$nowhere" --xml "$tmp/no-such.xml" web1 qemu:///x
+: > "$tmp/empty.xml"
+expect 2 "--xml: '$tmp/empty.xml' is not a domain XML file" migrate -c "$nowhere" --xml "$tmp/empty.xml" web1 qemu:///x
+# with --tls and a DESTURI that names a host, the options are right: the
+# source libvirt is contacted (and fails)
+expect 1 "no-such-file.xml" migrate -c "$nowhere" --tls --auto-converge --auto-converge-initial 30 --compressed --comp-methods zlib web1 qemu+tcp://b/system
 expect 2 "migrate takes a domain and a destination URI" migrate --domain web1
 expect 2 "unexpected argument 'extra'" migrate web1 qemu:///x extra
 expect 2 "unknown command 'migarte'" migarte web1

@@ -29,6 +29,7 @@
 /* How often --verbose refreshes its line */
 #define VRM_CLI_PROGRESS_INTERVAL_MS 500
 #define VRM_CLI_MAX_PARAMS 16
+#define VRM_CLI_MAX_XML_BYTES (10 * 1024 * 1024)
 
 /* virsh migrate's options that are one flag each */
 typedef struct {
@@ -46,11 +47,57 @@ static const vrmMigrateFlagOption vrmMigrateFlagTable[] = {
     { "parallel", VIR_MIGRATE_PARALLEL, N_("migrate with parallel connections (multifd)") },
     { "postcopy", VIR_MIGRATE_POSTCOPY, N_("enable post-copy migration") },
     { "tls", VIR_MIGRATE_TLS, N_("QEMU's TLS over the RDMA transport (confidentiality of the memory)") },
+    { "auto-converge", VIR_MIGRATE_AUTO_CONVERGE, N_("force convergence by throttling the guest's CPUs") },
+    { "compressed", VIR_MIGRATE_COMPRESSED, N_("compress the memory (with --parallel: multifd zlib or zstd)") },
+    { "abort-on-error", VIR_MIGRATE_ABORT_ON_ERROR, N_("abort on a soft error during the migration") },
+    { "unsafe", VIR_MIGRATE_UNSAFE, N_("force the migration even if it may be unsafe") },
     { "rdma-pin-all", VIR_MIGRATE_RDMA_PIN_ALL, NULL /* the capability table's */ },
+};
+
+/* virsh migrate's options that are one typed parameter each, passed to
+ * libvirt as they are (virt-rdma carries QEMU's streams, whatever they hold) */
+typedef enum {
+    VRM_PASS_PERCENT,           /* an int from 0 to 100 */
+    VRM_PASS_STRING,
+    VRM_PASS_FILE,              /* the parameter is the file's contents */
+    VRM_PASS_LIST,              /* comma-separated, one parameter per item */
+} vrmMigratePassKind;
+
+typedef struct {
+    const char *option;
+    const char *param;          /* VIR_MIGRATE_PARAM_* */
+    vrmMigratePassKind kind;
+    unsigned int needsFlag;     /* 0, or the flag this option needs */
+    const char *needsOption;    /* ... named as an option */
+    const char *help;           /* N_() */
+    const char *argName;        /* N_() */
+} vrmMigratePassOption;
+
+static const vrmMigratePassOption vrmMigratePassTable[] = {
+    { "auto-converge-initial", VIR_MIGRATE_PARAM_AUTO_CONVERGE_INITIAL, VRM_PASS_PERCENT,
+      VIR_MIGRATE_AUTO_CONVERGE, "--auto-converge",
+      N_("initial CPU throttling rate for auto-convergence, in percent"), N_("PERCENT") },
+    { "auto-converge-increment", VIR_MIGRATE_PARAM_AUTO_CONVERGE_INCREMENT, VRM_PASS_PERCENT,
+      VIR_MIGRATE_AUTO_CONVERGE, "--auto-converge",
+      N_("CPU throttling rate increment for auto-convergence, in percent"), N_("PERCENT") },
+    { "tls-destination", VIR_MIGRATE_PARAM_TLS_DESTINATION, VRM_PASS_STRING,
+      VIR_MIGRATE_TLS, "--tls",
+      N_("the name in the destination's TLS certificate (default: the host of DESTURI)"), N_("NAME") },
+    { "comp-methods", VIR_MIGRATE_PARAM_COMPRESSION, VRM_PASS_LIST,
+      VIR_MIGRATE_COMPRESSED, "--compressed",
+      N_("comma-separated list of compression methods"), N_("METHODS") },
+    { "dname", VIR_MIGRATE_PARAM_DEST_NAME, VRM_PASS_STRING, 0, NULL,
+      N_("rename the domain to NAME during the migration"), N_("NAME") },
+    { "xml", VIR_MIGRATE_PARAM_DEST_XML, VRM_PASS_FILE, 0, NULL,
+      N_("FILE holds an updated domain XML for the destination"), N_("FILE") },
+    { "persistent-xml", VIR_MIGRATE_PARAM_PERSIST_XML, VRM_PASS_FILE,
+      VIR_MIGRATE_PERSIST_DEST, "--persistent",
+      N_("FILE holds the domain XML to persist on the destination"), N_("FILE") },
 };
 
 typedef struct {
     gboolean flags[G_N_ELEMENTS(vrmMigrateFlagTable)];
+    char *pass[G_N_ELEMENTS(vrmMigratePassTable)];
     char *rdma[VRM_CLI_MAX_PARAMS];     /* one per row of the library's table */
     int parallelConnections;
     gint64 bandwidth;                   /* MiB/s, 0: libvirt's default */
@@ -84,6 +131,8 @@ vrmMigrateOptionsClear(vrmMigrateOptions *o)
 
     for (i = 0; i < G_N_ELEMENTS(o->rdma); i++)
         g_free(o->rdma[i]);
+    for (i = 0; i < G_N_ELEMENTS(o->pass); i++)
+        g_free(o->pass[i]);
     g_free(o->connectURI);
     g_free(o->domain);
     g_free(o->desturi);
@@ -135,6 +184,10 @@ static const vrmMigrateRefusedOption vrmMigrateRefusedTable[] = {
     { "direct", false, N_("a direct migration is a hypervisor-native transport, not QEMU's sockets that virt-rdma carries; leave it out") },
     { "migrateuri", true, N_("virt-rdma sets the migration URI to the domain's own socket; for plain virsh use --migrateuri \"$(virt-rdma uri DOMAIN)\"") },
     { "listen-address", true, N_("the destination QEMU listens on the domain's socket, not on an address; the RDMA address is virt-rdmad's ([rdma] address) or --rdma-address") },
+    { "copy-storage-all", false, N_("libvirt copies disks over an NBD connection of their own, which virt-rdma does not carry yet; use shared storage, or migrate the disks with plain virsh") },
+    { "copy-storage-inc", false, N_("libvirt copies disks over an NBD connection of their own, which virt-rdma does not carry yet; use shared storage, or migrate the disks with plain virsh") },
+    { "migrate-disks", true, N_("libvirt copies disks over an NBD connection of their own, which virt-rdma does not carry yet; use shared storage, or migrate the disks with plain virsh") },
+    { "disks-uri", true, N_("libvirt copies disks over an NBD connection of their own, which virt-rdma does not carry yet; use shared storage, or migrate the disks with plain virsh") },
 };
 
 static const vrmMigrateRefusedOption *
@@ -173,6 +226,13 @@ vrmMigrateEntries(vrmMigrateOptions *o)
         GOptionEntry e = { vrmMigrateFlagTable[i].option, 0, 0, G_OPTION_ARG_NONE,
                            &o->flags[i], vrmMigrateFlagHelp(&vrmMigrateFlagTable[i]),
                            NULL };
+
+        g_array_append_val(entries, e);
+    }
+    for (i = 0; i < G_N_ELEMENTS(vrmMigratePassTable); i++) {
+        GOptionEntry e = { vrmMigratePassTable[i].option, 0, 0, G_OPTION_ARG_STRING,
+                           &o->pass[i], vrmMigratePassTable[i].help,
+                           vrmMigratePassTable[i].argName };
 
         g_array_append_val(entries, e);
     }
@@ -266,11 +326,95 @@ vrmMigrateAddRdma(const vrmMigrateParamInfo *row, const char *text,
     return -1;
 }
 
+/* A pass-through option's text as its typed parameter(s), checked here so
+ * that a wrong value is named before any connection; 2 on a usage error */
+static int
+vrmMigrateAddPass(const vrmMigratePassOption *row, const char *text,
+                  unsigned int flags, vrmTypedParams *p)
+{
+    unsigned long long v;
+
+    if (row->needsFlag && !(flags & row->needsFlag)) {
+        vrmCliError(_("--%1$s needs %2$s"), row->option, row->needsOption);
+        return 2;
+    }
+    switch (row->kind) {
+    case VRM_PASS_PERCENT:
+        if (!vrmParseUInt64(text, &v) || v > 100) {
+            vrmCliError(_("--%1$s takes a percentage from 0 to 100, not '%2$s'"),
+                        row->option, text);
+            return 2;
+        }
+        return virTypedParamsAddInt(&p->params, &p->n, &p->max, row->param, (int)v) < 0;
+    case VRM_PASS_STRING:
+        if (!*text) {
+            vrmCliError(_("--%1$s takes a non-empty value"), row->option);
+            return 2;
+        }
+        return virTypedParamsAddString(&p->params, &p->n, &p->max, row->param, text) < 0;
+    case VRM_PASS_FILE: {
+        g_autofree char *xml = NULL;
+        g_autoptr(GError) err = NULL;
+        gsize len = 0;
+
+        if (!g_file_get_contents(text, &xml, &len, &err)) {
+            vrmCliError(_("--%1$s: %2$s"), row->option, err->message);
+            return 2;
+        }
+        if (len == 0 || len > VRM_CLI_MAX_XML_BYTES || strlen(xml) != len) {
+            vrmCliError(_("--%1$s: '%2$s' is not a domain XML file (empty, larger than 10 MiB or binary)"),
+                        row->option, text);
+            return 2;
+        }
+        return virTypedParamsAddString(&p->params, &p->n, &p->max, row->param, xml) < 0;
+    }
+    case VRM_PASS_LIST: {
+        g_auto(GStrv) items = g_strsplit(text, ",", -1);
+        size_t i;
+
+        for (i = 0; items[i]; i++) {
+            if (!*items[i]) {
+                vrmCliError(_("--%1$s '%2$s' has an empty item"), row->option, text);
+                return 2;
+            }
+            if (virTypedParamsAddString(&p->params, &p->n, &p->max, row->param, items[i]) < 0)
+                return 1;
+        }
+        return 0;
+    }
+    }
+    return 1;
+}
+
+/* With --tls: the name QEMU checks the destination's certificate against.
+ * Over TCP libvirt takes the destination's host name; over the domain's
+ * UNIX socket there is none, so libvirt needs one: the host of DESTURI,
+ * as libvirt would use, unless --tls-destination names it. */
+static int
+vrmMigrateTLSDestination(const vrmMigrateOptions *o, vrmTypedParams *p)
+{
+    g_autoptr(GUri) uri = NULL;
+    const char *host;
+
+    if (virTypedParamsGet(p->params, p->n, VIR_MIGRATE_PARAM_TLS_DESTINATION))
+        return 0;
+    uri = g_uri_parse(o->desturi, G_URI_FLAGS_NONE, NULL);
+    host = uri ? g_uri_get_host(uri) : NULL;
+    if (!host || !*host) {
+        vrmCliError(_("--tls needs --tls-destination: the destination URI '%1$s' names no host for QEMU to check the destination's certificate against"),
+                    o->desturi);
+        return 2;
+    }
+    return virTypedParamsAddString(&p->params, &p->n, &p->max,
+                                   VIR_MIGRATE_PARAM_TLS_DESTINATION, host) < 0;
+}
+
 /* Flags and typed parameters from the options; 2 on a usage error */
 static int
 vrmMigrateBuild(const vrmMigrateOptions *o, unsigned int *flags, vrmTypedParams *p)
 {
     size_t i;
+    int rc;
 
     for (i = 0; i < G_N_ELEMENTS(vrmMigrateFlagTable); i++) {
         if (o->flags[i])
@@ -316,6 +460,13 @@ vrmMigrateBuild(const vrmMigrateOptions *o, unsigned int *flags, vrmTypedParams 
          virTypedParamsAddULLong(&p->params, &p->n, &p->max,
                                  VIR_MIGRATE_PARAM_BANDWIDTH, o->bandwidth) < 0))
         return 1;
+    for (i = 0; i < G_N_ELEMENTS(vrmMigratePassTable); i++) {
+        if (o->pass[i] &&
+            (rc = vrmMigrateAddPass(&vrmMigratePassTable[i], o->pass[i], *flags, p)) != 0)
+            return rc;
+    }
+    if ((*flags & VIR_MIGRATE_TLS) && (rc = vrmMigrateTLSDestination(o, p)) != 0)
+        return rc;
     for (i = 0; i < vrmMigrateParamCount() && i < VRM_CLI_MAX_PARAMS; i++) {
         if (o->rdma[i] && vrmMigrateAddRdma(vrmMigrateParamGet(i), o->rdma[i], p) < 0)
             return 2;
@@ -325,10 +476,10 @@ vrmMigrateBuild(const vrmMigrateOptions *o, unsigned int *flags, vrmTypedParams 
     {
         vrmMigrationParams scratch = { 0 };
         const char *sock = NULL;
-        int rc = vrmMigrateOverridesFromParams(p->params, p->n, *flags, &scratch, &sock);
+        int checked = vrmMigrateOverridesFromParams(p->params, p->n, *flags, &scratch, &sock);
 
         vrmMigrationParamsClear(&scratch);
-        if (rc < 0) {
+        if (checked < 0) {
             vrmCliError("%s", vrmLastErrorMessage());
             return 2;
         }
