@@ -88,7 +88,7 @@ vrmGetLastErrorMessage(void)
     vrmLastError *e = g_private_get(&lastErrorKey);
 
     if (!e || !e->message)
-        return _("An error occurred, but the cause is unknown");
+        return _("an error occurred, but the cause is unknown");
     return e->message;
 }
 

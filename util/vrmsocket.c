@@ -16,7 +16,7 @@ vrmSetNonBlock(int fd)
     int flags = fcntl(fd, F_GETFL);
 
     if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
-        vrmReportSystemError(errno, _("Cannot make a socket non-blocking"));
+        vrmReportSystemError(errno, _("cannot make a socket non-blocking"));
         return -1;
     }
     return 0;

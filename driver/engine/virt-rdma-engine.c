@@ -73,12 +73,14 @@ vrmEngineUsage(void)
 {
     g_autofree char *options = vrmEngineSettingsHelp();
 
+    /* message-style: exempt-begin: help text (GLib's --help conventions) */
     printf("%s\n\n%s\n\n%s", _("Usage: virt-rdma-engine --role source|destination [OPTION...]"),
            _("Carry QEMU's UNIX-socket migration streams (main and multifd, both\n"
              "directions) over RDMA RC queue pairs, one process per migration and host.\n"
              "Exit status 0 when every channel has ended in both directions, 1 when the\n"
              "job failed, 2 for invalid options; the stats record goes to --stats-fd."),
            options);
+    /* message-style: exempt-end */
     printf("  %-28s %s\n  %-28s %s\n", "--help", _("show this help"),
            "--version", _("print the program and protocol versions"));
 }

@@ -95,7 +95,7 @@ main(int argc, char **argv)
     }
     if (connectTimeout < 1 || idleTimeout < 0) {
         fprintf(stderr, "virt-rdmad: %s\n",
-                _("--connect-timeout must be at least 1 and --idle-timeout at least 0."));
+                _("--connect-timeout must be at least 1 and --idle-timeout at least 0"));
         return 2;
     }
     if (debug)

@@ -51,7 +51,7 @@ vrmHelperCheckServer(int fd, const char *path)
     socklen_t len = sizeof(cred);
 
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
-        vrmReportSystemError(errno, _("Cannot read the credentials of the server of %1$s"),
+        vrmReportSystemError(errno, _("cannot read the credentials of the server of %1$s"),
                              path);
         return -1;
     }
@@ -102,14 +102,14 @@ vrmHelperWriteAll(int fd, const char *data, size_t len, gint64 deadline)
 
             if (w == 0) {
                 vrmReportError(VRM_ERR_TIMEOUT,
-                               _("Timed out writing to the virt-rdma helper's control socket."));
+                               _("timed out writing to the virt-rdma helper's control socket"));
                 return -1;
             }
             if (w > 0)
                 continue;
         }
         vrmReportSystemError(errno,
-                             _("Cannot write to the virt-rdma helper's control socket"));
+                             _("cannot write to the virt-rdma helper's control socket"));
         return -1;
     }
     return 0;
@@ -132,7 +132,7 @@ vrmHelperReadAll(int fd, char *data, size_t len, gint64 deadline)
             if (off == 0)
                 return 0;
             vrmReportError(VRM_ERR_PROTOCOL,
-                           _("The control socket peer closed the connection in the middle of a message."));
+                           _("the control socket peer closed the connection in the middle of a message"));
             return -1;
         }
         if (errno == EINTR)
@@ -142,14 +142,14 @@ vrmHelperReadAll(int fd, char *data, size_t len, gint64 deadline)
 
             if (w == 0) {
                 vrmReportError(VRM_ERR_TIMEOUT,
-                               _("Timed out waiting for a message on the virt-rdma control socket."));
+                               _("timed out waiting for a message on the virt-rdma control socket"));
                 return -1;
             }
             if (w > 0)
                 continue;
         }
         vrmReportSystemError(errno,
-                             _("Cannot read from the virt-rdma control socket"));
+                             _("cannot read from the virt-rdma control socket"));
         return -1;
     }
     return 1;
@@ -162,7 +162,7 @@ vrmHelperFrameWrite(int fd, const char *data, size_t len, gint64 deadline)
 
     if (len > VRM_HELPER_FRAME_MAX) {
         vrmReportError(VRM_ERR_RESOURCE,
-                       _("A control message of %1$zu bytes exceeds the limit of %2$u bytes."),
+                       _("a control message of %1$zu bytes exceeds the limit of %2$u bytes"),
                        len, VRM_HELPER_FRAME_MAX);
         return -1;
     }
@@ -184,13 +184,13 @@ vrmHelperFrameRead(int fd, gint64 deadline, size_t *lenp)
     if ((r = vrmHelperReadAll(fd, (char *)&be, sizeof(be), deadline)) <= 0) {
         if (r == 0)
             vrmReportError(VRM_ERR_PROTOCOL,
-                           _("The control socket peer closed the connection without a message."));
+                           _("the control socket peer closed the connection without a message"));
         return NULL;
     }
     len = GUINT32_FROM_BE(be);
     if (len == 0 || len > VRM_HELPER_FRAME_MAX) {
         vrmReportError(VRM_ERR_PROTOCOL,
-                       _("A control message announces %1$zu bytes; the allowed size is 1 to %2$u bytes."),
+                       _("a control message announces %1$zu bytes; the allowed size is 1 to %2$u bytes"),
                        len, VRM_HELPER_FRAME_MAX);
         return NULL;
     }
@@ -198,12 +198,12 @@ vrmHelperFrameRead(int fd, gint64 deadline, size_t *lenp)
     if ((r = vrmHelperReadAll(fd, data, len, deadline)) <= 0) {
         if (r == 0)
             vrmReportError(VRM_ERR_PROTOCOL,
-                           _("The control socket peer closed the connection in the middle of a message."));
+                           _("the control socket peer closed the connection in the middle of a message"));
         return NULL;
     }
     data[len] = '\0';
     if (strlen(data) != len) {
-        vrmReportError(VRM_ERR_PROTOCOL, _("A control message contains a NUL byte."));
+        vrmReportError(VRM_ERR_PROTOCOL, _("a control message contains a NUL byte"));
         return NULL;
     }
     if (lenp)
@@ -219,12 +219,12 @@ vrmHelperConnect(const char *path, gint64 deadline)
 
     if (strlen(path) >= sizeof(sa.sun_path)) {
         vrmReportError(VRM_ERR_INVALID_ARG,
-                       _("The socket path %1$s is too long."), path);
+                       _("the socket path %1$s is too long"), path);
         return -1;
     }
     strcpy(sa.sun_path, path);
     if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0) {
-        vrmReportSystemError(errno, _("Cannot create a UNIX socket"));
+        vrmReportSystemError(errno, _("cannot create a UNIX socket"));
         return -1;
     }
     if (vrmSetNonBlock(fd) < 0)
@@ -237,7 +237,7 @@ vrmHelperConnect(const char *path, gint64 deadline)
 
             if (vrmHelperWait(fd, POLLOUT, deadline) <= 0) {
                 vrmReportError(VRM_ERR_TIMEOUT,
-                               _("Timed out connecting to the virt-rdma helper at %1$s."),
+                               _("timed out connecting to the virt-rdma helper at %1$s"),
                                path);
                 goto error;
             }
@@ -253,7 +253,7 @@ vrmHelperConnect(const char *path, gint64 deadline)
                                path, g_strerror(err));
             else
                 vrmReportSystemError(err,
-                                     _("Cannot connect to the virt-rdma helper at %1$s"),
+                                     _("cannot connect to the virt-rdma helper at %1$s"),
                                      path);
             goto error;
         }
@@ -295,7 +295,7 @@ vrmHelperClientCall(const char *path,
         return NULL;
     if (reply->type != VRM_CONTROL_REPLY) {
         vrmReportError(VRM_ERR_PROTOCOL,
-                       _("The virt-rdma helper answered with <%1$s> instead of <reply>."),
+                       _("the virt-rdma helper answered with <%1$s> instead of <reply>"),
                        vrmControlTypeTypeToString(reply->type));
         vrmControlMessageFree(reply);
         return NULL;
@@ -311,6 +311,6 @@ vrmHelperReplyCheck(const vrmControlMessage *reply)
     vrmSetLastError(reply->errorCode > VRM_ERR_OK && reply->errorCode < VRM_ERR_LAST ?
                     reply->errorCode : VRM_ERR_PEER,
                     reply->errorMessage ? reply->errorMessage :
-                    _("The virt-rdma helper refused the request without a reason."));
+                    _("the virt-rdma helper refused the request without a reason"));
     return -1;
 }

@@ -702,7 +702,7 @@ vrmHelperDaemonStart(vrmHelperDaemon *d)
     if (!(d->runDir = vrmRunDirOpen(d->conf->runDir, d->engineUid, d->engineGid)))
         return -1;
     if (g_mkdir_with_parents(d->conf->stateDir, 0700) < 0) {
-        vrmReportSystemError(errno, _("Cannot create the state directory %1$s"),
+        vrmReportSystemError(errno, _("cannot create the state directory %1$s"),
                              d->conf->stateDir);
         return -1;
     }

@@ -215,14 +215,14 @@ vrmHelperEngineSpawn(const vrmEngineLaunch *l, GPid *pid, guint64 *startTime)
      * (SIGPIPE) when the helper restarts while the engine runs */
     if ((logfd = open(l->logFile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
                       O_NOFOLLOW, 0600)) < 0) {
-        vrmReportSystemError(errno, _("Cannot create the engine log %1$s"), l->logFile);
+        vrmReportSystemError(errno, _("cannot create the engine log %1$s"), l->logFile);
         goto cleanup;
     }
     /* the final record: a descriptor of the helper's state directory,
      * which the engine (another user) could not open itself */
     if ((statsFd = open(l->statsFile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
                         O_NOFOLLOW, 0600)) < 0) {
-        vrmReportSystemError(errno, _("Cannot create the engine's stats file %1$s"),
+        vrmReportSystemError(errno, _("cannot create the engine's stats file %1$s"),
                              l->statsFile);
         goto cleanup;
     }
@@ -230,7 +230,7 @@ vrmHelperEngineSpawn(const vrmEngineLaunch *l, GPid *pid, guint64 *startTime)
     if ((tokenFd = vrmEngineTokenPipe(l->token)) < 0)
         goto cleanup;
     if (!g_unix_open_pipe(status, FD_CLOEXEC, NULL)) {
-        vrmReportSystemError(errno, _("Cannot create a pipe"));
+        vrmReportSystemError(errno, _("cannot create a pipe"));
         goto cleanup;
     }
     srcFds[nfds] = tokenFd;
@@ -250,7 +250,7 @@ vrmHelperEngineSpawn(const vrmEngineLaunch *l, GPid *pid, guint64 *startTime)
                                           -1, -1, logfd, srcFds, dstFds, nfds,
                                           pid, NULL, NULL, NULL, &err)) {
         vrmReportError(VRM_ERR_SYSTEM,
-                       _("Cannot start the transport engine %1$s: %2$s"),
+                       _("cannot start the transport engine %1$s: %2$s"),
                        l->program, err->message);
         goto cleanup;
     }

@@ -98,7 +98,7 @@ vrmHelperJobSetState(vrmHelperJob *job, vrmJobState state, const char *error)
         return 0;
     if (!vrmJobStateCanChange(r->state, state)) {
         vrmReportError(VRM_ERR_INTERNAL,
-                       _("Job %1$llu cannot go from state '%2$s' to '%3$s'."),
+                       _("job %1$llu cannot go from state '%2$s' to '%3$s'"),
                        r->id, vrmJobStateTypeToString(r->state),
                        vrmJobStateTypeToString(state));
         return -1;
@@ -238,7 +238,7 @@ vrmHelperJobSave(const vrmHelperJob *job, const char *dir)
     vrmJobRecordFormatBuf(buf, job->record, 0);
     if (!g_file_set_contents_full(xmlPath, buf->str, buf->len,
                                   G_FILE_SET_CONTENTS_CONSISTENT, 0600, &err)) {
-        vrmReportError(VRM_ERR_SYSTEM, _("Cannot write the job record %1$s: %2$s"),
+        vrmReportError(VRM_ERR_SYSTEM, _("cannot write the job record %1$s: %2$s"),
                        xmlPath, err->message);
         return -1;
     }
@@ -263,7 +263,7 @@ vrmHelperJobSave(const vrmHelperJob *job, const char *dir)
         data = g_key_file_to_data(kf, &len, NULL);
         if (!g_file_set_contents_full(runPath, data, len,
                                       G_FILE_SET_CONTENTS_CONSISTENT, 0600, &err)) {
-            vrmReportError(VRM_ERR_SYSTEM, _("Cannot write the job record %1$s: %2$s"),
+            vrmReportError(VRM_ERR_SYSTEM, _("cannot write the job record %1$s: %2$s"),
                            runPath, err->message);
             return -1;
         }
@@ -341,7 +341,7 @@ vrmHelperJobLoadDir(const char *dir)
     const char *name;
 
     if (!(d = g_dir_open(dir, 0, &err))) {
-        vrmReportError(VRM_ERR_SYSTEM, _("Cannot read the state directory %1$s: %2$s"),
+        vrmReportError(VRM_ERR_SYSTEM, _("cannot read the state directory %1$s: %2$s"),
                        dir, err->message);
         return NULL;
     }

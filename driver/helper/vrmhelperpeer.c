@@ -126,11 +126,11 @@ vrmPeerKeyLoad(const char *path, guint8 key[VRM_PEER_KEY_BYTES])
     int ret = -1;
 
     if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
-        vrmReportSystemError(errno, _("Cannot open the cluster key %1$s"), path);
+        vrmReportSystemError(errno, _("cannot open the cluster key %1$s"), path);
         return -1;
     }
     if (fstat(fd, &st) < 0) {
-        vrmReportSystemError(errno, _("Cannot inspect the cluster key %1$s"), path);
+        vrmReportSystemError(errno, _("cannot inspect the cluster key %1$s"), path);
         goto cleanup;
     }
     if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
@@ -169,7 +169,7 @@ vrmPeerKeyGenerate(const char *path)
     int ret = -1;
 
     if (getrandom(key, sizeof(key), 0) != sizeof(key)) {
-        vrmReportSystemError(errno, _("Cannot get random bytes for the cluster key"));
+        vrmReportSystemError(errno, _("cannot get random bytes for the cluster key"));
         return -1;
     }
     for (i = 0; i < VRM_PEER_KEY_BYTES; i++)
@@ -178,14 +178,14 @@ vrmPeerKeyGenerate(const char *path)
     hex[2 * VRM_PEER_KEY_BYTES + 1] = '\0';
     if ((fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                    0600)) < 0) {
-        vrmReportSystemError(errno, _("Cannot create the cluster key %1$s (an existing key is never overwritten)"),
+        vrmReportSystemError(errno, _("cannot create the cluster key %1$s (an existing key is never overwritten)"),
                              path);
         goto cleanup;
     }
     if (fchmod(fd, 0600) < 0 ||
         write(fd, hex, 2 * VRM_PEER_KEY_BYTES + 1) != 2 * VRM_PEER_KEY_BYTES + 1 ||
         fsync(fd) < 0) {
-        vrmReportSystemError(errno, _("Cannot write the cluster key %1$s"), path);
+        vrmReportSystemError(errno, _("cannot write the cluster key %1$s"), path);
         close(fd);
         unlink(path);
         goto cleanup;
@@ -244,7 +244,7 @@ vrmPeerCredsLoadPsk(vrmPeerCreds *creds, const vrmHelperConfig *conf)
         (rc = gnutls_psk_set_client_credentials(creds->pskClient, creds->pskUser,
                                                 &key, GNUTLS_PSK_KEY_RAW)) < 0 ||
         (rc = gnutls_psk_allocate_server_credentials(&creds->pskServer)) < 0) {
-        vrmReportError(VRM_ERR_SYSTEM, _("Cannot set up the cluster key: %1$s"),
+        vrmReportError(VRM_ERR_SYSTEM, _("cannot set up the cluster key: %1$s"),
                        gnutls_strerror(rc));
         return -1;
     }
@@ -259,20 +259,20 @@ vrmPeerCertCreds(gnutls_certificate_credentials_t *out, const char *ca,
     int rc;
 
     if ((rc = gnutls_certificate_allocate_credentials(out)) < 0) {
-        vrmReportError(VRM_ERR_SYSTEM, _("Cannot set up TLS credentials: %1$s"),
+        vrmReportError(VRM_ERR_SYSTEM, _("cannot set up TLS credentials: %1$s"),
                        gnutls_strerror(rc));
         return -1;
     }
     if ((rc = gnutls_certificate_set_x509_trust_file(*out, ca, GNUTLS_X509_FMT_PEM)) <= 0) {
         vrmReportError(VRM_ERR_CONFIG,
-                       _("Cannot load the CA certificate %1$s ([peers] ca-cert): %2$s"),
+                       _("cannot load the CA certificate %1$s ([peers] ca-cert): %2$s"),
                        ca, rc < 0 ? gnutls_strerror(rc) : _("no certificate in it"));
         return -1;
     }
     if ((rc = gnutls_certificate_set_x509_key_file(*out, cert, key,
                                                     GNUTLS_X509_FMT_PEM)) < 0) {
         vrmReportError(VRM_ERR_CONFIG,
-                       _("Cannot load the certificate %1$s with its key %2$s: %3$s"),
+                       _("cannot load the certificate %1$s with its key %2$s: %3$s"),
                        cert, key, gnutls_strerror(rc));
         return -1;
     }
@@ -860,7 +860,7 @@ vrmPeerSessionNew(vrmPeerConn *pc)
     return 0;
 
  error:
-    vrmReportError(VRM_ERR_SYSTEM, _("Cannot set up a TLS session: %1$s"),
+    vrmReportError(VRM_ERR_SYSTEM, _("cannot set up a TLS session: %1$s"),
                    gnutls_strerror(rc));
     return -1;
 }
@@ -898,7 +898,7 @@ vrmPeerConnConnect(vrmPeerCreds *creds, const vrmLocator *to,
     }
     fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0) {
-        vrmReportSystemError(errno, _("Cannot create a TCP socket"));
+        vrmReportSystemError(errno, _("cannot create a TCP socket"));
         freeaddrinfo(ai);
         return NULL;
     }
@@ -1036,7 +1036,7 @@ vrmPeerServerNew(vrmPeerCreds *creds, const char *address, unsigned int port,
         listen(fd, VRM_PEER_LISTEN_BACKLOG) < 0 ||
         getsockname(fd, (struct sockaddr *)&sa, &salen) < 0) {
         vrmReportSystemError(errno,
-                             _("Cannot listen for peer helpers on %1$s ([peers] listen and port)"),
+                             _("cannot listen for peer helpers on %1$s ([peers] listen and port)"),
                              name);
         if (fd >= 0)
             close(fd);

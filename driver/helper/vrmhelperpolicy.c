@@ -52,7 +52,7 @@ vrmHelperPeerCheck(int fd, const char *group)
     g_autofree gid_t *groups = NULL;
 
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
-        vrmReportSystemError(errno, _("Cannot read the credentials of a control socket client"));
+        vrmReportSystemError(errno, _("cannot read the credentials of a control socket client"));
         return -1;
     }
     peer.uid = cred.uid;
@@ -88,11 +88,11 @@ vrmHelperPeerCheck(int fd, const char *group)
     if (!vrmHelperPeerAllowed(&peer, geteuid(), allowed, haveGroup)) {
         if (group)
             vrmReportError(VRM_ERR_AUTH,
-                           _("User %1$u is not allowed to use virt-rdmad: only root and members of the group '%2$s' are."),
+                           _("user %1$u is not allowed to use virt-rdmad: only root and members of the group '%2$s' are"),
                            (unsigned int)cred.uid, group);
         else
             vrmReportError(VRM_ERR_AUTH,
-                           _("User %1$u is not allowed to use virt-rdmad: only root is."),
+                           _("user %1$u is not allowed to use virt-rdmad: only root is"),
                            (unsigned int)cred.uid);
         return -1;
     }
@@ -145,18 +145,18 @@ vrmHelperDeviceCheck(const char *device, unsigned int port, char **name)
             }
         }
         vrmReportError(VRM_ERR_NO_DEVICE,
-                       _("No RDMA device of this host has an active port %1$u."), port);
+                       _("no RDMA device of this host has an active port %1$u"), port);
         return -1;
     }
     devdir = g_build_filename(dir, device, NULL);
     if (!g_file_test(devdir, G_FILE_TEST_IS_DIR)) {
         vrmReportError(VRM_ERR_NO_DEVICE,
-                       _("The RDMA device '%1$s' does not exist on this host."), device);
+                       _("the RDMA device '%1$s' does not exist on this host"), device);
         return -1;
     }
     if (!vrmHelperPortActive(device, port)) {
         vrmReportError(VRM_ERR_NO_DEVICE,
-                       _("Port %1$u of the RDMA device '%2$s' is not active."),
+                       _("port %1$u of the RDMA device '%2$s' is not active"),
                        port, device);
         return -1;
     }
@@ -191,12 +191,12 @@ vrmHelperDeviceAddress(const char *device, unsigned int port)
 
     if (!netdev) {
         vrmReportError(VRM_ERR_NO_DEVICE,
-                       _("Cannot find the network interface of the RDMA device '%1$s'; set 'address' in the [rdma] group of the configuration."),
+                       _("cannot find the network interface of the RDMA device '%1$s'; set 'address' in the [rdma] group of the configuration"),
                        device);
         return NULL;
     }
     if (getifaddrs(&ifa) < 0) {
-        vrmReportSystemError(errno, _("Cannot list the addresses of this host"));
+        vrmReportSystemError(errno, _("cannot list the addresses of this host"));
         return NULL;
     }
     for (i = ifa; i; i = i->ifa_next) {
@@ -222,7 +222,7 @@ vrmHelperDeviceAddress(const char *device, unsigned int port)
     g_free(found6);
     if (!found)
         vrmReportError(VRM_ERR_NO_DEVICE,
-                       _("The network interface %1$s of the RDMA device '%2$s' has no usable address; set 'address' in the [rdma] group of the configuration."),
+                       _("the network interface %1$s of the RDMA device '%2$s' has no usable address; set 'address' in the [rdma] group of the configuration"),
                        netdev, device);
     return found;
 }
@@ -253,7 +253,7 @@ vrmHelperCheckJobLimit(unsigned int running, unsigned int max)
 {
     if (running >= max) {
         vrmReportError(VRM_ERR_RESOURCE,
-                       _("This host already runs %1$u migration jobs, the most its virt-rdmad configuration allows (max-jobs = %2$u)."),
+                       _("this host already runs %1$u migration jobs, the most its virt-rdmad configuration allows (max-jobs = %2$u)"),
                        running, max);
         return -1;
     }

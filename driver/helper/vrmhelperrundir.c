@@ -48,16 +48,16 @@ vrmEnsureDirAt(int dirfd, const char *name, const char *shown, uid_t uid,
     int fd;
 
     if (mkdirat(dirfd, name, 0700) < 0 && errno != EEXIST) {
-        vrmReportSystemError(errno, _("Cannot create the directory %1$s"), shown);
+        vrmReportSystemError(errno, _("cannot create the directory %1$s"), shown);
         return -1;
     }
     if ((fd = vrmOpenDirAt(dirfd, name)) < 0) {
-        vrmReportSystemError(errno, _("Cannot open the directory %1$s (not a directory, or a symbolic link?)"),
+        vrmReportSystemError(errno, _("cannot open the directory %1$s (not a directory, or a symbolic link?)"),
                              shown);
         return -1;
     }
     if (fstat(fd, &st) < 0) {
-        vrmReportSystemError(errno, _("Cannot inspect the directory %1$s"), shown);
+        vrmReportSystemError(errno, _("cannot inspect the directory %1$s"), shown);
         close(fd);
         return -1;
     }
@@ -66,13 +66,13 @@ vrmEnsureDirAt(int dirfd, const char *name, const char *shown, uid_t uid,
         gid = st.st_gid;
     }
     if ((st.st_uid != uid || st.st_gid != gid) && fchown(fd, uid, gid) < 0) {
-        vrmReportSystemError(errno, _("Cannot give the directory %1$s to %2$u:%3$u"),
+        vrmReportSystemError(errno, _("cannot give the directory %1$s to %2$u:%3$u"),
                              shown, (unsigned int)uid, (unsigned int)gid);
         close(fd);
         return -1;
     }
     if ((st.st_mode & 07777) != mode && fchmod(fd, mode) < 0) {
-        vrmReportSystemError(errno, _("Cannot set the mode of the directory %1$s"),
+        vrmReportSystemError(errno, _("cannot set the mode of the directory %1$s"),
                              shown);
         close(fd);
         return -1;
@@ -94,11 +94,11 @@ vrmRunDirOpen(const char *path, uid_t engineUid, gid_t engineGid)
     rd->path = g_strdup(path);
     rd->root = geteuid() == 0;
     if (g_mkdir_with_parents(parent, 0755) < 0) {
-        vrmReportSystemError(errno, _("Cannot create the directory %1$s"), parent);
+        vrmReportSystemError(errno, _("cannot create the directory %1$s"), parent);
         return NULL;
     }
     if ((pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
-        vrmReportSystemError(errno, _("Cannot open the directory %1$s"), parent);
+        vrmReportSystemError(errno, _("cannot open the directory %1$s"), parent);
         return NULL;
     }
     rd->fd = vrmEnsureDirAt(pfd, base, path, 0, 0, VRM_RUN_DIR_MODE, rd->root);
@@ -167,16 +167,16 @@ vrmListenAt(int dirfd, const char *name, const char *shown, uid_t uid,
             return -1;
         }
         if (unlinkat(dirfd, name, 0) < 0) {
-            vrmReportSystemError(errno, _("Cannot remove the old socket %1$s"), shown);
+            vrmReportSystemError(errno, _("cannot remove the old socket %1$s"), shown);
             return -1;
         }
     }
     if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0) {
-        vrmReportSystemError(errno, _("Cannot create a UNIX socket"));
+        vrmReportSystemError(errno, _("cannot create a UNIX socket"));
         return -1;
     }
     if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-        vrmReportSystemError(errno, _("Cannot bind the socket %1$s"), shown);
+        vrmReportSystemError(errno, _("cannot bind the socket %1$s"), shown);
         close(fd);
         return -1;
     }
@@ -184,14 +184,14 @@ vrmListenAt(int dirfd, const char *name, const char *shown, uid_t uid,
      * fchmodat() has no working AT_SYMLINK_NOFOLLOW on Linux */
     if (fchmodat(dirfd, name, VRM_SOCKET_MODE, 0) < 0 ||
         (root && fchownat(dirfd, name, uid, gid, AT_SYMLINK_NOFOLLOW) < 0)) {
-        vrmReportSystemError(errno, _("Cannot set the owner and mode of the socket %1$s"),
+        vrmReportSystemError(errno, _("cannot set the owner and mode of the socket %1$s"),
                              shown);
         unlinkat(dirfd, name, 0);
         close(fd);
         return -1;
     }
     if (listen(fd, VRM_LISTEN_BACKLOG) < 0) {
-        vrmReportSystemError(errno, _("Cannot listen on the socket %1$s"), shown);
+        vrmReportSystemError(errno, _("cannot listen on the socket %1$s"), shown);
         unlinkat(dirfd, name, 0);
         close(fd);
         return -1;
@@ -214,7 +214,7 @@ vrmRunDirCheckSocket(vrmRunDir *rd, const char *name, gid_t gid)
     struct stat st;
 
     if (fstatat(rd->fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-        vrmReportSystemError(errno, _("Cannot inspect the control socket %1$s"), shown);
+        vrmReportSystemError(errno, _("cannot inspect the control socket %1$s"), shown);
         return -1;
     }
     if (!S_ISSOCK(st.st_mode)) {
@@ -229,7 +229,7 @@ vrmRunDirCheckSocket(vrmRunDir *rd, const char *name, gid_t gid)
                  shown, (unsigned int)st.st_uid, (unsigned int)st.st_gid,
                  (unsigned int)gid);
         if (fchownat(rd->fd, name, 0, gid, AT_SYMLINK_NOFOLLOW) < 0) {
-            vrmReportSystemError(errno, _("Cannot give the control socket %1$s to its group"),
+            vrmReportSystemError(errno, _("cannot give the control socket %1$s to its group"),
                                  shown);
             return -1;
         }
@@ -238,7 +238,7 @@ vrmRunDirCheckSocket(vrmRunDir *rd, const char *name, gid_t gid)
         VRM_WARN(_("the control socket %1$s has mode %2$04o, not 0660: repairing it"),
                  shown, (unsigned int)(st.st_mode & 07777));
         if (fchmodat(rd->fd, name, VRM_SOCKET_MODE, 0) < 0) {
-            vrmReportSystemError(errno, _("Cannot set the mode of the control socket %1$s"),
+            vrmReportSystemError(errno, _("cannot set the mode of the control socket %1$s"),
                                  shown);
             return -1;
         }
@@ -259,11 +259,11 @@ vrmRemoveDirAt(int parentFd, const char *name, const char *shown)
     if ((fd = vrmOpenDirAt(parentFd, name)) < 0) {
         if (errno == ENOENT)
             return 0;
-        vrmReportSystemError(errno, _("Cannot open the directory %1$s"), shown);
+        vrmReportSystemError(errno, _("cannot open the directory %1$s"), shown);
         return -1;
     }
     if (!(dir = fdopendir(fd))) {
-        vrmReportSystemError(errno, _("Cannot read the directory %1$s"), shown);
+        vrmReportSystemError(errno, _("cannot read the directory %1$s"), shown);
         close(fd);
         return -1;
     }
@@ -279,7 +279,7 @@ vrmRemoveDirAt(int parentFd, const char *name, const char *shown)
     }
     closedir(dir);
     if (unlinkat(parentFd, name, AT_REMOVEDIR) < 0 && errno != ENOENT) {
-        vrmReportSystemError(errno, _("Cannot remove the directory %1$s"), shown);
+        vrmReportSystemError(errno, _("cannot remove the directory %1$s"), shown);
         return -1;
     }
     return 0;
@@ -309,11 +309,11 @@ vrmRunDirDomainCreate(vrmRunDir *rd, const char *uuid, uid_t qemuUid,
     if (vrmRemoveDirAt(rd->qemuFd, name, shown) < 0)
         return -1;
     if (mkdirat(rd->qemuFd, name, 0700) < 0) {
-        vrmReportSystemError(errno, _("Cannot create the directory %1$s"), shown);
+        vrmReportSystemError(errno, _("cannot create the directory %1$s"), shown);
         return -1;
     }
     if ((fd = vrmOpenDirAt(rd->qemuFd, name)) < 0 || fstat(fd, &st) < 0) {
-        vrmReportSystemError(errno, _("Cannot open the directory %1$s"), shown);
+        vrmReportSystemError(errno, _("cannot open the directory %1$s"), shown);
         if (fd >= 0)
             close(fd);
         unlinkat(rd->qemuFd, name, AT_REMOVEDIR);
@@ -325,12 +325,12 @@ vrmRunDirDomainCreate(vrmRunDir *rd, const char *uuid, uid_t qemuUid,
                            engineGid, rd->root)) < 0)
         goto error;
     if (rd->root && fchown(fd, qemuUid, engineGid) < 0) {
-        vrmReportSystemError(errno, _("Cannot give the directory %1$s to %2$u:%3$u"),
+        vrmReportSystemError(errno, _("cannot give the directory %1$s to %2$u:%3$u"),
                              shown, (unsigned int)qemuUid, (unsigned int)engineGid);
         goto error;
     }
     if (fchmod(fd, rd->root ? VRM_DOMAIN_DIR_MODE : 0700) < 0) {
-        vrmReportSystemError(errno, _("Cannot set the mode of the directory %1$s"), shown);
+        vrmReportSystemError(errno, _("cannot set the mode of the directory %1$s"), shown);
         goto error;
     }
     close(fd);

@@ -46,7 +46,7 @@ vrmTxFlowCredit(vrmTxFlow *f, guint32 credits)
 {
     if (credits == 0 || credits > f->inflight) {
         vrmReportError(VRM_ERR_PROTOCOL,
-                       _("The peer returned %1$u credits while %2$u chunks were in flight."),
+                       _("the peer returned %1$u credits while %2$u chunks were in flight"),
                        credits, f->inflight);
         return -1;
     }
@@ -65,18 +65,18 @@ vrmRxFlowFill(vrmRxFlow *f, guint32 index, guint32 length)
 {
     if (index != f->fill) {
         vrmReportError(VRM_ERR_PROTOCOL,
-                       _("The peer announced chunk %1$u where chunk %2$u was expected."),
+                       _("the peer announced chunk %1$u where chunk %2$u was expected"),
                        index, f->fill);
         return -1;
     }
     if (f->filled + f->uncredited >= f->depth) {
         vrmReportError(VRM_ERR_PROTOCOL,
-                       _("The peer wrote chunk %1$u without a credit."), index);
+                       _("the peer wrote chunk %1$u without a credit"), index);
         return -1;
     }
     if (length == 0 || length > f->chunk_len) {
         vrmReportError(VRM_ERR_PROTOCOL,
-                       _("The peer announced %1$u bytes in chunk %2$u of %3$u bytes."),
+                       _("the peer announced %1$u bytes in chunk %2$u of %3$u bytes"),
                        length, index, f->chunk_len);
         return -1;
     }
@@ -91,7 +91,7 @@ vrmRxFlowFillTag(vrmRxFlow *f, guint32 tag, guint32 length, guint32 *index)
 {
     if (tag != (f->fill & VRM_PROTO_IMM_TAG_MASK)) {
         vrmReportError(VRM_ERR_PROTOCOL,
-                       _("The immediate data names chunk tag %1$u where chunk %2$u was expected."),
+                       _("the immediate data names chunk tag %1$u where chunk %2$u was expected"),
                        tag, f->fill);
         return -1;
     }
@@ -142,7 +142,7 @@ vrmRemoteRingDescribe(vrmRemoteRing *rr, const vrmProtoRingEntry *e, bool pinAll
 {
     if (vrmRemoteRingComplete(rr)) {
         vrmReportError(VRM_ERR_PROTOCOL,
-                       _("The peer described its ring again after entry %1$u."),
+                       _("the peer described its ring again after entry %1$u"),
                        rr->depth - 1);
         return -1;
     }
@@ -203,7 +203,7 @@ vrmRemoteRingRegistered(vrmRemoteRing *rr, const vrmProtoRegResult *r,
     if (r->index >= rr->depth || rr->state[r->index] != VRM_REMOTE_REQUESTED ||
         r->addr != rr->addr[r->index]) {
         vrmReportError(VRM_ERR_PROTOCOL,
-                       _("The registration result for chunk %1$u does not match a request."),
+                       _("the registration result for chunk %1$u does not match a request"),
                        r->index);
         return -1;
     }

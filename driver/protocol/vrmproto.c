@@ -313,7 +313,7 @@ vrmProtoCheckChunkSize(guint64 size)
     if (size < VRM_CHUNK_SIZE_MIN || size > VRM_CHUNK_SIZE_MAX ||
         (size & (size - 1)) != 0) {
         vrmReportError(VRM_ERR_INVALID_ARG,
-                       _("Chunk size %1$llu is not a power of two between 64 KiB and 64 MiB."),
+                       _("chunk size %1$llu is not a power of two between 64 KiB and 64 MiB"),
                        (unsigned long long)size);
         return -1;
     }
@@ -325,7 +325,7 @@ vrmProtoCheckDepth(guint64 depth)
 {
     if (depth < VRM_RING_DEPTH_MIN || depth > VRM_RING_DEPTH_MAX) {
         vrmReportError(VRM_ERR_INVALID_ARG,
-                       _("Ring depth %1$llu is not between %2$d and %3$d."),
+                       _("ring depth %1$llu is not between %2$d and %3$d"),
                        (unsigned long long)depth, VRM_RING_DEPTH_MIN, VRM_RING_DEPTH_MAX);
         return -1;
     }
@@ -337,7 +337,7 @@ vrmProtoCheckChannels(guint64 channels)
 {
     if (channels < 1 || channels > VRM_CHANNELS_MAX) {
         vrmReportError(VRM_ERR_INVALID_ARG,
-                       _("Channel count %1$llu is not between 1 and %2$d."),
+                       _("channel count %1$llu is not between 1 and %2$d"),
                        (unsigned long long)channels, VRM_CHANNELS_MAX);
         return -1;
     }
@@ -414,13 +414,13 @@ vrmProtoMsgDecode(const void *buf, size_t received, vrmProtoMsg *msg)
 
     if (received < VRM_PROTO_HEADER_LEN) {
         vrmReportError(VRM_ERR_PROTOCOL,
-                       _("A control message of %1$zu bytes is shorter than its 16-byte header."),
+                       _("a control message of %1$zu bytes is shorter than its 16-byte header"),
                        received);
         return -1;
     }
     if (received > VRM_CONTROL_MESSAGE_MAX) {
         vrmReportError(VRM_ERR_PROTOCOL,
-                       _("A control message of %1$zu bytes exceeds the %2$d-byte limit."),
+                       _("a control message of %1$zu bytes exceeds the %2$d-byte limit"),
                        received, VRM_CONTROL_MESSAGE_MAX);
         return -1;
     }
@@ -432,23 +432,23 @@ vrmProtoMsgDecode(const void *buf, size_t received, vrmProtoMsg *msg)
 
     if (msg->hdr.len != received - VRM_PROTO_HEADER_LEN) {
         vrmReportError(VRM_ERR_PROTOCOL,
-                       _("A control message announces %1$u data bytes but %2$zu arrived."),
+                       _("a control message announces %1$u data bytes but %2$zu arrived"),
                        msg->hdr.len, received - VRM_PROTO_HEADER_LEN);
         return -1;
     }
     if (padding != 0) {
         vrmReportError(VRM_ERR_PROTOCOL,
-                       _("The padding of a control message header is not zero."));
+                       _("the padding of a control message header is not zero"));
         return -1;
     }
     if (msg->hdr.type >= VRM_MSG_LAST) {
         vrmReportError(VRM_ERR_PROTOCOL,
-                       _("Unknown control message type %1$u."), msg->hdr.type);
+                       _("unknown control message type %1$u"), msg->hdr.type);
         return -1;
     }
     if (msg->hdr.repeat > VRM_PROTO_MAX_REPEAT) {
         vrmReportError(VRM_ERR_PROTOCOL,
-                       _("A %1$s message repeats %2$u times, more than the limit of %3$d."),
+                       _("a %1$s message repeats %2$u times, more than the limit of %3$d"),
                        vrmProtoMsgTypeToString(msg->hdr.type),
                        msg->hdr.repeat, VRM_PROTO_MAX_REPEAT);
         return -1;
@@ -461,7 +461,7 @@ vrmProtoMsgDecode(const void *buf, size_t received, vrmProtoMsg *msg)
     case VRM_MSG_REGISTER_FINISHED:
     case VRM_MSG_CHANNEL_UNUSED:
         vrmReportError(VRM_ERR_PROTOCOL,
-                       _("Control message type %1$s is not used in protocol version 2."),
+                       _("control message type %1$s is not used in protocol version 2"),
                        vrmProtoMsgTypeToString(msg->hdr.type));
         return -1;
     case VRM_MSG_ERROR:
@@ -469,7 +469,7 @@ vrmProtoMsgDecode(const void *buf, size_t received, vrmProtoMsg *msg)
             get32(msg->payload + 4) != msg->hdr.len - 8 ||
             msg->hdr.len - 8 > VRM_PROTO_ERROR_TEXT_MAX) {
             vrmReportError(VRM_ERR_PROTOCOL,
-                           _("Malformed ERROR message (%1$u data bytes, repeat %2$u)."),
+                           _("malformed ERROR message (%1$u data bytes, repeat %2$u)"),
                            msg->hdr.len, msg->hdr.repeat);
             return -1;
         }
@@ -483,7 +483,7 @@ vrmProtoMsgDecode(const void *buf, size_t received, vrmProtoMsg *msg)
         (vrmProtoSingleEntry(msg->hdr.type) && msg->hdr.repeat != 1) ||
         (size_t)msg->hdr.repeat * esz != msg->hdr.len) {
         vrmReportError(VRM_ERR_PROTOCOL,
-                       _("A %1$s message has %2$u data bytes for %3$u entries of %4$zu bytes."),
+                       _("a %1$s message has %2$u data bytes for %3$u entries of %4$zu bytes"),
                        vrmProtoMsgTypeToString(msg->hdr.type),
                        msg->hdr.len, msg->hdr.repeat, esz);
         return -1;
@@ -497,7 +497,7 @@ vrmProtoMsgDecode(const void *buf, size_t received, vrmProtoMsg *msg)
             if (get32(msg->payload + i * 8 + 4) != 0 ||
                 (msg->hdr.type == VRM_MSG_KEEPALIVE && get32(msg->payload) != 0)) {
                 vrmReportError(VRM_ERR_PROTOCOL,
-                               _("The padding of a %1$s entry is not zero."),
+                               _("the padding of a %1$s entry is not zero"),
                                vrmProtoMsgTypeToString(msg->hdr.type));
                 return -1;
             }
@@ -674,7 +674,7 @@ vrmProtoGetError(const vrmProtoMsg *msg, guint32 *code, char **text)
     *code = get32(msg->payload);
     if (!g_utf8_validate(t, tlen, NULL)) {
         vrmReportError(VRM_ERR_PROTOCOL,
-                       _("The text of an ERROR message is not valid UTF-8."));
+                       _("the text of an ERROR message is not valid UTF-8"));
         return -1;
     }
     *text = g_strndup(t, tlen);
@@ -687,14 +687,14 @@ vrmProtoRingEntryCheck(const vrmProtoRingEntry *e, guint32 expect,
 {
     if (e->index != expect) {
         vrmReportError(VRM_ERR_PROTOCOL,
-                       _("Ring description entry %1$u arrived where entry %2$u was expected."),
+                       _("ring description entry %1$u arrived where entry %2$u was expected"),
                        e->index, expect);
         return -1;
     }
     if (e->depth < VRM_RING_DEPTH_MIN || e->depth > VRM_RING_DEPTH_MAX ||
         (depth_seen && e->depth != depth_seen) || e->index >= e->depth) {
         vrmReportError(VRM_ERR_PROTOCOL,
-                       _("Ring description entry %1$u has an invalid depth %2$u."),
+                       _("ring description entry %1$u has an invalid depth %2$u"),
                        e->index, e->depth);
         return -1;
     }
@@ -702,13 +702,13 @@ vrmProtoRingEntryCheck(const vrmProtoRingEntry *e, guint32 expect,
         (e->length & (e->length - 1)) ||
         (length_seen && e->length != length_seen)) {
         vrmReportError(VRM_ERR_PROTOCOL,
-                       _("Ring description entry %1$u has an invalid chunk length %2$u."),
+                       _("ring description entry %1$u has an invalid chunk length %2$u"),
                        e->index, e->length);
         return -1;
     }
     if (e->addr + e->length < e->addr) {
         vrmReportError(VRM_ERR_PROTOCOL,
-                       _("Ring description entry %1$u wraps around the address space."),
+                       _("ring description entry %1$u wraps around the address space"),
                        e->index);
         return -1;
     }

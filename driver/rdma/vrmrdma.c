@@ -80,7 +80,7 @@ vrmRdmaVerbsTakeEvents(vrmRdmaQP *qp)
         }
     }
     if (errno != EAGAIN && errno != EWOULDBLOCK) {
-        vrmReportSystemError(errno, _("Cannot read a completion event"));
+        vrmReportSystemError(errno, _("cannot read a completion event"));
         return -1;
     }
     return n;
@@ -138,7 +138,7 @@ vrmRdmaDeviceNew(struct ibv_context *ctx)
     dev->ctx = ctx;
     dev->name = g_strdup(ibv_get_device_name(ctx->device));
     if ((rc = ibv_query_device(ctx, &attr)) != 0) {
-        vrmReportSystemError(rc, _("Cannot query RDMA device %1$s"), dev->name);
+        vrmReportSystemError(rc, _("cannot query RDMA device %1$s"), dev->name);
         return NULL;
     }
     dev->maxQpWr = attr.max_qp_wr;
@@ -146,7 +146,7 @@ vrmRdmaDeviceNew(struct ibv_context *ctx)
     dev->iwarp = ctx->device->transport_type == IBV_TRANSPORT_IWARP;
     if (!(dev->pd = ibv_alloc_pd(ctx))) {
         vrmReportSystemError(errno,
-                             _("Cannot allocate a protection domain on %1$s"),
+                             _("cannot allocate a protection domain on %1$s"),
                              dev->name);
         return NULL;
     }
@@ -175,25 +175,25 @@ vrmRdmaQPNew(vrmRdmaDevice *dev, struct rdma_cm_id *id, guint32 sendSize,
 
     vrmRdmaQPInit(&v->base, dev, sendSize, recvSize);
     if (!(v->chan = ibv_create_comp_channel(dev->ctx))) {
-        vrmReportSystemError(errno, _("Cannot create a completion channel on %1$s"),
+        vrmReportSystemError(errno, _("cannot create a completion channel on %1$s"),
                              dev->name);
         goto error;
     }
     flags = fcntl(v->chan->fd, F_GETFL);
     if (flags < 0 || fcntl(v->chan->fd, F_SETFL, flags | O_NONBLOCK) < 0) {
-        vrmReportSystemError(errno, _("Cannot make a completion channel non-blocking"));
+        vrmReportSystemError(errno, _("cannot make a completion channel non-blocking"));
         goto error;
     }
     if (!(v->cq = ibv_create_cq(dev->ctx, cqe, context, v->chan, 0))) {
         vrmReportSystemError(errno,
-                             _("Cannot create a completion queue of %1$d entries on %2$s"),
+                             _("cannot create a completion queue of %1$d entries on %2$s"),
                              cqe, dev->name);
         goto error;
     }
     attr.send_cq = v->cq;
     attr.recv_cq = v->cq;
     if (rdma_create_qp(id, dev->pd, &attr) < 0) {
-        vrmReportSystemError(errno, _("Cannot create a queue pair on %1$s"), dev->name);
+        vrmReportSystemError(errno, _("cannot create a queue pair on %1$s"), dev->name);
         goto error;
     }
     v->id = id;
@@ -237,7 +237,7 @@ vrmRdmaRegister(vrmRdmaDevice *dev, void *addr, size_t len, int access,
 
     if (!mr) {
         vrmReportSystemError(errno,
-                             _("Cannot register %1$zu bytes of memory with %2$s"),
+                             _("cannot register %1$zu bytes of memory with %2$s"),
                              len, dev->name);
         return NULL;
     }
@@ -289,7 +289,7 @@ vrmRdmaQPPostSend(vrmRdmaQP *qp, struct ibv_send_wr *wr)
     int rc = qp->dev->ops->postSend(qp, wr);
 
     if (rc != 0) {
-        vrmReportSystemError(rc, _("Cannot post work requests on %1$s"), qp->dev->name);
+        vrmReportSystemError(rc, _("cannot post work requests on %1$s"), qp->dev->name);
         return -1;
     }
     __atomic_store_n(&qp->doorbells, qp->doorbells + 1, __ATOMIC_RELAXED);
@@ -302,7 +302,7 @@ vrmRdmaQPPostRecv(vrmRdmaQP *qp, struct ibv_recv_wr *wr)
     int rc = qp->dev->ops->postRecv(qp, wr);
 
     if (rc != 0) {
-        vrmReportSystemError(rc, _("Cannot post receive buffers on %1$s"), qp->dev->name);
+        vrmReportSystemError(rc, _("cannot post receive buffers on %1$s"), qp->dev->name);
         return -1;
     }
     __atomic_store_n(&qp->doorbells, qp->doorbells + 1, __ATOMIC_RELAXED);
@@ -316,7 +316,7 @@ vrmRdmaQPPoll(vrmRdmaQP *qp, int n, struct ibv_wc *wc)
     int i;
 
     if (got < 0) {
-        vrmReportError(VRM_ERR_RDMA, _("Polling a completion queue failed."));
+        vrmReportError(VRM_ERR_RDMA, _("polling a completion queue failed"));
         return -1;
     }
     for (i = 0; i < got; i++) {
@@ -336,7 +336,7 @@ vrmRdmaQPArm(vrmRdmaQP *qp)
     int rc = qp->dev->ops->arm(qp);
 
     if (rc != 0) {
-        vrmReportSystemError(rc, _("Cannot arm a completion queue"));
+        vrmReportSystemError(rc, _("cannot arm a completion queue"));
         return -1;
     }
     return 0;

@@ -261,7 +261,7 @@ vrmChannelMap(size_t len)
                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
     if (mem == MAP_FAILED) {
-        vrmReportSystemError(errno, _("Cannot allocate %1$zu bytes for a channel"), len);
+        vrmReportSystemError(errno, _("cannot allocate %1$zu bytes for a channel"), len);
         return NULL;
     }
     return mem;
@@ -368,14 +368,14 @@ vrmChannelQueueSizes(const vrmChannelConfig *cfg, const vrmRdmaDevice *dev,
     *recvSize = vrmRdmaClamp(VRM_RECV_SLOTS(depth), dev->maxQpWr, "receive queue");
     if (*sendSize < minSq || *recvSize < VRM_RECV_SLOTS(depth)) {
         vrmReportError(VRM_ERR_RESOURCE,
-                       _("Device %1$s allows %2$d work requests per queue, a ring depth of %3$u needs %4$u."),
+                       _("device %1$s allows %2$d work requests per queue, a ring depth of %3$u needs %4$u"),
                        dev->name, dev->maxQpWr, depth, VRM_RECV_SLOTS(depth));
         return -1;
     }
     *cqe = vrmRdmaClamp(*sendSize + *recvSize + 1, dev->maxCqe, "completion queue");
     if ((guint32)*cqe < *sendSize + *recvSize) {
         vrmReportError(VRM_ERR_RESOURCE,
-                       _("Device %1$s allows %2$d completion queue entries, %3$u are needed."),
+                       _("device %1$s allows %2$d completion queue entries, %3$u are needed"),
                        dev->name, dev->maxCqe, *sendSize + *recvSize);
         return -1;
     }
@@ -396,7 +396,7 @@ vrmChannelSetup(vrmChannel *ch, vrmRdmaDevice *dev)
     ch->dev = dev;
     ch->sigInterval = MAX(1, ch->sqSize / 4);
     if ((ch->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
-        vrmReportSystemError(errno, _("Cannot create an eventfd"));
+        vrmReportSystemError(errno, _("cannot create an eventfd"));
         return -1;
     }
     ch->sslots = g_new0(vrmSendSlot, ch->sqSize);
@@ -464,7 +464,7 @@ vrmChannelPostRecvs(vrmChannel *ch, const guint32 *which, guint32 n)
     }
     if (vrmRdmaQPPostRecv(ch->qp, ch->rwrs) < 0) {
         g_autofree char *why = g_strdup(vrmGetLastErrorMessage());
-        vrmReportError(VRM_ERR_RDMA, _("Channel %1$u: %2$s"), ch->cfg.index, why);
+        vrmReportError(VRM_ERR_RDMA, _("channel %1$u: %2$s"), ch->cfg.index, why);
         return -1;
     }
     ch->recvPosted += n;
@@ -716,7 +716,7 @@ vrmChannelPostBatch(vrmChannel *ch, guint32 n, bool force_last)
     }
     if (vrmRdmaQPPostSend(ch->qp, ch->wrs) < 0) {
         g_autofree char *why = g_strdup(vrmGetLastErrorMessage());
-        vrmReportError(VRM_ERR_RDMA, _("Channel %1$u: %2$s"), ch->cfg.index, why);
+        vrmReportError(VRM_ERR_RDMA, _("channel %1$u: %2$s"), ch->cfg.index, why);
         return -1;
     }
     ch->postSeq += n;
@@ -730,7 +730,7 @@ vrmChannelPostCtl(vrmChannel *ch, size_t len, bool signal)
 {
     if (vrmChannelSqFree(ch) < 1) {
         vrmReportError(VRM_ERR_INTERNAL,
-                       _("The send queue of channel %1$u is full."), ch->cfg.index);
+                       _("the send queue of channel %1$u is full"), ch->cfg.index);
         return -1;
     }
     vrmChannelPrepSend(ch, 0, len);
@@ -966,11 +966,11 @@ static int
 vrmChannelSocketError(vrmChannel *ch, int err, bool reading)
 {
     if (reading)
-        vrmReportSystemError(err, _("Channel %1$u: reading QEMU's socket failed"),
+        vrmReportSystemError(err, _("channel %1$u: reading QEMU's socket failed"),
                              ch->cfg.index);
     else
         vrmReportSystemError(err,
-                             _("Channel %1$u: QEMU's socket was closed while %2$llu bytes were still to be delivered"),
+                             _("channel %1$u: QEMU's socket was closed while %2$llu bytes were still to be delivered"),
                              ch->cfg.index,
                              (unsigned long long)ch->rxf.bytes - __atomic_load_n(&ch->stats.v[VRM_STAT_BYTES_RECEIVED],
                                                              __ATOMIC_RELAXED));
@@ -1197,7 +1197,7 @@ static int
 vrmChannelUnexpected(vrmChannel *ch, int type, const char *why)
 {
     vrmReportError(VRM_ERR_PROTOCOL,
-                   _("Channel %1$u: unexpected %2$s message: %3$s."),
+                   _("channel %1$u: unexpected %2$s message: %3$s"),
                    ch->cfg.index, vrmProtoMsgTypeToString(type), why);
     return -1;
 }
@@ -1243,7 +1243,7 @@ vrmChannelHandleRing(vrmChannel *ch, const vrmProtoMsg *msg)
             return vrmChannelUnexpected(ch, msg->hdr.type, _("more entries than the ring depth"));
         if (vrmRemoteRingDescribe(rr, &e, ch->caps & VRM_CAP_PIN_ALL) < 0) {
             g_autofree char *why = g_strdup(vrmGetLastErrorMessage());
-            vrmReportError(VRM_ERR_PROTOCOL, _("Channel %1$u: %2$s"), ch->cfg.index, why);
+            vrmReportError(VRM_ERR_PROTOCOL, _("channel %1$u: %2$s"), ch->cfg.index, why);
             return -1;
         }
     }
@@ -1271,13 +1271,13 @@ vrmChannelHandleRegRequest(vrmChannel *ch, const vrmProtoMsg *msg)
         vrmProtoGetU32Pair(msg, i, &idx, NULL);
         if (idx >= ch->ring.depth) {
             vrmReportError(VRM_ERR_PROTOCOL,
-                           _("Channel %1$u: the peer asked to register chunk %2$u of a ring of %3$u."),
+                           _("channel %1$u: the peer asked to register chunk %2$u of a ring of %3$u"),
                            ch->cfg.index, idx, ch->ring.depth);
             return -1;
         }
         if (ch->rxRegd[idx]) {
             vrmReportError(VRM_ERR_PROTOCOL,
-                           _("Channel %1$u: the peer asked to register chunk %2$u twice."),
+                           _("channel %1$u: the peer asked to register chunk %2$u twice"),
                            ch->cfg.index, idx);
             return -1;
         }
@@ -1308,7 +1308,7 @@ vrmChannelHandleRegResult(vrmChannel *ch, const vrmProtoMsg *msg)
         vrmProtoGetRegResult(msg, i, &r);
         if (vrmRemoteRingRegistered(&ch->remote, &r, g_get_monotonic_time(), &waited) < 0) {
             g_autofree char *why = g_strdup(vrmGetLastErrorMessage());
-            vrmReportError(VRM_ERR_PROTOCOL, _("Channel %1$u: %2$s"), ch->cfg.index, why);
+            vrmReportError(VRM_ERR_PROTOCOL, _("channel %1$u: %2$s"), ch->cfg.index, why);
             return -1;
         }
         vrmStatsAdd(&ch->stats, VRM_STAT_REGISTRATION_US, waited);
@@ -1329,13 +1329,13 @@ vrmChannelHandleData(vrmChannel *ch, const vrmProtoMsg *msg)
         vrmProtoGetU32Pair(msg, i, &idx, &dlen);
         if (idx >= ch->ring.depth) {
             vrmReportError(VRM_ERR_PROTOCOL,
-                           _("Channel %1$u: the peer announced chunk %2$u of a ring of %3$u."),
+                           _("channel %1$u: the peer announced chunk %2$u of a ring of %3$u"),
                            ch->cfg.index, idx, ch->ring.depth);
             return -1;
         }
         if (vrmRxFlowFill(&ch->rxf, idx, dlen) < 0) {
             g_autofree char *why = g_strdup(vrmGetLastErrorMessage());
-            vrmReportError(VRM_ERR_PROTOCOL, _("Channel %1$u: %2$s"), ch->cfg.index, why);
+            vrmReportError(VRM_ERR_PROTOCOL, _("channel %1$u: %2$s"), ch->cfg.index, why);
             return -1;
         }
         ch->rxLen[idx] = dlen;
@@ -1354,7 +1354,7 @@ vrmChannelHandleMessage(vrmChannel *ch, const guint8 *buf, size_t len)
     vrmStatsAdd(&ch->stats, VRM_STAT_CONTROL_RECEIVED, 1);
     if (vrmProtoMsgDecode(buf, len, &msg) < 0) {
         g_autofree char *why = g_strdup(vrmGetLastErrorMessage());
-        vrmReportError(VRM_ERR_PROTOCOL, _("Channel %1$u: malformed message from the peer: %2$s"),
+        vrmReportError(VRM_ERR_PROTOCOL, _("channel %1$u: malformed message from the peer: %2$s"),
                        ch->cfg.index, why);
         return -1;
     }
@@ -1398,7 +1398,7 @@ vrmChannelHandleMessage(vrmChannel *ch, const guint8 *buf, size_t len)
             return -1;
         /* the peer's words reach logs and the stats record: made safe */
         safe = vrmLogSanitize(text);
-        vrmReportError(VRM_ERR_PEER, _("The peer engine reported an error: %1$s"), safe);
+        vrmReportError(VRM_ERR_PEER, _("the peer engine reported an error: %1$s"), safe);
         return -1;
     }
     case VRM_MSG_READY:
@@ -1406,7 +1406,7 @@ vrmChannelHandleMessage(vrmChannel *ch, const guint8 *buf, size_t len)
         VRM_DEBUG("channel %u: READY %u, %u in flight", ch->cfg.index, a, ch->txf.inflight);
         if (vrmTxFlowCredit(&ch->txf, a) < 0) {
             g_autofree char *why = g_strdup(vrmGetLastErrorMessage());
-            vrmReportError(VRM_ERR_PROTOCOL, _("Channel %1$u: %2$s"), ch->cfg.index, why);
+            vrmReportError(VRM_ERR_PROTOCOL, _("channel %1$u: %2$s"), ch->cfg.index, why);
             return -1;
         }
         ch->stalled = false;
@@ -1430,7 +1430,7 @@ vrmChannelHandleMessage(vrmChannel *ch, const guint8 *buf, size_t len)
         total = vrmProtoGetU64(&msg);
         if (total != ch->rxf.bytes) {
             vrmReportError(VRM_ERR_PROTOCOL,
-                           _("Channel %1$u: the peer ended after %2$llu bytes but announced %3$llu."),
+                           _("channel %1$u: the peer ended after %2$llu bytes but announced %3$llu"),
                            ch->cfg.index, (unsigned long long)total,
                            (unsigned long long)ch->rxf.bytes);
             return -1;
@@ -1443,7 +1443,7 @@ vrmChannelHandleMessage(vrmChannel *ch, const guint8 *buf, size_t len)
         total = vrmProtoGetU64(&msg);
         if (total != ch->txTotal) {
             vrmReportError(VRM_ERR_PROTOCOL,
-                           _("Channel %1$u: the peer acknowledged %2$llu bytes, %3$llu were sent."),
+                           _("channel %1$u: the peer acknowledged %2$llu bytes, %3$llu were sent"),
                            ch->cfg.index, (unsigned long long)total,
                            (unsigned long long)ch->txTotal);
             return -1;
@@ -1491,11 +1491,11 @@ vrmChannelHandleWC(vrmChannel *ch, struct ibv_wc *wc, guint32 *nrepost)
              * into the buffer fails as a malformed request), which the
              * sandbox showed (issue 13 item 12) */
             vrmReportError(VRM_ERR_PROTOCOL,
-                           _("Channel %1$u: the peer sent a control message larger than %2$d bytes."),
+                           _("channel %1$u: the peer sent a control message larger than %2$d bytes"),
                            ch->cfg.index, VRM_CONTROL_MESSAGE_MAX);
             return -1;
         }
-        vrmReportError(code, _("Channel %1$u: a work request failed: %2$s."),
+        vrmReportError(code, _("channel %1$u: a work request failed: %2$s"),
                        ch->cfg.index, what);
         return -1;
     }
@@ -1529,14 +1529,14 @@ vrmChannelHandleWC(vrmChannel *ch, struct ibv_wc *wc, guint32 *nrepost)
 
             if (!(ch->caps & VRM_CAP_WRITE_IMM) || ch->rx != VRM_CHANNEL_RX_STREAM) {
                 vrmReportError(VRM_ERR_PROTOCOL,
-                               _("Channel %1$u: unexpected RDMA write with immediate data."),
+                               _("channel %1$u: unexpected RDMA write with immediate data"),
                                ch->cfg.index);
                 return -1;
             }
             vrmProtoImmDecode(ntohl(wc->imm_data), &tag, &len);
             if (vrmRxFlowFillTag(&ch->rxf, tag, len, &idx) < 0) {
                 g_autofree char *why = g_strdup(vrmGetLastErrorMessage());
-                vrmReportError(VRM_ERR_PROTOCOL, _("Channel %1$u: %2$s"), ch->cfg.index, why);
+                vrmReportError(VRM_ERR_PROTOCOL, _("channel %1$u: %2$s"), ch->cfg.index, why);
                 return -1;
             }
             ch->rxLen[idx] = len;
@@ -1545,7 +1545,7 @@ vrmChannelHandleWC(vrmChannel *ch, struct ibv_wc *wc, guint32 *nrepost)
         }
         if (wc->opcode != IBV_WC_RECV) {
             vrmReportError(VRM_ERR_PROTOCOL,
-                           _("Channel %1$u: unexpected receive completion opcode %2$d."),
+                           _("channel %1$u: unexpected receive completion opcode %2$d"),
                            ch->cfg.index, wc->opcode);
             return -1;
         }
@@ -1690,7 +1690,7 @@ vrmChannelRound(vrmChannel *ch, bool *progress)
     }
     if (ch->peerGone) {
         vrmReportError(VRM_ERR_PEER,
-                       _("The peer closed channel %1$u before the end of the stream."),
+                       _("the peer closed channel %1$u before the end of the stream"),
                        ch->cfg.index);
         return -1;
     }
@@ -1702,7 +1702,7 @@ vrmChannelRound(vrmChannel *ch, bool *progress)
     if (ch->lastSignaled > ch->retiredSeq &&
         now - ch->lastActivity > VRM_CHANNEL_PEER_TIMEOUT_US) {
         vrmReportError(VRM_ERR_PEER,
-                       _("Channel %1$u: the peer stopped answering (no completion for %2$d seconds)."),
+                       _("channel %1$u: the peer stopped answering (no completion for %2$d seconds)"),
                        ch->cfg.index, VRM_CHANNEL_PEER_TIMEOUT_US / 1000000);
         return -1;
     }
@@ -1888,7 +1888,7 @@ vrmChannelStart(vrmChannel *ch)
     g_autoptr(GError) err = NULL;
 
     if (!(ch->thread = g_thread_try_new(name, vrmChannelThread, ch, &err))) {
-        vrmReportError(VRM_ERR_SYSTEM, _("Cannot start the thread of channel %1$u: %2$s"),
+        vrmReportError(VRM_ERR_SYSTEM, _("cannot start the thread of channel %1$u: %2$s"),
                        ch->cfg.index, err->message);
         return -1;
     }
@@ -1950,7 +1950,7 @@ vrmChannelCheckInvariants(const vrmChannel *ch)
     else if (ch->remote.depth && ch->remote.queued > ch->remote.depth)
         broken = "registration requests above the peer's ring depth";
     if (broken) {
-        vrmReportError(VRM_ERR_INTERNAL, _("Channel %1$u: invariant broken: %2$s"),
+        vrmReportError(VRM_ERR_INTERNAL, _("channel %1$u: invariant broken: %2$s"),
                        ch->cfg.index, broken);
         return -1;
     }

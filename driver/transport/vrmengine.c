@@ -173,7 +173,7 @@ vrmEngineCheckChannels(const vrmEngineSettings *s, guint32 channels)
         return -1;
     }
     if (getrlimit(RLIMIT_MEMLOCK, &rl) < 0) {
-        vrmReportSystemError(errno, _("Cannot read RLIMIT_MEMLOCK"));
+        vrmReportSystemError(errno, _("cannot read RLIMIT_MEMLOCK"));
         return -1;
     }
     /* the limit the kernel applies to our registrations: checked against
@@ -357,19 +357,19 @@ vrmEngineAsyncEvent(gint fd, GIOCondition cond, gpointer opaque)
         case IBV_EVENT_QP_ACCESS_ERR:
             slot = ev.element.qp->qp_context;
             vrmReportError(VRM_ERR_RDMA,
-                           _("Channel %1$u: asynchronous error on its queue pair: %2$s."),
+                           _("channel %1$u: asynchronous error on its queue pair: %2$s"),
                            slot->index, ibv_event_type_str(ev.event_type));
             vrmEngineFailLast(e);
             break;
         case IBV_EVENT_CQ_ERR:
             slot = ev.element.cq->cq_context;
             vrmReportError(VRM_ERR_RDMA,
-                           _("Channel %1$u: its completion queue overran."), slot->index);
+                           _("channel %1$u: its completion queue overran"), slot->index);
             vrmEngineFailLast(e);
             break;
         case IBV_EVENT_DEVICE_FATAL:
         case IBV_EVENT_PORT_ERR:
-            vrmReportError(VRM_ERR_NO_DEVICE, _("RDMA device %1$s failed: %2$s."),
+            vrmReportError(VRM_ERR_NO_DEVICE, _("RDMA device %1$s failed: %2$s"),
                            dev->name, ibv_event_type_str(ev.event_type));
             vrmEngineFailLast(e);
             break;
@@ -392,7 +392,7 @@ vrmEngineDevice(vrmEngine *e, struct ibv_context *ctx)
 
     if (!ctx) {
         vrmReportError(VRM_ERR_NO_DEVICE,
-                       _("The RDMA address is not bound to an RDMA device."));
+                       _("the RDMA address is not bound to an RDMA device"));
         return NULL;
     }
     for (i = 0; i < e->devices->len; i++) {
@@ -402,7 +402,7 @@ vrmEngineDevice(vrmEngine *e, struct ibv_context *ctx)
     }
     if (e->s.device && !g_str_equal(e->s.device, ibv_get_device_name(ctx->device))) {
         vrmReportError(VRM_ERR_NO_DEVICE,
-                       _("The RDMA address is on device %1$s, not on the requested device %2$s."),
+                       _("the RDMA address is on device %1$s, not on the requested device %2$s"),
                        ibv_get_device_name(ctx->device), e->s.device);
         return NULL;
     }
@@ -552,7 +552,7 @@ vrmEngineScheduleRetry(vrmEngine *e, vrmEngineSlot *slot, const char *why)
         g_autofree char *peer = vrmEngineFormatAddress(e->s.address, e->s.port);
 
         vrmReportError(VRM_ERR_TIMEOUT,
-                       _("Could not connect channel %1$u to the source engine at %2$s within %3$u seconds (last attempt: %4$s)."),
+                       _("could not connect channel %1$u to the source engine at %2$s within %3$u seconds (last attempt: %4$s)"),
                        slot->index, peer, e->s.deadlineConnect, why);
         vrmEngineFailLast(e);
         return;
@@ -575,7 +575,7 @@ vrmEngineResolve(vrmEngine *e, bool passive, struct rdma_addrinfo **ai)
     if ((rc = rdma_getaddrinfo(e->s.address, e->portStr, &hints, ai)) != 0) {
         g_autofree char *addr = vrmEngineFormatAddress(e->s.address, e->s.port);
 
-        vrmReportError(VRM_ERR_INVALID_ARG, _("Cannot resolve the RDMA address %1$s: %2$s"),
+        vrmReportError(VRM_ERR_INVALID_ARG, _("cannot resolve the RDMA address %1$s: %2$s"),
                        addr, rc == -1 ? g_strerror(errno) : gai_strerror(rc));
         return -1;
     }
@@ -592,7 +592,7 @@ vrmEngineConnectChannel(vrmEngine *e, vrmEngineSlot *slot)
     if (vrmEngineResolve(e, false, &ai) < 0)
         return -1;
     if (rdma_create_id(e->cm, &slot->id, slot, RDMA_PS_TCP) < 0) {
-        vrmReportSystemError(errno, _("Cannot create an rdma_cm id"));
+        vrmReportSystemError(errno, _("cannot create an rdma_cm id"));
         rdma_freeaddrinfo(ai);
         return -1;
     }
@@ -809,7 +809,7 @@ vrmEngineVerifySource(vrmEngine *e, vrmEngineSlot *slot, struct rdma_cm_event *e
         (rep.flags & ~e->caps) || rep.channels < 1 || rep.channels > e->s.channels ||
         (e->agreed && rep.channels != e->agreed)) {
         vrmReportError(VRM_ERR_PROTOCOL,
-                       _("The source engine accepted channel %1$u with version %2$u, channel %3$u, capabilities 0x%4$x and %5$u channels, which do not match the request."),
+                       _("the source engine accepted channel %1$u with version %2$u, channel %3$u, capabilities 0x%4$x and %5$u channels, which do not match the request"),
                        slot->index, rep.version, rep.channel, rep.flags, rep.channels);
         return -1;
     }
@@ -877,7 +877,7 @@ vrmEngineRejected(vrmEngine *e, vrmEngineSlot *slot, int reason, guint32 version
                        peer, slot->index);
         break;
     default:
-        vrmReportError(VRM_ERR_PEER, _("The source engine rejected channel %1$u: %2$s."),
+        vrmReportError(VRM_ERR_PEER, _("the source engine rejected channel %1$u: %2$s"),
                        slot->index, vrmProtoRejectReasonToString(reason));
         break;
     }
@@ -972,7 +972,7 @@ vrmEngineCMEvent(gint fd, GIOCondition cond, gpointer opaque)
                 /* a connection that never became ours: listen again */
                 vrmEngineSlotReset(e, slot, VRM_REJECT_NONE, vrmRdmaCMEventName(type));
             } else {
-                vrmReportError(VRM_ERR_PEER, _("Channel %1$u: connection error (%2$s)."),
+                vrmReportError(VRM_ERR_PEER, _("channel %1$u: connection error (%2$s)"),
                                slot ? slot->index : 0, vrmRdmaCMEventName(type));
                 rc = -1;
             }
@@ -987,7 +987,7 @@ vrmEngineCMEvent(gint fd, GIOCondition cond, gpointer opaque)
                                        _("the peer disconnected before it authenticated"));
                 } else {
                     vrmReportError(VRM_ERR_PEER,
-                                   _("The peer closed channel %1$u before the end of the stream."),
+                                   _("the peer closed channel %1$u before the end of the stream"),
                                    slot->index);
                     rc = -1;
                 }
@@ -997,7 +997,7 @@ vrmEngineCMEvent(gint fd, GIOCondition cond, gpointer opaque)
             break;
         case RDMA_CM_EVENT_DEVICE_REMOVAL:
             rdma_ack_cm_event(ev);
-            vrmReportError(VRM_ERR_NO_DEVICE, _("The RDMA device was removed."));
+            vrmReportError(VRM_ERR_NO_DEVICE, _("the RDMA device was removed"));
             rc = -1;
             break;
         default:
@@ -1008,7 +1008,7 @@ vrmEngineCMEvent(gint fd, GIOCondition cond, gpointer opaque)
             vrmEngineFailLast(e);
     }
     if (errno != EAGAIN && errno != EWOULDBLOCK) {
-        vrmReportSystemError(errno, _("Cannot read rdma_cm events"));
+        vrmReportSystemError(errno, _("cannot read rdma_cm events"));
         vrmEngineFailLast(e);
     }
     return G_SOURCE_CONTINUE;
@@ -1030,16 +1030,16 @@ vrmUnixListen(const char *path)
     if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
         unlink(path);
     if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0) {
-        vrmReportSystemError(errno, _("Cannot create a UNIX socket"));
+        vrmReportSystemError(errno, _("cannot create a UNIX socket"));
         return -1;
     }
     if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
-        vrmReportSystemError(errno, _("Cannot bind a UNIX socket to %1$s"), path);
+        vrmReportSystemError(errno, _("cannot bind a UNIX socket to %1$s"), path);
         close(fd);
         return -1;
     }
     if (listen(fd, VRM_ENGINE_LISTEN_BACKLOG) < 0) {
-        vrmReportSystemError(errno, _("Cannot listen on %1$s"), path);
+        vrmReportSystemError(errno, _("cannot listen on %1$s"), path);
         close(fd);
         unlink(path);
         return -1;
@@ -1060,7 +1060,7 @@ vrmEnginePeerCred(int fd, struct ucred *cred)
     socklen_t len = sizeof(*cred);
 
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, cred, &len) < 0) {
-        vrmReportSystemError(errno, _("Cannot read the credentials of QEMU's socket"));
+        vrmReportSystemError(errno, _("cannot read the credentials of QEMU's socket"));
         return -1;
     }
     return 0;
@@ -1105,7 +1105,7 @@ vrmEngineUnixAccept(gint fd, GIOCondition cond, gpointer opaque)
         if (e->acceptedSocks >= max) {
             close(conn);
             vrmReportError(VRM_ERR_PROTOCOL,
-                           _("QEMU opened more connections than the %1$u channels of this job."),
+                           _("QEMU opened more connections than the %1$u channels of this job"),
                            max);
             vrmEngineFailLast(e);
             return G_SOURCE_CONTINUE;
@@ -1127,7 +1127,7 @@ vrmEngineUnixAccept(gint fd, GIOCondition cond, gpointer opaque)
         }
     }
     if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
-        vrmReportSystemError(errno, _("Cannot accept a connection from QEMU"));
+        vrmReportSystemError(errno, _("cannot accept a connection from QEMU"));
         vrmEngineFailLast(e);
     }
     return G_SOURCE_CONTINUE;
@@ -1207,7 +1207,7 @@ vrmEngineOpenNext(vrmEngine *e)
 
         g_strlcpy(sun.sun_path, e->s.qemuPath, sizeof(sun.sun_path));
         if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0) {
-            vrmReportSystemError(errno, _("Cannot create a UNIX socket"));
+            vrmReportSystemError(errno, _("cannot create a UNIX socket"));
             vrmEngineFailLast(e);
             return;
         }
@@ -1222,7 +1222,7 @@ vrmEngineOpenNext(vrmEngine *e)
                 return;
             }
             vrmReportSystemError(err,
-                                 _("Could not connect channel %1$u to QEMU at %2$s within %3$u seconds"),
+                                 _("could not connect channel %1$u to QEMU at %2$s within %3$u seconds"),
                                  slot->index, e->s.qemuPath, e->s.deadlineConnect);
             vrmEngineFailLast(e);
             return;
@@ -1421,7 +1421,7 @@ vrmEngineTick(gpointer opaque)
     } else if (e->s.idleTimeout &&
                now - e->lastProgressUs > (gint64)e->s.idleTimeout * G_USEC_PER_SEC) {
         vrmReportError(VRM_ERR_TIMEOUT,
-                       _("Nothing moved on any channel for %1$u seconds (idle timeout)."),
+                       _("nothing moved on any channel for %1$u seconds (idle timeout)"),
                        e->s.idleTimeout);
         vrmEngineFailLast(e);
     }
@@ -1433,7 +1433,7 @@ vrmEngineSignal(gpointer opaque)
 {
     vrmEngine *e = opaque;
 
-    vrmReportError(VRM_ERR_CANCELLED, _("Interrupted by a signal."));
+    vrmReportError(VRM_ERR_CANCELLED, _("interrupted by a signal"));
     vrmEngineFailLast(e);
     return G_SOURCE_CONTINUE;
 }
@@ -1688,20 +1688,20 @@ vrmEngineListenRdma(vrmEngine *e)
     if (vrmEngineResolve(e, true, &ai) < 0)
         return -1;
     if (rdma_create_id(e->cm, &e->listenId, NULL, RDMA_PS_TCP) < 0) {
-        vrmReportSystemError(errno, _("Cannot create an rdma_cm id"));
+        vrmReportSystemError(errno, _("cannot create an rdma_cm id"));
         rdma_freeaddrinfo(ai);
         return -1;
     }
     rc = rdma_bind_addr(e->listenId, ai->ai_src_addr);
     rdma_freeaddrinfo(ai);
     if (rc < 0) {
-        vrmReportSystemError(errno, _("Cannot bind to the RDMA address %1$s"), addr);
+        vrmReportSystemError(errno, _("cannot bind to the RDMA address %1$s"), addr);
         return -1;
     }
     if (e->listenId->verbs && !vrmEngineDevice(e, e->listenId->verbs))
         return -1;
     if (rdma_listen(e->listenId, VRM_ENGINE_LISTEN_BACKLOG) < 0) {
-        vrmReportSystemError(errno, _("Cannot listen on the RDMA address %1$s"), addr);
+        vrmReportSystemError(errno, _("cannot listen on the RDMA address %1$s"), addr);
         return -1;
     }
     /* port 0: the kernel chose one; the stats record tells the launcher */
@@ -1743,16 +1743,16 @@ vrmEngineRunInner(vrmEngine *e)
     if (vrmEngineSettingsValidate(&e->s) < 0 || vrmEngineCheckPinned(&e->s) < 0)
         return -1;
     if ((e->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
-        vrmReportSystemError(errno, _("Cannot create an eventfd"));
+        vrmReportSystemError(errno, _("cannot create an eventfd"));
         return -1;
     }
     if (!(e->cm = rdma_create_event_channel())) {
-        vrmReportSystemError(errno, _("Cannot open the rdma_cm event channel (is rdma_ucm loaded?)"));
+        vrmReportSystemError(errno, _("cannot open the rdma_cm event channel (is rdma_ucm loaded?)"));
         return -1;
     }
     flags = fcntl(e->cm->fd, F_GETFL);
     if (flags < 0 || fcntl(e->cm->fd, F_SETFL, flags | O_NONBLOCK) < 0) {
-        vrmReportSystemError(errno, _("Cannot make the rdma_cm event channel non-blocking"));
+        vrmReportSystemError(errno, _("cannot make the rdma_cm event channel non-blocking"));
         return -1;
     }
     if (e->s.statsSocket &&
@@ -1800,7 +1800,7 @@ vrmEngineRunInner(vrmEngine *e)
     if (!e->finished || vrmEngineFailed(e)) {
         g_mutex_lock(&e->lock);
         vrmSetLastError(e->failCode ? e->failCode : VRM_ERR_INTERNAL,
-                        e->failReason ? e->failReason : _("The job ended before its channels did."));
+                        e->failReason ? e->failReason : _("the job ended before its channels did"));
         g_mutex_unlock(&e->lock);
         return -1;
     }

@@ -104,7 +104,7 @@ testBadFrames(void)
     expectReadError(huge, 4, true, VRM_ERR_PROTOCOL, "announces 1048577 bytes");
     expectReadError(short_, 6, true, VRM_ERR_PROTOCOL, "in the middle of a message");
     expectReadError(nul, 7, true, VRM_ERR_PROTOCOL, "NUL byte");
-    expectReadError(short_, 2, false, VRM_ERR_TIMEOUT, "Timed out");
+    expectReadError(short_, 2, false, VRM_ERR_TIMEOUT, "timed out");
 }
 
 static void

@@ -96,7 +96,7 @@ testDevice(void)
     g_assert_cmpint(vrmHelperDeviceCheck(NULL, 1, &name), ==, -1);
     g_assert_cmpint(vrmGetLastErrorCode(), ==, VRM_ERR_NO_DEVICE);
     g_assert_cmpstr(vrmGetLastErrorMessage(), ==,
-                    "No RDMA device of this host has an active port 1.");
+                    "no RDMA device of this host has an active port 1");
 
     makePort("mlx5_0", 1, "1: DOWN\n");
     makePort("rxe0", 1, "4: ACTIVE\n");
@@ -111,14 +111,14 @@ testDevice(void)
     vrmResetLastError();
     g_assert_cmpint(vrmHelperDeviceCheck("mlx5_0", 1, &name), ==, -1);
     g_assert_cmpstr(vrmGetLastErrorMessage(), ==,
-                    "Port 1 of the RDMA device 'mlx5_0' is not active.");
+                    "port 1 of the RDMA device 'mlx5_0' is not active");
     g_assert_cmpint(vrmHelperDeviceCheck("rxe0", 2, &name), ==, -1);
     g_assert_cmpint(vrmHelperDeviceCheck("rxe0", 3, &name), ==, -1);
     vrmResetLastError();
     g_assert_cmpint(vrmHelperDeviceCheck("rxe7", 1, &name), ==, -1);
     g_assert_cmpint(vrmGetLastErrorCode(), ==, VRM_ERR_NO_DEVICE);
     g_assert_cmpstr(vrmGetLastErrorMessage(), ==,
-                    "The RDMA device 'rxe7' does not exist on this host.");
+                    "the RDMA device 'rxe7' does not exist on this host");
 
     /* no netdev known: the message says what to configure */
     vrmResetLastError();
@@ -167,7 +167,7 @@ testJobLimit(void)
     g_assert_cmpint(vrmHelperCheckJobLimit(4, 4), ==, -1);
     g_assert_cmpint(vrmGetLastErrorCode(), ==, VRM_ERR_RESOURCE);
     g_assert_cmpstr(vrmGetLastErrorMessage(), ==,
-                    "This host already runs 4 migration jobs, the most its virt-rdmad configuration allows (max-jobs = 4).");
+                    "this host already runs 4 migration jobs, the most its virt-rdmad configuration allows (max-jobs = 4)");
 }
 
 int

@@ -32,6 +32,7 @@ vrmCliUsage(FILE *out)
 {
     size_t i;
 
+    /* message-style: exempt-begin: help text (GLib's --help conventions) */
     fprintf(out, _("Usage: virt-rdma COMMAND [OPTIONS]\n\n"
                    "Live migration of libvirt/QEMU guests over RDMA.\n\n"
                    "Commands:\n"));
@@ -39,6 +40,7 @@ vrmCliUsage(FILE *out)
         fprintf(out, "  %-14s %s\n", vrmCliCommands[i].name,
                 _(vrmCliCommands[i].summary));
     fprintf(out, _("\n'virt-rdma COMMAND --help' describes a command's options.\n"));
+    /* message-style: exempt-end */
 }
 
 /* libvirt would print every error on stderr itself; we report our own. */

@@ -142,6 +142,7 @@ vrmCapsPrintText(const vrmCaps *c)
     g_autofree char *caps = vrmCapabilityFormat(vrmCapabilityKnownMask());
     size_t k;
 
+    /* message-style: exempt-begin: a report in virsh's "Label:   value" form */
     if (!i) {
         printf(_("virt-rdmad:        no answer at %1$s: %2$s\n"), c->socketPath, c->error);
     } else {
@@ -191,6 +192,7 @@ vrmCapsPrintText(const vrmCaps *c)
         return;
     }
     printf(_("\nThis host cannot migrate over RDMA:\n"));
+    /* message-style: exempt-end */
     for (k = 0; k < c->reasons->len; k++)
         printf("  - %s\n", (char *)g_ptr_array_index(c->reasons, k));
 }

@@ -51,6 +51,7 @@ typedef struct {
     vrmWhen when;
 } vrmJobLine;
 
+/* message-style: exempt-begin: virsh's job labels and names, identical to virsh 9.0's */
 static const vrmJobLine vrmJobLibvirtLines[] = {
     { VIR_DOMAIN_JOB_TIME_ELAPSED, N_("Time elapsed:"), VRM_SHOW_MS, VRM_WHEN_ALWAYS },
     { VIR_DOMAIN_JOB_TIME_ELAPSED_NET, N_("Time elapsed w/o network:"), VRM_SHOW_MS, VRM_WHEN_PRESENT },
@@ -99,6 +100,7 @@ static const char *const vrmJobOperationNames[] = {
     N_("Incoming migration"), N_("Outgoing migration"), N_("Snapshot"),
     N_("Snapshot revert"), N_("Dump"), N_("Backup"), N_("Snapshot delete"),
 };
+/* message-style: exempt-end */
 
 double
 vrmJobFormatPrettySize(unsigned long long bytes, const char **unit)
@@ -237,6 +239,7 @@ vrmJobFormatLibvirt(int type, virTypedParameterPtr params, int nparams,
     bool dataShown, memoryShown, fileShown;
     size_t i;
 
+    /* message-style: exempt-begin: virsh's labels */
     g_string_append_printf(out, "%-17s %-12s\n", _("Job type:"), name);
     if (type == VIR_DOMAIN_JOB_NONE)
         return g_string_free(out, FALSE);
@@ -245,6 +248,7 @@ vrmJobFormatLibvirt(int type, virTypedParameterPtr params, int nparams,
     g_string_append_printf(out, "%-17s %-12s\n", _("Operation:"),
                            op >= 0 && (size_t)op < G_N_ELEMENTS(vrmJobOperationNames) ?
                            _(vrmJobOperationNames[op]) : _("unknown"));
+    /* message-style: exempt-end */
 
     /* virsh shows the statistics of a running job, of a completed one when
      * asked for completed jobs, and of any other with --anystats */
@@ -266,12 +270,14 @@ vrmJobFormatLibvirt(int type, virTypedParameterPtr params, int nparams,
         if (!vrmJobLineShown(line, type, dataShown, memoryShown, fileShown,
                              params, nparams))
             continue;
+        /* message-style: exempt-begin: virsh's labels */
         if (line->label)
             label = _(line->label);
         else if (type == VIR_DOMAIN_JOB_COMPLETED)
             label = _("Total downtime:");
         else
             label = _("Expected downtime:");
+        /* message-style: exempt-end */
         vrmJobAppendLine(out, line, label, params, nparams);
     }
     return g_string_free(out, FALSE);
@@ -308,7 +314,9 @@ vrmJobFormatRaw(int type, virTypedParameterPtr params, int nparams)
     GString *out = g_string_new(NULL);
     int i;
 
+    /* message-style: exempt-begin: virsh's label */
     g_string_append_printf(out, "%s %d\n\n", _("Job type:"), type);
+    /* message-style: exempt-end */
     for (i = 0; i < nparams; i++) {
         g_autofree char *value = vrmJobParamToString(&params[i]);
 

@@ -572,11 +572,13 @@ vrmPrintProgress(virDomainPtr dom, bool final)
         left = g_strdup_printf(_(", %1$llu s left"),
                                (unsigned long long)(remaining * 8 / ((unsigned long long)mbps * 1000000) + 1));
     fputc('\r', stderr);
+    /* message-style: exempt-begin: virsh migrate --verbose's progress line */
     if (mbps)
         fprintf(stderr, _("Migration: [%1$3u %%] %2$u Mbit/s over RDMA%3$s   "),
                 pct, mbps, left ? left : "");
     else
         fprintf(stderr, _("Migration: [%1$3u %%]   "), pct);
+    /* message-style: exempt-end */
     if (final)
         fprintf(stderr, "\n");
     fflush(stderr);

@@ -150,6 +150,7 @@ main(int argc, char **argv)
     vrmLogSetProgram("virt-rdma-hook");
 
     if (argc >= 2 && (g_str_equal(argv[1], "--help") || g_str_equal(argv[1], "-h"))) {
+        /* message-style: exempt-begin: help text (GLib's --help conventions) */
         printf(_("Usage: %1$s DOMAIN OPERATION SUB-OPERATION EXTRA\n"
                  "libvirt's qemu hook for virt-rdma (install as /etc/libvirt/hooks/qemu.d/virt-rdma).\n"
                  "For 'migrate begin' of an RDMA-enabled domain it reads the domain XML on\n"
@@ -157,6 +158,7 @@ main(int argc, char **argv)
                  "source host's, and prints the XML back with this host's locator.\n"
                  "Settings: %2$s ([paths] run-dir, [hook] timeout).\n"),
                argv[0], vrmHelperConfigDefaultPath());
+        /* message-style: exempt-end */
         return 0;
     }
     if (argc < 4 || !g_str_equal(argv[2], "migrate") || !g_str_equal(argv[3], "begin"))
