@@ -179,15 +179,18 @@ typedef struct {
     const char *why;            /* N_() */
 } vrmMigrateRefusedOption;
 
+#define VRM_DISK_COPY_WHY \
+    N_("libvirt copies disks over an NBD connection of their own, which virt-rdma does not carry yet; use shared storage, or migrate such a guest without virt-rdma")
+
 static const vrmMigrateRefusedOption vrmMigrateRefusedTable[] = {
     { "tunnelled", false, N_("a tunnelled migration goes through libvirtd's own connection, not through QEMU's sockets that virt-rdma carries; leave it out") },
     { "direct", false, N_("a direct migration is a hypervisor-native transport, not QEMU's sockets that virt-rdma carries; leave it out") },
     { "migrateuri", true, N_("virt-rdma sets the migration URI to the domain's own socket; for plain virsh use --migrateuri \"$(virt-rdma uri DOMAIN)\"") },
     { "listen-address", true, N_("the destination QEMU listens on the domain's socket, not on an address; the RDMA address is virt-rdmad's ([rdma] address) or --rdma-address") },
-    { "copy-storage-all", false, N_("libvirt copies disks over an NBD connection of their own, which virt-rdma does not carry yet; use shared storage, or migrate the disks with plain virsh") },
-    { "copy-storage-inc", false, N_("libvirt copies disks over an NBD connection of their own, which virt-rdma does not carry yet; use shared storage, or migrate the disks with plain virsh") },
-    { "migrate-disks", true, N_("libvirt copies disks over an NBD connection of their own, which virt-rdma does not carry yet; use shared storage, or migrate the disks with plain virsh") },
-    { "disks-uri", true, N_("libvirt copies disks over an NBD connection of their own, which virt-rdma does not carry yet; use shared storage, or migrate the disks with plain virsh") },
+    { "copy-storage-all", false, VRM_DISK_COPY_WHY },
+    { "copy-storage-inc", false, VRM_DISK_COPY_WHY },
+    { "migrate-disks", true, VRM_DISK_COPY_WHY },
+    { "disks-uri", true, VRM_DISK_COPY_WHY },
 };
 
 static const vrmMigrateRefusedOption *
