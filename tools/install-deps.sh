@@ -21,6 +21,8 @@ packages=(
     python3 procps
     # e2e: a management application's migration (libvirt-python migrateToURI3)
     python3-libvirt
+    # e2e: the TLS migration's plaintext check taps the sandbox's wire
+    tcpdump
     # packaging: dpkg-buildpackage with debhelper (compat 13) and lintian
     # (tools/build-debs.sh, tests/run-all.sh); systemd for systemd.pc (the
     # unit directory) and systemd-socket-activate (stock-host e2e test)

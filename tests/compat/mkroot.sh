@@ -31,6 +31,9 @@ packages=(
     python3 procps bc
     # a management application's migration (negotiation.sh: libvirt-python)
     python3-libvirt
+    # negotiation.sh's TLS migration: a tap on the wire for the plaintext
+    # check (certtool, for the test CA, is gnutls-bin below)
+    tcpdump
     # building virt-rdma inside the root (build-root.sh), with the same
     # dependencies as on Debian 12 plus GnuTLS for the helper channel
     gcc libc6-dev meson ninja-build pkg-config cpio xz-utils

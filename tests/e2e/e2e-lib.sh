@@ -356,3 +356,105 @@ virsh_scenario() {
     fi
     say "done"
 }
+
+# migration_tls_pki: QEMU's migration certificates in /etc/pki/qemu
+# (libvirt's default migrate_tls_x509_cert_dir; the VM's /etc is a tmpfs
+# overlay) from a test CA that host a makes at test time in $SHARED/pki.
+# Each host gets a server certificate for its name and address (QEMU on
+# the destination presents it; the source checks it against
+# --tls-destination) and a client certificate (libvirt's default
+# migrate_tls_x509_verify: the destination checks the source too).
+migration_tls_pki() {
+    local pki=$SHARED/pki me=sandbox-$VRM_SANDBOX_HOST h addr deadline
+    if [ "$VRM_SANDBOX_HOST" = a ]; then
+        mkdir -p "$pki/.new"
+        (
+            cd "$pki/.new" || exit 1
+            certtool --generate-privkey --key-type ecdsa --outfile ca-key.pem 2>/dev/null &&
+            printf 'cn = virt-rdma e2e test CA\nca\ncert_signing_key\nexpiration_days = 2\n' > ca.info &&
+            certtool --generate-self-signed --load-privkey ca-key.pem --template ca.info \
+                --outfile ca-cert.pem 2>/dev/null || exit 1
+            for h in a b; do
+                [ $h = a ] && addr=198.18.0.1 || addr=198.18.0.2
+                certtool --generate-privkey --key-type ecdsa --outfile sandbox-$h-key.pem 2>/dev/null &&
+                printf 'cn = sandbox-%s\ndns_name = sandbox-%s\nip_address = %s\ntls_www_server\ntls_www_client\nsigning_key\nexpiration_days = 2\n' \
+                    $h $h $addr > $h.info &&
+                certtool --generate-certificate --load-privkey sandbox-$h-key.pem --load-ca-certificate ca-cert.pem \
+                    --load-ca-privkey ca-key.pem --template $h.info --outfile sandbox-$h-cert.pem 2>/dev/null || exit 1
+            done
+        ) || fail "cannot make the migration TLS certificates"
+        rm -f "$pki/.new/ca-key.pem"
+        mv "$pki/.new"/* "$pki/" && touch "$pki/done"
+    else
+        deadline=$((SECONDS + 120))
+        until [ -e "$pki/done" ]; do
+            [ $SECONDS -ge $deadline ] && fail "no migration TLS certificates from host a"
+            nap 0.2
+        done
+    fi
+    # one key and certificate serve as server and as client (both usages)
+    install -d -m 0755 /etc/pki/qemu
+    install -m 0644 "$pki/ca-cert.pem" /etc/pki/qemu/ca-cert.pem
+    install -m 0644 "$pki/$me-cert.pem" /etc/pki/qemu/server-cert.pem
+    install -m 0644 "$pki/$me-cert.pem" /etc/pki/qemu/client-cert.pem
+    install -m 0600 "$pki/$me-key.pem" /etc/pki/qemu/server-key.pem
+    install -m 0600 "$pki/$me-key.pem" /etc/pki/qemu/client-key.pem
+    say "migration TLS certificates in /etc/pki/qemu ($me, test CA)"
+}
+
+# wire_capture_start: tap this host's wire (the sandbox's emulated link)
+# for RoCE v2 packets (UDP 4791), counting the guest's known plaintext in
+# them (plaintext-count.py) until wire_capture_stop
+wire_capture_start() {
+    local ifc deadline=$((SECONDS + 20))
+    ifc=$(ip -o -4 addr show | awk -v a="$VRM_SELF_ADDR" 'index($4, a "/") == 1 { print $2 }')
+    [ -n "$ifc" ] || fail "no interface has $VRM_SELF_ADDR"
+    rm -f /tmp/capture.err /tmp/capture.count
+    ( tcpdump -i "$ifc" -n -s 0 -U -B 16384 -w - udp port 4791 2>/tmp/capture.err |
+          /usr/bin/python3 "$E2E_DIR/plaintext-count.py" > /tmp/capture.count ) &
+    until grep -q "listening on" /tmp/capture.err 2>/dev/null; do
+        [ $SECONDS -ge $deadline ] && { cat /tmp/capture.err; fail "tcpdump did not start on $ifc"; }
+        nap 0.2
+    done
+}
+
+# wire_capture_stop: end the tap; prints "captured N bytes, guest
+# plaintext found M times" and tcpdump's own counts
+wire_capture_stop() {
+    local deadline=$((SECONDS + 60))
+    pkill -INT -x tcpdump
+    until [ -s /tmp/capture.count ]; do
+        [ $SECONDS -ge $deadline ] && fail "the wire capture did not end"
+        nap 0.2
+    done
+    cat /tmp/capture.count
+    grep -E "packets (captured|received|dropped)" /tmp/capture.err | tr '\n' ' '; echo
+}
+
+# plaintext_check WHAT clear|tls: judge the last wire capture of this
+# (source) host against its last job (/tmp/jobinfo.txt). clear: the guest's
+# plaintext is on the wire (the tap sees what the engines carry; the
+# control); tls: the tap saw at least half of the memory processed, and
+# not once the guest's plaintext
+plaintext_check() {
+    /usr/bin/python3 - "$1" "$2" <<'PY' || fail "$1: the plaintext check failed"
+import re, sys
+what, mode = sys.argv[1], sys.argv[2]
+cap = open("/tmp/capture.count").read()
+m = re.search(r"captured (\d+) bytes, guest plaintext found (\d+) times", cap)
+if not m:
+    sys.exit("%s: no capture result: %r" % (what, cap))
+captured, found = int(m.group(1)), int(m.group(2))
+jobinfo = open("/tmp/jobinfo.txt").read()
+units = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+j = re.search(r"^Memory processed:\s+([\d.]+) (\w+)", jobinfo, re.M)
+mem = float(j.group(1)) * units[j.group(2)] if j else 0
+print("%s: the wire tap captured %d bytes of RoCE packets for %.0f bytes of memory processed; "
+      "the guest's plaintext found %d times" % (what, captured, mem, found))
+if mode == "clear":
+    sys.exit(0 if found >= 10000 else "the tap does not see the guest's plaintext in a clear-text migration")
+if captured < mem / 2:
+    sys.exit("the tap saw less than half of the migration: it proves nothing")
+sys.exit(0 if found == 0 else "the guest's memory crossed the wire in clear text")
+PY
+}
