@@ -345,6 +345,11 @@ vrmHelperJobsEngineEnded(vrmHelperDaemon *d, vrmHelperJob *job, int status,
     }
     vrmEngineSnapshotClear(&fin);
     g_clear_pointer(&job->probe, vrmStatsProbeCancel);
+    /* an engine that was killed could not remove its stats socket; it is
+     * gone now, so nobody serves that path any more */
+    if (job->statsSocket && unlink(job->statsSocket) == 0)
+        VRM_DEBUG("job %llu: removed the stats socket %s the engine left",
+                  job->record->id, job->statsSocket);
     if (ops && ops->ended) {
         ops->ended(d, job, state, reason);
         return;
