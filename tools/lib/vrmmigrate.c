@@ -29,6 +29,9 @@
 #define VRM_MIGRATE_HELPER_TIMEOUT_MS (30 * 1000)
 /* After libvirt returns, how long the engine may take to drain and exit */
 #define VRM_MIGRATE_FINISH_TIMEOUT_MS (15 * 1000)
+/* After libvirt failed: how long the helper may take to record how its
+ * job ended (it learns of a dead engine or peer within moments) */
+#define VRM_MIGRATE_CAUSE_TIMEOUT_MS (3 * 1000)
 /* libvirt's default number of parallel connections */
 #define VRM_LIBVIRT_DEFAULT_PARALLEL 2
 
@@ -481,6 +484,42 @@ vrmMigrateFinish(vrmMigrateJob *job)
     }
 }
 
+/* After libvirt failed: libvirt reports what QEMU saw (a closed stream, a
+ * destination that "unexpectedly closed the monitor"), several lines of
+ * it. When the RDMA job of the intent failed, its error is the cause:
+ * report it first, with libvirt's first line after it. */
+static void
+vrmMigrateReportFailure(vrmMigrateJob *job)
+{
+    g_autofree char *libvirtMsg = g_strdup(virGetLastErrorMessage());
+    g_autofree char *firstLine = NULL;
+    gint64 deadline = g_get_monotonic_time() +
+                      (gint64)VRM_MIGRATE_CAUSE_TIMEOUT_MS * 1000;
+    g_autoptr(vrmJobRecord) rec = NULL;
+
+    for (;;) {
+        g_autoptr(vrmControlMessage) req = vrmControlMessageNew(VRM_CONTROL_JOB_QUERY);
+
+        req->hasIntent = true;
+        req->intent = job->intent;
+        vrmJobRecordFree(rec);
+        rec = vrmMigrateQuery(job->helperSocket, req);
+        if (!rec || rec->state == VRM_JOB_STATE_FAILED ||
+            rec->state == VRM_JOB_STATE_CANCELLED || rec->state == VRM_JOB_STATE_COMPLETED ||
+            g_get_monotonic_time() >= deadline)
+            break;
+        g_usleep(100 * 1000);
+    }
+    firstLine = g_strndup(libvirtMsg, strcspn(libvirtMsg, "\n"));
+    if (rec && rec->state == VRM_JOB_STATE_FAILED && rec->error) {
+        vrmReportError(VRM_ERR_RDMA,
+                       _("migration failed: RDMA job %1$llu failed: %2$s (libvirt: %3$s)"),
+                       rec->id, rec->error, firstLine);
+        return;
+    }
+    vrmReportError(VRM_ERR_LIBVIRT, _("%1$s: %2$s"), _("migration failed"), libvirtMsg);
+}
+
 virDomainPtr
 vrmDomainMigrate3(virDomainPtr domain, virConnectPtr dconn,
                   virTypedParameterPtr params, unsigned int nparams,
@@ -498,7 +537,7 @@ vrmDomainMigrate3(virDomainPtr domain, virConnectPtr dconn,
     if (!(job = vrmMigratePrepare(domain, params, nparams, flags)))
         return NULL;
     if (!(ddom = virDomainMigrate3(domain, dconn, job->params, job->nparams, flags))) {
-        vrmLibReportLibvirtError(_("migration failed"));
+        vrmMigrateReportFailure(job);
         vrmMigrateJobCancel(job);
         return NULL;
     }
@@ -517,7 +556,7 @@ vrmDomainMigrateToURI3(virDomainPtr domain, const char *dconnuri,
     if (!(job = vrmMigratePrepare(domain, params, nparams, flags)))
         return -1;
     if (virDomainMigrateToURI3(domain, dconnuri, job->params, job->nparams, flags) < 0) {
-        vrmLibReportLibvirtError(_("migration failed"));
+        vrmMigrateReportFailure(job);
         vrmMigrateJobCancel(job);
         return -1;
     }
