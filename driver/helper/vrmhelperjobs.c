@@ -260,6 +260,18 @@ vrmHelperJobsReadFinalStats(vrmHelperJob *job, vrmEngineSnapshot *es, bool *have
     vrmResetLastError();
 }
 
+/* An engine that outlived its job's end: reaped here when it exits */
+static void
+vrmHelperJobsReapLate(GPid pid, gint status, gpointer opaque)
+{
+    const char *statsSocket = opaque;
+
+    if (statsSocket && unlink(statsSocket) == 0)
+        VRM_DEBUG("engine %d ended after its job; removed its stats socket %s",
+                  (int)pid, statsSocket);
+    g_spawn_close_pid(pid);
+}
+
 void
 vrmHelperJobsFinish(vrmHelperDaemon *d, vrmHelperJob *job, vrmJobState state,
                     const char *error)
@@ -285,9 +297,12 @@ vrmHelperJobsFinish(vrmHelperDaemon *d, vrmHelperJob *job, vrmJobState state,
     if (job->childWatch) {
         g_source_remove(job->childWatch);
         job->childWatch = 0;
+        /* still running (cancelled: SIGTERM is on its way): reap it when
+         * it exits, and remove the stats socket it may not have removed */
+        if (job->pid > 0 && !job->adopted)
+            g_child_watch_add_full(G_PRIORITY_DEFAULT, job->pid, vrmHelperJobsReapLate,
+                                   g_strdup(job->statsSocket), g_free);
     }
-    if (job->pid > 0 && !job->adopted)
-        g_spawn_close_pid(job->pid);
     job->pid = 0;
     job->cmPort = 0;
     vrmHelperJobsSetPhase(d, job, 0, 0, NULL);
