@@ -16,7 +16,8 @@
 #               pre-copy, capped below the guest's dirty rate, runs), a->b
 #               plain virsh --tls, b->a virt-rdma migrate
 #               --tls (a tap on the wire finds the guest's plaintext in the
-#               first migration and not in these two)
+#               first migration and not in these two); migrations-no-tls
+#               is the same without the last two (the compat suite)
 #   refusals    helper channel with another cluster key; a peer asking for
 #               a domain that runs but is not migrating; destination helper
 #               down; source helper down; a migration aborted mid-way; the
@@ -126,20 +127,24 @@ uuid=$(virsh domuuid g1)
 [ "$uri" = "unix:///run/virt-rdma/qemu/$uuid/migrate.sock" ] || fail "virt-rdma uri printed '$uri'"
 say "virt-rdma uri g1: $uri"
 
+# migrations-no-tls: the same without the TLS migrations (steps 7 and 8)
+# and the wire tap they need
+tls=1
+[ "$scenario" = migrations-no-tls ] && tls=0
 case "$scenario" in
-migrations)
+migrations|migrations-no-tls)
     # 1. a -> b: plain virsh, one channel; the wire tap's control (step 7):
     #    without TLS the guest's plaintext is on the wire
     before=$(remote verify_count g1 | sed 's/.* //')
     start_xml_watch
-    wire_capture_start
+    [ $tls = 1 ] && wire_capture_start
     say "virsh migrate --live --p2p --persistent --migrateuri $uri g1 $dest_b"
     timed virsh migrate --live --p2p --persistent --migrateuri "$uri" g1 "$dest_b" ||
         fail "plain virsh migrate failed"
-    wire_capture_stop
+    [ $tls = 1 ] && wire_capture_stop
     stop_xml_watch
     arrived_on_b "$before" "virsh a->b" 1
-    plaintext_check "virsh a->b (clear text)" clear
+    [ $tls = 1 ] && plaintext_check "virsh a->b (clear text)" clear
     no_token
     leftovers_both
 
@@ -222,40 +227,42 @@ PY
     arrived_on_a "$before" "virt-rdma migrate --postcopy b->a" "(1|2)" 1048576
     leftovers_both
 
-    # 7. a -> b: plain virsh with QEMU's TLS (issue 17). The engines must
-    # carry ciphertext: a tap on a's wire finds the guest's plaintext in
-    # none of the RoCE packets (step 1 found it thousands of times). Capped
-    # at 8 MiB/s so that QEMU's TLS parameters can be read while it runs.
-    migration_tls_pki
-    remote migration_tls_pki || fail "host b has no migration TLS certificates"
-    before=$(remote verify_count g1 | sed 's/.* //')
-    wire_capture_start
-    say "virsh migrate --live --p2p --persistent --tls --tls-destination sandbox-b --bandwidth 8 --migrateuri $uri g1 $dest_b"
-    virsh migrate --live --p2p --persistent --tls --tls-destination sandbox-b \
-        --bandwidth 8 --migrateuri "$uri" g1 "$dest_b" > /tmp/tls.out 2>&1 &
-    mpid=$!
-    wait_data_moved g1 || fail "the TLS migration a->b never moved data"
-    virsh qemu-monitor-command g1 '{"execute":"query-migrate-parameters"}' |
-        /usr/bin/python3 -c 'import json, sys; p = json.load(sys.stdin)["return"]; print("QEMU migration parameters: tls-creds %r, tls-hostname %r" % (p.get("tls-creds"), p.get("tls-hostname"))); sys.exit(0 if p.get("tls-creds") and p.get("tls-hostname") == "sandbox-b" else 1)' ||
-        fail "QEMU migrates without TLS credentials or with another TLS host name"
-    timed wait "$mpid" || { cat /tmp/tls.out; fail "virsh migrate --tls a->b failed"; }
-    wire_capture_stop
-    arrived_on_b "$before" "virsh --tls a->b" 1
-    plaintext_check "virsh --tls a->b" tls
-    no_token
-    leftovers_both
+    if [ $tls = 1 ]; then
+        # 7. a -> b: plain virsh with QEMU's TLS (issue 17). The engines must
+        # carry ciphertext: a tap on a's wire finds the guest's plaintext in
+        # none of the RoCE packets (step 1 found it thousands of times). Capped
+        # at 8 MiB/s so that QEMU's TLS parameters can be read while it runs.
+        migration_tls_pki
+        remote migration_tls_pki || fail "host b has no migration TLS certificates"
+        before=$(remote verify_count g1 | sed 's/.* //')
+        wire_capture_start
+        say "virsh migrate --live --p2p --persistent --tls --tls-destination sandbox-b --bandwidth 8 --migrateuri $uri g1 $dest_b"
+        virsh migrate --live --p2p --persistent --tls --tls-destination sandbox-b \
+            --bandwidth 8 --migrateuri "$uri" g1 "$dest_b" > /tmp/tls.out 2>&1 &
+        mpid=$!
+        wait_data_moved g1 || fail "the TLS migration a->b never moved data"
+        virsh qemu-monitor-command g1 '{"execute":"query-migrate-parameters"}' |
+            /usr/bin/python3 -c 'import json, sys; p = json.load(sys.stdin)["return"]; print("QEMU migration parameters: tls-creds %r, tls-hostname %r" % (p.get("tls-creds"), p.get("tls-hostname"))); sys.exit(0 if p.get("tls-creds") and p.get("tls-hostname") == "sandbox-b" else 1)' ||
+            fail "QEMU migrates without TLS credentials or with another TLS host name"
+        timed wait "$mpid" || { cat /tmp/tls.out; fail "virsh migrate --tls a->b failed"; }
+        wire_capture_stop
+        arrived_on_b "$before" "virsh --tls a->b" 1
+        plaintext_check "virsh --tls a->b" tls
+        no_token
+        leftovers_both
 
-    # 8. b -> a: virt-rdma migrate --tls; the certificate name checked is
-    # the host of the destination URI (198.18.0.1), which virt-rdma passes
-    # as --tls-destination since the domain's socket names no host
-    before=$(verify_count g1)
-    remote wire_capture_start || fail "cannot tap b's wire"
-    timed remote "virt-rdma migrate --live --p2p --persistent --tls g1 $dest_a" ||
-        fail "virt-rdma migrate --tls b->a failed"
-    remote wire_capture_stop
-    arrived_on_a "$before" "virt-rdma migrate --tls b->a" 1
-    remote "plaintext_check 'virt-rdma migrate --tls b->a' tls" || fail "b->a: the guest's memory crossed the wire in clear text"
-    leftovers_both
+        # 8. b -> a: virt-rdma migrate --tls; the certificate name checked is
+        # the host of the destination URI (198.18.0.1), which virt-rdma passes
+        # as --tls-destination since the domain's socket names no host
+        before=$(verify_count g1)
+        remote wire_capture_start || fail "cannot tap b's wire"
+        timed remote "virt-rdma migrate --live --p2p --persistent --tls g1 $dest_a" ||
+            fail "virt-rdma migrate --tls b->a failed"
+        remote wire_capture_stop
+        arrived_on_a "$before" "virt-rdma migrate --tls b->a" 1
+        remote "plaintext_check 'virt-rdma migrate --tls b->a' tls" || fail "b->a: the guest's memory crossed the wire in clear text"
+        leftovers_both
+    fi
     ;;
 refusals)
     # refused LABEL EXPECTED ARGS...: virsh migrate ARGS fails with one line

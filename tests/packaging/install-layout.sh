@@ -54,6 +54,7 @@ $unitdir/virt-rdmad.socket
 /usr/share/doc/virt-rdma/negotiation.rst
 /usr/share/doc/virt-rdma/performance.rst
 /usr/share/doc/virt-rdma/protocol.rst
+/usr/share/doc/virt-rdma/reliability.rst
 /usr/share/doc/virt-rdma/xml.rst
 /usr/share/locale/de/LC_MESSAGES/virt-rdma.mo
 /usr/share/man/man1/virt-rdma.1

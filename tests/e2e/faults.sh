@@ -1,0 +1,244 @@
+#!/bin/bash
+# faults.sh: the fault matrix (issue 14) through real libvirt migrations.
+# Host a migrates the e2e guest (128 MiB, dirtying 2 MiB) to b with plain
+# `virsh migrate` over the domain's socket, pre-copy capped at 8 MiB/s so
+# that it is still running when the fault is injected; host b serves.
+# Every row:
+#
+#   - starts the migration, waits until libvirt reports data moved, injects
+#     the fault (on a, or on b through `remote`), and times how long virsh
+#     migrate takes to end after it (the row's deadline bounds it);
+#   - expects what users must see: virsh migrate fails with one line naming
+#     the cause (a regex per row), the guest still runs on a and verifies
+#     its whole memory again, the job records of both helpers are final
+#     (failed or cancelled) and say why, nothing is left behind on either
+#     host (engines, per-domain directories, stats sockets, live records);
+#   - restores what it broke (restarts a helper, brings the wire back).
+#
+# The rows whose migration must survive (a helper killed and restarted)
+# expect the migration to complete instead. One more migration a->b at the
+# end, uncapped, proves both hosts whole after the matrix. Each row prints
+# one line of the matrix: fault, seconds to the end, what virsh said,
+# leftovers; the table is docs/reliability.rst's.
+set -u
+. "$(dirname "$0")/e2e-lib.sh"
+dest_b=qemu+tcp://198.18.0.2/system
+export PATH=$VRM_BUILD_DIR/tools/cli:$VRM_BUILD_DIR/tests/helper:$PATH
+matrix=$SHARED/fault-matrix
+
+if [ "$VRM_SANDBOX_HOST" = b ]; then
+    start_virt_rdma
+    start_libvirt
+    flag ready-b
+    serve_remote
+    say "done"
+    exit 0
+fi
+
+leftovers_both() {
+    check_no_leftovers
+    remote check_no_leftovers || fail "something was left behind on b"
+}
+
+# last_record HOST: state and error of the newest job record of this host
+# (a) or of b
+last_record() {
+    local cmd='f=$(ls -t /var/lib/virt-rdma/job-*.xml 2>/dev/null | head -1); [ -n "$f" ] && sed -n "s/.*<job [^>]*state=\"\([a-z]*\)\".*/\1/p; s/.*<error>\(.*\)<\/error>.*/  error: \1/p" "$f"'
+    if [ "$1" = a ]; then eval "$cmd"; else remote "$cmd" | sed 's/^  \[b\] //'; fi
+}
+
+# migrate_capped TOOL: the row's migration with virsh or virt-rdma, in the
+# background ($mpid)
+migrate_capped() {
+    if [ "$1" = virsh ]; then
+        virsh migrate --live --p2p --persistent --bandwidth 8 --migrateuri "$uri" \
+            g1 "$dest_b" > /tmp/fault.out 2>&1 &
+    else
+        virt-rdma migrate --live --p2p --persistent --bandwidth 8 \
+            g1 "$dest_b" > /tmp/fault.out 2>&1 &
+    fi
+    mpid=$!
+    wait_data_moved g1 || fail "the migration never moved data"
+}
+
+# wait_migrate DEADLINE: wait for $mpid at most DEADLINE s; sets $rc and
+# $took (s since the fault)
+wait_migrate() {
+    local deadline=$((SECONDS + $1))
+    while kill -0 "$mpid" 2>/dev/null; do
+        if [ $SECONDS -ge $deadline ]; then
+            say "virsh migrate still runs $1 s after the fault; libvirt's job:"
+            virsh domjobinfo g1
+            kill "$mpid"
+            fail "the migration did not end within $1 s of the fault"
+        fi
+        nap 0.2
+    done
+    wait "$mpid"; rc=$?
+    took=$(( $(date +%s%N) / 1000000 - fault_ms ))
+}
+
+# fault NAME TOOL DEADLINE CAUSE INJECT [RESTORE]: one row where the
+# migration (by TOOL: virsh or virt-rdma) must fail. CAUSE (ERE) must be
+# named by `virt-rdma jobinfo` on a (the RDMA job's error) and, with
+# virt-rdma migrate, by its one-line error; plain virsh prints libvirt's
+# message (what QEMU saw), recorded as it is.
+fault() {
+    local name=$1 tool=$2 limit=$3 cause=$4 inject=$5 restore=${6:-} before out said
+    say "---- fault: $name ($tool)"
+    before=$(verify_count g1)
+    migrate_capped "$tool"
+    fault_ms=$(( $(date +%s%N) / 1000000 ))
+    eval "$inject" || fail "$name: cannot inject the fault"
+    wait_migrate "$limit"
+    out=$(cat /tmp/fault.out)
+    say "$name: $tool migrate ended $(printf '%d.%03d' $((took / 1000)) $((took % 1000))) s after the fault, status $rc:"
+    printf '%s\n' "$out" | sed 's/^/    /'
+    [ $rc != 0 ] || fail "$name: the migration succeeded"
+    if [ "$tool" = virt-rdma ]; then
+        [ "$(printf '%s\n' "$out" | grep -c .)" = 1 ] || fail "$name: virt-rdma migrate's error is not one line"
+        grep -qE "$cause" <<<"$out" || fail "$name: virt-rdma migrate's error does not name the cause ('$cause')"
+    fi
+    [ -z "$restore" ] || eval "$restore" || fail "$name: cannot restore after the fault"
+    [ "$(virsh domstate g1)" = running ] || fail "$name: g1 is '$(virsh domstate g1)' on a, not running"
+    gone_from_b "$name"
+    said=$(virt-rdma jobinfo g1 | sed -n 's/^RDMA error: *//p')
+    say "$name: virt-rdma jobinfo g1 on a: RDMA error: $said"
+    grep -qE "$cause" <<<"$said" || fail "$name: virt-rdma jobinfo does not name the cause ('$cause')"
+    check_arrived g1 "$before"
+    records "$name"
+    leftovers_both
+    printf '%s | %s | %d.%03d s | %s | %s | none\n' "$name" "$tool migrate" $((took / 1000)) $((took % 1000)) \
+        "$(head -1 /tmp/fault.out)" "$said" >> "$matrix"
+}
+
+# gone_from_b NAME: libvirt on b removed the incoming domain (after a cut
+# wire it learns of the failure when its client connection times out)
+gone_from_b() {
+    remote "deadline=\$((SECONDS + 60)); while virsh -q list --all --name | grep -qx g1; do [ \$SECONDS -ge \$deadline ] && exit 1; nap 0.5; done" ||
+        fail "$1: g1 still exists on b 60 s after the migration ended"
+}
+
+# refusal NAME EXPECT PREPARE RESTORE: one row where the migration is
+# refused before any memory moves (PREPARE makes it so)
+refusal() {
+    local name=$1 expect=$2 prepare=$3 restore=$4 out start
+    say "---- fault: $name"
+    eval "$prepare" || fail "$name: cannot prepare the fault"
+    start=$(( $(date +%s%N) / 1000000 ))
+    out=$(virsh migrate --live --p2p --persistent --migrateuri "$uri" g1 "$dest_b" 2>&1) &&
+        fail "$name: the migration succeeded"
+    took=$(( $(date +%s%N) / 1000000 - start ))
+    say "$name: virsh migrate refused after $((took / 1000)).$(printf %03d $((took % 1000))) s: $out"
+    [ "$(printf '%s\n' "$out" | grep -c .)" = 1 ] || fail "$name: virsh's error is not one line"
+    grep -qE "$expect" <<<"$out" || fail "$name: the error does not match '$expect'"
+    eval "$restore" || fail "$name: cannot restore after the fault"
+    [ "$(virsh domstate g1)" = running ] || fail "$name: g1 is not running on a"
+    gone_from_b "$name"
+    leftovers_both
+    printf '%s | virsh migrate | %d.%03d s (from the start) | %s | - | none\n' "$name" $((took / 1000)) $((took % 1000)) \
+        "$out" >> "$matrix"
+}
+
+# records NAME: both helpers' newest job record is final and names an error
+records() {
+    local ra rb
+    ra=$(last_record a) rb=$(last_record b)
+    say "$1: a's job record: $(tr '\n' ' ' <<<"$ra")"
+    say "$1: b's job record: $(tr '\n' ' ' <<<"$rb")"
+    grep -qE "^(failed|cancelled)$" <<<"$ra" || fail "$1: a's job record is not final and failed"
+    grep -q "error:" <<<"$ra" || fail "$1: a's job record names no error"
+    # b's record: only when b's engine had started (a refusal has none)
+    [ -z "$rb" ] || grep -qE "^(failed|cancelled)$" <<<"$rb" || fail "$1: b's job record is not final"
+}
+
+# survive NAME DEADLINE INJECT: one row where the migration must complete
+survive() {
+    local name=$1 limit=$2 inject=$3 before
+    say "---- fault: $name"
+    before=$(remote verify_count g1 | sed 's/.* //')
+    migrate_capped virsh
+    fault_ms=$(( $(date +%s%N) / 1000000 ))
+    eval "$inject" || fail "$name: cannot inject the fault"
+    wait_migrate "$limit"
+    say "$name: virsh migrate ended $((took / 1000)) s after the fault, status $rc: $(cat /tmp/fault.out)"
+    [ $rc = 0 ] || fail "$name: the migration failed: $(cat /tmp/fault.out)"
+    [ "$(virsh domstate g1)" = "shut off" ] || fail "$name: g1 is '$(virsh domstate g1)' on a"
+    remote "check_arrived g1 $before" || fail "$name: g1 did not arrive on b intact"
+    leftovers_both
+    printf '%s | virsh migrate | %d.%03d s | (completed) | - | none\n' "$name" $((took / 1000)) $((took % 1000)) >> "$matrix"
+    # back to a, uncapped, for the next row (whose checks verify the
+    # guest's memory on a again)
+    remote "virsh migrate --live --p2p --persistent --migrateuri $uri g1 qemu+tcp://198.18.0.1/system" ||
+        fail "$name: the migration back to a failed"
+    [ "$(virsh domstate g1)" = running ] || fail "$name: g1 is not running on a after the migration back"
+    wait_locator g1 sandbox-a
+    leftovers_both
+}
+
+# the engine of this host's job (argv[0] ends in virt-rdma-engine)
+engine_pids='pgrep -f "^[^ ]*/virt-rdma-engine( |\$)"'
+kill_engine='pkill -KILL -f "^[^ ]*/virt-rdma-engine( |\$)"'
+wire=$(ip -o -4 addr show | awk -v a="$VRM_SELF_ADDR" 'index($4, a "/") == 1 { print $2 }')
+
+start_virt_rdma
+start_libvirt
+define_guest g1 128 "dirty_kb=2048"
+enable_rdma g1
+wait_flag ready-b 180
+uri=$(virt-rdma uri g1) || fail "virt-rdma uri failed"
+: > "$matrix"
+
+# 1. the source engine killed mid-precopy: QEMU's socket closes under it
+fault "source engine killed (SIGKILL) mid-precopy" virsh 30 \
+    "engine .*killed by signal 9" \
+    "$engine_pids > /dev/null && $kill_engine"
+
+# 2. the destination engine killed mid-precopy
+fault "destination engine killed (SIGKILL) mid-precopy" virt-rdma 30 \
+    "the peer closed channel 0 before the end of the stream" \
+    "remote '$engine_pids > /dev/null && $kill_engine'"
+
+# 5. the destination QEMU killed mid-precopy
+fault "destination QEMU killed (SIGKILL) mid-precopy" virt-rdma 30 \
+    "." \
+    "remote 'kill -KILL \$(cat /run/libvirt/qemu/g1.pid)'"
+
+# 6. the wire goes silent mid-precopy (every packet a sends is dropped:
+# a switch that died, as the far side sees it), restored after the
+# migration ended. The engines' RDMA connection, the helpers' channel and
+# libvirt's own connection to b all cross it. (Not `ip link set down`:
+# that is a local event, and rxe in Debian's 6.1 kernel then did not accept
+# connections again after the link came back.)
+fault "the wire silent mid-precopy (a's packets dropped), restored later" virt-rdma 60 \
+    "." \
+    "tc qdisc add dev $wire root netem loss 100%" \
+    "tc qdisc del dev $wire root"
+
+# 8. the destination's pinned-memory budget below what the rings need: the
+# destination helper refuses before any engine starts
+refusal "destination's pinned-memory budget too small for the rings" \
+    "error: .*(pinned|budget|allowance|memory)" \
+    "remote 'stop_helper; write_helper_conf \"[limits]\" \"max-pinned-bytes=1M\"; run_helper'" \
+    "remote 'stop_helper; write_helper_conf; run_helper'"
+
+# 3. the source helper killed (SIGKILL) mid-job and restarted: it follows
+# its engine again and the migration completes
+survive "source virt-rdmad killed (SIGKILL) mid-job, restarted" 120 \
+    'kill -KILL $(cat /tmp/virt-rdmad.pid) && run_helper'
+
+# 4. the destination helper killed (SIGKILL) mid-job and restarted
+survive "destination virt-rdmad killed (SIGKILL) mid-job, restarted" 120 \
+    "remote 'kill -KILL \$(cat /tmp/virt-rdmad.pid) && run_helper'"
+
+# every host whole again: an uncapped migration a->b succeeds
+before=$(remote verify_count g1 | sed 's/.* //')
+virsh migrate --live --p2p --persistent --migrateuri "$uri" g1 "$dest_b" ||
+    fail "the migration after the fault matrix failed"
+remote "check_arrived g1 $before" || fail "g1 did not arrive on b intact after the matrix"
+leftovers_both
+
+say "the fault matrix (fault | driven by | time from the fault to the end | what the command said (first line) | the RDMA job's error (virt-rdma jobinfo) | left behind):"
+cat "$matrix"
+remote_stop
+say "done"
