@@ -410,7 +410,7 @@ wire_capture_start() {
     ifc=$(ip -o -4 addr show | awk -v a="$VRM_SELF_ADDR" 'index($4, a "/") == 1 { print $2 }')
     [ -n "$ifc" ] || fail "no interface has $VRM_SELF_ADDR"
     rm -f /tmp/capture.err /tmp/capture.count
-    ( tcpdump -i "$ifc" -n -s 0 -U -B 16384 -w - udp port 4791 2>/tmp/capture.err |
+    ( tcpdump -i "$ifc" -n -s 0 -U -B 65536 -w - udp port 4791 2>/tmp/capture.err |
           /usr/bin/python3 "$E2E_DIR/plaintext-count.py" > /tmp/capture.count ) &
     until grep -q "listening on" /tmp/capture.err 2>/dev/null; do
         [ $SECONDS -ge $deadline ] && { cat /tmp/capture.err; fail "tcpdump did not start on $ifc"; }
