@@ -89,10 +89,12 @@ typedef struct {
 #define FUZZ_PLAIN __attribute__((no_sanitize("coverage", "address", "undefined"), noinline))
 
 /* The stream written on side @side: byte n is pattern[side][n % PERIOD],
- * a table twice the period long so that any PERIOD bytes from any offset
- * are one slice (copied and compared with memcpy/memcmp, not byte by byte) */
+ * a table longer than the period so that any PERIOD bytes, or any write,
+ * from any offset are one slice (written straight from the table, compared
+ * with memcmp, not byte by byte) */
 #define PERIOD 65521            /* prime: no alignment with the chunk sizes */
-static guint8 pattern[2][2 * PERIOD];
+#define PATTERN_LEN (PERIOD + MAX(PERIOD, FUZZ_MAX_WRITE))
+static guint8 pattern[2][PATTERN_LEN];
 
 static void
 patternInit(void)
@@ -101,22 +103,8 @@ patternInit(void)
     guint32 k;
 
     for (side = 0; side < 2; side++)
-        for (k = 0; k < 2 * PERIOD; k++)
+        for (k = 0; k < PATTERN_LEN; k++)
             pattern[side][k] = (guint8)((k % PERIOD) * 131 + side * 7 + ((k % PERIOD) >> 11));
-}
-
-/* Bytes n.. of the stream written on side @side */
-FUZZ_PLAIN static void
-streamFill(int side, guint64 n, guint8 *buf, size_t len)
-{
-    while (len) {
-        size_t off = n % PERIOD, k = MIN(len, (size_t)PERIOD);
-
-        memcpy(buf, &pattern[side][off], k);
-        buf += k;
-        n += k;
-        len -= k;
-    }
 }
 
 /* Offset of the first byte that differs, or -1 */
@@ -145,9 +133,10 @@ qemuWrite(vrmFakePair *p, Run *r, int side, size_t len)
 
     if (r->shut[side])
         return;
-    len = MIN(len, sizeof(r->buf));
-    streamFill(side, r->written[side], r->buf, len);
-    w = send(p->qemu[side], r->buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+    /* bytes written.. of the stream, one slice of the table */
+    len = MIN(len, FUZZ_MAX_WRITE);
+    w = send(p->qemu[side], &pattern[side][r->written[side] % PERIOD], len,
+             MSG_DONTWAIT | MSG_NOSIGNAL);
     if (w > 0)
         r->written[side] += w;
 }
