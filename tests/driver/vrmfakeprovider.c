@@ -40,12 +40,62 @@ typedef struct {
     guint32 length;
 } vrmFakeRecv;
 
+/* A first-in first-out queue of fixed-size entries, held by value in one
+ * array: posting and carrying a work request allocates nothing (the
+ * fuzzer posts and carries hundreds per input) */
+typedef struct {
+    GArray *a;
+    guint head;                 /* the first entry still queued */
+} vrmFakeFifo;
+
+static void
+vrmFakeFifoInit(vrmFakeFifo *f, guint size)
+{
+    f->a = g_array_new(FALSE, FALSE, size);
+    f->head = 0;
+}
+
+static guint
+vrmFakeFifoLength(const vrmFakeFifo *f)
+{
+    return f->a->len - f->head;
+}
+
+static void
+vrmFakeFifoPush(vrmFakeFifo *f, const void *entry)
+{
+    /* reclaim the room of the entries gone, once it is most of it */
+    if (f->head && f->head >= f->a->len / 2) {
+        g_array_remove_range(f->a, 0, f->head);
+        f->head = 0;
+    }
+    g_array_append_vals(f->a, entry, 1);
+}
+
+/* The first entry, or NULL; valid until the next push */
+static void *
+vrmFakeFifoPeek(const vrmFakeFifo *f)
+{
+    if (f->head >= f->a->len)
+        return NULL;
+    return f->a->data + (gsize)f->head * g_array_get_element_size(f->a);
+}
+
+static void
+vrmFakeFifoPop(vrmFakeFifo *f)
+{
+    if (++f->head >= f->a->len) {
+        g_array_set_size(f->a, 0);
+        f->head = 0;
+    }
+}
+
 typedef struct _vrmFakeQP vrmFakeQP;
 struct _vrmFakeQP {
     vrmRdmaQP base;
     vrmFakeQP *peer;            /* NULL once it is gone */
-    GQueue wire;                /* vrmFakeSend posted, not yet carried */
-    GQueue recvs;               /* vrmFakeRecv posted */
+    vrmFakeFifo wire;           /* vrmFakeSend posted, not yet carried */
+    vrmFakeFifo recvs;          /* vrmFakeRecv posted */
     GArray *cq;                 /* struct ibv_wc */
     int cqe;
     guint32 outstanding;        /* send WRs posted, not retired by a completion */
@@ -150,7 +200,7 @@ vrmFakePostSend(vrmRdmaQP *q, struct ibv_send_wr *wr)
     vrmFakeQP *qp = (vrmFakeQP *)q;
 
     for (; wr; wr = wr->next) {
-        vrmFakeSend *s;
+        vrmFakeSend s;
         int access = 0;
 
         if (wr->num_sge != 1) {
@@ -169,16 +219,17 @@ vrmFakePostSend(vrmRdmaQP *q, struct ibv_send_wr *wr)
         if (++qp->outstanding > q->sendSize)
             vrmFakeViolate("send queue overflow (%u posted, room for %u)",
                            qp->outstanding, q->sendSize);
-        s = g_new0(vrmFakeSend, 1);
-        s->wrId = wr->wr_id;
-        s->opcode = wr->opcode;
-        s->signaled = wr->send_flags & IBV_SEND_SIGNALED;
-        s->addr = wr->sg_list->addr;
-        s->length = wr->sg_list->length;
-        s->remoteAddr = wr->wr.rdma.remote_addr;
-        s->rkey = wr->wr.rdma.rkey;
-        s->imm = wr->imm_data;
-        g_queue_push_tail(&qp->wire, s);
+        s = (vrmFakeSend) {
+            .wrId = wr->wr_id,
+            .opcode = wr->opcode,
+            .signaled = wr->send_flags & IBV_SEND_SIGNALED,
+            .addr = wr->sg_list->addr,
+            .length = wr->sg_list->length,
+            .remoteAddr = wr->wr.rdma.remote_addr,
+            .rkey = wr->wr.rdma.rkey,
+            .imm = wr->imm_data,
+        };
+        vrmFakeFifoPush(&qp->wire, &s);
     }
     return 0;
 }
@@ -189,7 +240,7 @@ vrmFakePostRecv(vrmRdmaQP *q, struct ibv_recv_wr *wr)
     vrmFakeQP *qp = (vrmFakeQP *)q;
 
     for (; wr; wr = wr->next) {
-        vrmFakeRecv *r;
+        vrmFakeRecv r;
 
         if (wr->num_sge != 1 ||
             !vrmFakeCheck(q->dev, wr->sg_list->lkey, false, wr->sg_list->addr,
@@ -197,13 +248,14 @@ vrmFakePostRecv(vrmRdmaQP *q, struct ibv_recv_wr *wr)
             vrmFakeViolate("a receive work request outside its registered region");
             return EINVAL;
         }
-        if (g_queue_get_length(&qp->recvs) >= q->recvSize)
+        if (vrmFakeFifoLength(&qp->recvs) >= q->recvSize)
             vrmFakeViolate("receive queue overflow (room for %u)", q->recvSize);
-        r = g_new0(vrmFakeRecv, 1);
-        r->wrId = wr->wr_id;
-        r->addr = wr->sg_list->addr;
-        r->length = wr->sg_list->length;
-        g_queue_push_tail(&qp->recvs, r);
+        r = (vrmFakeRecv) {
+            .wrId = wr->wr_id,
+            .addr = wr->sg_list->addr,
+            .length = wr->sg_list->length,
+        };
+        vrmFakeFifoPush(&qp->recvs, &r);
     }
     return 0;
 }
@@ -240,8 +292,8 @@ vrmFakeQPFree(vrmRdmaQP *q)
 
     if (qp->peer)
         qp->peer->peer = NULL;
-    g_queue_clear_full(&qp->wire, g_free);
-    g_queue_clear_full(&qp->recvs, g_free);
+    g_array_free(qp->wire.a, TRUE);
+    g_array_free(qp->recvs.a, TRUE);
     g_array_free(qp->cq, TRUE);
     g_free(qp);
 }
@@ -288,8 +340,8 @@ vrmFakeQPNew(vrmRdmaDevice *dev, guint32 sendSize, guint32 recvSize, int cqe)
     vrmFakeQP *qp = g_new0(vrmFakeQP, 1);
 
     vrmRdmaQPInit(&qp->base, dev, sendSize, recvSize);
-    g_queue_init(&qp->wire);
-    g_queue_init(&qp->recvs);
+    vrmFakeFifoInit(&qp->wire, sizeof(vrmFakeSend));
+    vrmFakeFifoInit(&qp->recvs, sizeof(vrmFakeRecv));
     qp->cq = g_array_new(FALSE, TRUE, sizeof(struct ibv_wc));
     qp->cqe = cqe;
     return qp;
@@ -312,7 +364,7 @@ vrmFakeQPPair(vrmRdmaDevice *a, vrmRdmaDevice *b, const guint32 sendSize[2],
 guint32
 vrmFakeQPPending(const vrmRdmaQP *q)
 {
-    return g_queue_get_length((GQueue *)&((const vrmFakeQP *)q)->wire);
+    return vrmFakeFifoLength(&((const vrmFakeQP *)q)->wire);
 }
 
 static int vrmFakeOversizeStatus = IBV_WC_LOC_LEN_ERR;
@@ -327,22 +379,23 @@ vrmFakeSetOversizeStatus(int status)
 static bool
 vrmFakeReceive(vrmFakeQP *qp, const void *buf, size_t len, bool imm, guint32 immData)
 {
-    vrmFakeRecv *r = g_queue_pop_head(&qp->recvs);
+    vrmFakeRecv *p = vrmFakeFifoPeek(&qp->recvs), r;
 
-    if (!r)
+    if (!p)
         return false;
+    r = *p;
+    vrmFakeFifoPop(&qp->recvs);
     if (imm) {
-        vrmFakeComplete(qp, r->wrId, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM,
+        vrmFakeComplete(qp, r.wrId, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM,
                         len, immData);
-    } else if (len > r->length) {
-        vrmFakeComplete(qp, r->wrId, vrmFakeOversizeStatus, IBV_WC_RECV, 0, 0);
+    } else if (len > r.length) {
+        vrmFakeComplete(qp, r.wrId, vrmFakeOversizeStatus, IBV_WC_RECV, 0, 0);
         qp->error = true;
     } else {
         if (len)
-            memcpy((void *)(guintptr)r->addr, buf, len);
-        vrmFakeComplete(qp, r->wrId, IBV_WC_SUCCESS, IBV_WC_RECV, len, 0);
+            memcpy((void *)(guintptr)r.addr, buf, len);
+        vrmFakeComplete(qp, r.wrId, IBV_WC_SUCCESS, IBV_WC_RECV, len, 0);
     }
-    g_free(r);
     return true;
 }
 
@@ -352,8 +405,8 @@ vrmFakeQPDeliver(vrmRdmaQP *q, int max)
     vrmFakeQP *qp = (vrmFakeQP *)q;
     int done = 0;
 
-    while (done < max && !g_queue_is_empty(&qp->wire)) {
-        vrmFakeSend *s = g_queue_peek_head(&qp->wire);
+    while (done < max && vrmFakeFifoLength(&qp->wire)) {
+        vrmFakeSend cur = *(vrmFakeSend *)vrmFakeFifoPeek(&qp->wire), *s = &cur;
         vrmFakeQP *peer = qp->peer;
         enum ibv_wc_status status = IBV_WC_SUCCESS;
         enum ibv_wc_opcode op = s->opcode == IBV_WR_SEND ? IBV_WC_SEND : IBV_WC_RDMA_WRITE;
@@ -361,7 +414,7 @@ vrmFakeQPDeliver(vrmRdmaQP *q, int max)
         if (qp->error || !peer || peer->error) {
             status = IBV_WC_WR_FLUSH_ERR;
         } else if (s->opcode == IBV_WR_SEND) {
-            if (g_queue_is_empty(&peer->recvs))
+            if (!vrmFakeFifoLength(&peer->recvs))
                 break;          /* receiver not ready: the hardware retries */
             vrmFakeReceive(peer, (void *)(guintptr)s->addr, s->length, false, 0);
             if (peer->error)
@@ -369,7 +422,7 @@ vrmFakeQPDeliver(vrmRdmaQP *q, int max)
         } else {
             bool imm = s->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
 
-            if (imm && g_queue_is_empty(&peer->recvs))
+            if (imm && !vrmFakeFifoLength(&peer->recvs))
                 break;
             if (!vrmFakeCheck(peer->base.dev, s->rkey, true, s->remoteAddr, s->length,
                               IBV_ACCESS_REMOTE_WRITE)) {
@@ -381,7 +434,7 @@ vrmFakeQPDeliver(vrmRdmaQP *q, int max)
                     vrmFakeReceive(peer, NULL, s->length, true, s->imm);
             }
         }
-        g_queue_pop_head(&qp->wire);
+        vrmFakeFifoPop(&qp->wire);
         done++;
         if (status != IBV_WC_SUCCESS) {
             qp->error = true;
@@ -395,7 +448,6 @@ vrmFakeQPDeliver(vrmRdmaQP *q, int max)
             qp->outstanding -= qp->sinceSignal;
             qp->sinceSignal = 0;
         }
-        g_free(s);
     }
     return done;
 }

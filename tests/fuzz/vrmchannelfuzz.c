@@ -47,6 +47,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 
 #define FUZZ_MAX_WRITE (64 * 1024)
+/* the run-out stops after this many rounds in a row without movement */
+#define RUN_OUT_IDLE 64
 
 typedef struct {
     const uint8_t *p;
@@ -87,10 +89,12 @@ typedef struct {
 #define FUZZ_PLAIN __attribute__((no_sanitize("coverage", "address", "undefined"), noinline))
 
 /* The stream written on side @side: byte n is pattern[side][n % PERIOD],
- * a table twice the period long so that any PERIOD bytes from any offset
- * are one slice (copied and compared with memcpy/memcmp, not byte by byte) */
+ * a table longer than the period so that any PERIOD bytes, or any write,
+ * from any offset are one slice (written straight from the table, compared
+ * with memcmp, not byte by byte) */
 #define PERIOD 65521            /* prime: no alignment with the chunk sizes */
-static guint8 pattern[2][2 * PERIOD];
+#define PATTERN_LEN (PERIOD + MAX(PERIOD, FUZZ_MAX_WRITE))
+static guint8 pattern[2][PATTERN_LEN];
 
 static void
 patternInit(void)
@@ -99,22 +103,8 @@ patternInit(void)
     guint32 k;
 
     for (side = 0; side < 2; side++)
-        for (k = 0; k < 2 * PERIOD; k++)
+        for (k = 0; k < PATTERN_LEN; k++)
             pattern[side][k] = (guint8)((k % PERIOD) * 131 + side * 7 + ((k % PERIOD) >> 11));
-}
-
-/* Bytes n.. of the stream written on side @side */
-FUZZ_PLAIN static void
-streamFill(int side, guint64 n, guint8 *buf, size_t len)
-{
-    while (len) {
-        size_t off = n % PERIOD, k = MIN(len, (size_t)PERIOD);
-
-        memcpy(buf, &pattern[side][off], k);
-        buf += k;
-        n += k;
-        len -= k;
-    }
 }
 
 /* Offset of the first byte that differs, or -1 */
@@ -143,16 +133,19 @@ qemuWrite(vrmFakePair *p, Run *r, int side, size_t len)
 
     if (r->shut[side])
         return;
-    len = MIN(len, sizeof(r->buf));
-    streamFill(side, r->written[side], r->buf, len);
-    w = send(p->qemu[side], r->buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+    /* bytes written.. of the stream, one slice of the table */
+    len = MIN(len, FUZZ_MAX_WRITE);
+    w = send(p->qemu[side], &pattern[side][r->written[side] % PERIOD], len,
+             MSG_DONTWAIT | MSG_NOSIGNAL);
     if (w > 0)
         r->written[side] += w;
 }
 
-static void
+/* Read what each QEMU end has; true when there was anything */
+static bool
 qemuRead(vrmFakePair *p, Run *r)
 {
+    bool got = false;
     int side;
 
     for (side = 0; side < 2; side++) {
@@ -166,8 +159,10 @@ qemuRead(vrmFakePair *p, Run *r)
                 g_error("side %d read a wrong byte at offset %" G_GUINT64_FORMAT,
                         side, r->read[side] + bad);
             r->read[side] += n;
+            got = true;
         }
     }
+    return got;
 }
 
 /* A well-formed message of any type, fields from the input */
@@ -341,18 +336,29 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     /* run out: the rest must finish on its own */
     if (!r->hostile && !cfg.badAuth) {
-        int rounds;
+        int rounds, idle = 0;
 
         if (!r->shut[0])
             shutdown(p->qemu[0], SHUT_WR);
         if (!r->shut[1])
             shutdown(p->qemu[1], SHUT_WR);
-        for (rounds = 0; rounds < 20000; rounds++) {
+        /* Until both have finished, or nothing has moved for RUN_OUT_IDLE
+         * rounds in a row: no channel progress, no work request carried,
+         * no byte read by QEMU. Nothing in here waits on the clock (the
+         * channel's timers are seconds long), so an idle round is a fixed
+         * point and the rounds after it would change nothing; a side whose
+         * QEMU has gone leaves the other waiting for an end that will not
+         * come, and each such input spun all 20000 rounds (some 40% of the
+         * fuzzer's CPU time, measured). */
+        for (rounds = 0; rounds < 20000 && idle < RUN_OUT_IDLE; rounds++) {
+            bool moved;
+
             vrmFakePairGiveSockets(p);
-            vrmFakePairStep(p, 64);
-            qemuRead(p, r);
+            moved = vrmFakePairStep(p, 64);
+            moved |= qemuRead(p, r);
             if (vrmChannelFinished(p->ch[0]) && vrmChannelFinished(p->ch[1]))
                 break;
+            idle = moved ? 0 : idle + 1;
         }
         if (p->qemuGone[0] || p->qemuGone[1]) {
             /* a QEMU gone mid-stream: its side failed, naming it; the
