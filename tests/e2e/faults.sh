@@ -201,7 +201,7 @@ fault "destination engine killed (SIGKILL) mid-precopy" virt-rdma 30 \
 
 # 5. the destination QEMU killed mid-precopy
 fault "destination QEMU killed (SIGKILL) mid-precopy" virt-rdma 30 \
-    "." \
+    "the peer closed channel 0 before the end of the stream" \
     "remote 'kill -KILL \$(cat /run/libvirt/qemu/g1.pid)'"
 
 # 6. the wire goes silent mid-precopy (every packet a sends is dropped:
@@ -211,7 +211,7 @@ fault "destination QEMU killed (SIGKILL) mid-precopy" virt-rdma 30 \
 # that is a local event, and rxe in Debian's 6.1 kernel then did not accept
 # connections again after the link came back.)
 fault "the wire silent mid-precopy (a's packets dropped), restored later" virt-rdma 60 \
-    "." \
+    "the peer (closed channel 0|stopped answering)|RDMA device .* failed" \
     "tc qdisc add dev $wire root netem loss 100%" \
     "tc qdisc del dev $wire root"
 
