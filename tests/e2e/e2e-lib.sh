@@ -458,3 +458,20 @@ if captured < mem / 2:
 sys.exit(0 if found == 0 else "the guest's memory crossed the wire in clear text")
 PY
 }
+
+# leftovers_both: check_no_leftovers here and on host b (host a only)
+leftovers_both() {
+    check_no_leftovers
+    remote check_no_leftovers || fail "something was left behind on b"
+}
+
+# serve_as_b: host b of the two-host scenarios: its helper, the hook and
+# libvirtd, then whatever host a asks, until a says stop
+serve_as_b() {
+    start_virt_rdma
+    start_libvirt
+    flag ready-b
+    serve_remote
+    say "done"
+    exit 0
+}

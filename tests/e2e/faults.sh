@@ -26,19 +26,7 @@ dest_b=qemu+tcp://198.18.0.2/system
 export PATH=$VRM_BUILD_DIR/tools/cli:$VRM_BUILD_DIR/tests/helper:$PATH
 matrix=$SHARED/fault-matrix
 
-if [ "$VRM_SANDBOX_HOST" = b ]; then
-    start_virt_rdma
-    start_libvirt
-    flag ready-b
-    serve_remote
-    say "done"
-    exit 0
-fi
-
-leftovers_both() {
-    check_no_leftovers
-    remote check_no_leftovers || fail "something was left behind on b"
-}
+[ "$VRM_SANDBOX_HOST" = b ] && serve_as_b
 
 # last_record HOST: state and error of the newest job record of this host
 # (a) or of b
