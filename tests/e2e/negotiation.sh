@@ -70,26 +70,26 @@ no_token() {
     say "no-token grep: $(wc -l < "$tokens") token(s) looked for in $(grep -c '<domain' "$dumps") domain XML dumps of both hosts (during and after): none found"
 }
 
-# arrived_on_b BEFORE WHAT CHANNELS: g1 left a (shut off, persistent) and
-# arrived on b intact, through an RDMA job of CHANNELS channels
-# arrived_on_b BEFORE WHAT CHANNELS [SLACK]: CHANNELS is a regex (QEMU 10
-# opens a second connection in post-copy); SLACK as for rdma_vs_memory
+# arrived_on_b WHAT CHANNELS [SLACK]: g1 left a (shut off, persistent) and
+# arrived on b intact, through an RDMA job of CHANNELS channels. CHANNELS
+# is a regex (QEMU 10 opens a second connection in post-copy); SLACK as for
+# rdma_vs_memory
 arrived_on_b() {
-    local before=$1 what=$2 channels=$3 slack=${4:-0}
+    local what=$1 channels=$2 slack=${3:-0}
     [ "$(virsh domstate g1)" = "shut off" ] || fail "after $what g1 is '$(virsh domstate g1)' on a"
     virt-rdma jobinfo --completed g1 > /tmp/jobinfo.txt || fail "virt-rdma jobinfo --completed failed on a"
     grep -E "^(Memory processed|RDMA (job|bytes sent|channels|engine CPU)):" /tmp/jobinfo.txt | sed 's/^/  [a] /'
     rdma_vs_memory "$what (source a)" "$slack"
     grep -qE "^RDMA channels: +$channels *$" /tmp/jobinfo.txt ||
         fail "the RDMA job did not carry $channels channel(s)"
-    remote "check_arrived g1 $before" || fail "g1 did not arrive on b intact"
+    remote "check_arrived g1" || fail "g1 did not arrive on b intact"
     remote "virt-rdma jobinfo g1 | grep -E '^RDMA (job|bytes received)'" || fail "no RDMA job of g1 on b"
     remote "wait_locator g1 sandbox-b" || fail "g1 on b does not carry b's locator"
 }
 
 arrived_on_a() {
-    local before=$1 what=$2 channels=$3 slack=${4:-0}
-    check_arrived g1 "$before"
+    local what=$1 channels=$2 slack=${3:-0}
+    check_arrived g1
     wait_locator g1 sandbox-a
     remote "[ \"\$(virsh domstate g1)\" = 'shut off' ] && virt-rdma jobinfo --completed g1 > /tmp/jobinfo.txt && grep -E '^(Memory processed|RDMA (job|bytes sent|channels|engine CPU)):' /tmp/jobinfo.txt && rdma_vs_memory '$what (source b)' $slack && grep -qE '^RDMA channels: +$channels *\$' /tmp/jobinfo.txt" ||
         fail "$what: the source b's job is not what it should be"
@@ -123,7 +123,6 @@ case "$scenario" in
 migrations|migrations-no-tls)
     # 1. a -> b: plain virsh, one channel; the wire tap's control (step 7):
     #    without TLS the guest's plaintext is on the wire
-    before=$(remote verify_count g1 | sed 's/.* //')
     start_xml_watch
     [ $tls = 1 ] && wire_capture_start
     say "virsh migrate --live --p2p --persistent --migrateuri $uri g1 $dest_b"
@@ -131,23 +130,21 @@ migrations|migrations-no-tls)
         fail "plain virsh migrate failed"
     [ $tls = 1 ] && wire_capture_stop
     stop_xml_watch
-    arrived_on_b "$before" "virsh a->b" 1
+    arrived_on_b "virsh a->b" 1
     [ $tls = 1 ] && plaintext_check "virsh a->b (clear text)" clear
     no_token
     leftovers_both
 
     # 2. b -> a: virt-rdma migrate, parallel 4
-    before=$(verify_count g1)
     start_xml_watch
     timed remote "virt-rdma migrate --live --p2p --persistent --parallel --parallel-connections 4 g1 $dest_a" ||
         fail "virt-rdma migrate b->a failed"
     stop_xml_watch
-    arrived_on_a "$before" "virt-rdma migrate b->a" 5
+    arrived_on_a "virt-rdma migrate b->a" 5
     no_token
     leftovers_both
 
     # 3. a -> b: libvirt-python, as a management application, parallel 4
-    before=$(remote verify_count g1 | sed 's/.* //')
     start_xml_watch
     say "libvirt-python: dom.migrateToURI3('$dest_b', {'migrate_uri': '$uri', 'parallel.connections': 4}, LIVE|PEER2PEER|PERSIST_DEST|PARALLEL)"
     timed /usr/bin/python3 - "$dest_b" "$uri" <<'PY' || fail "libvirt-python migrateToURI3 failed"
@@ -161,17 +158,16 @@ dom.migrateToURI3(sys.argv[1], {libvirt.VIR_MIGRATE_PARAM_URI: sys.argv[2],
 print("migrateToURI3 returned")
 PY
     stop_xml_watch
-    arrived_on_b "$before" "libvirt-python a->b" 5
+    arrived_on_b "libvirt-python a->b" 5
     no_token
     leftovers_both
 
     # 4. b -> a: plain virsh, parallel 4, pin-all from virsh's own flag
-    before=$(verify_count g1)
     start_xml_watch
     timed remote "virsh migrate --live --p2p --persistent --parallel --parallel-connections 4 --rdma-pin-all --migrateuri $uri g1 $dest_a" ||
         fail "virsh migrate --rdma-pin-all b->a failed"
     stop_xml_watch
-    arrived_on_a "$before" "virsh --rdma-pin-all b->a" 5
+    arrived_on_a "virsh --rdma-pin-all b->a" 5
     remote "grep -l 'capabilities=\"0x0000000[13]\"' \$(ls -t /var/lib/virt-rdma/job-*.xml | head -1)" ||
         fail "the pin-all flag of virsh did not reach the offer"
     no_token
@@ -182,7 +178,6 @@ PY
     # data moves, `virsh migrate-postcopy` switches (post-copy is not
     # capped). The guest then runs on b and its page requests travel b -> a
     # over the same RDMA channel.
-    before=$(remote verify_count g1 | sed 's/.* //')
     virsh event --domain g1 --event lifecycle --loop --timeout 300 > /tmp/events-g1 2>&1 &
     events=$!
     nap 1
@@ -199,12 +194,11 @@ PY
     # QEMU 10 (Debian 13) opens a second connection for post-copy and counts
     # in "memory processed" a few KiB more than crossed its streams (10 KiB
     # of 124.6 MiB measured); the guest's own check proves the memory
-    arrived_on_b "$before" "virsh --postcopy a->b" "(1|2)" 1048576
+    arrived_on_b "virsh --postcopy a->b" "(1|2)" 1048576
     grep -E "^(Postcopy requests|RDMA bytes received):" /tmp/jobinfo.txt | sed 's/^/  [a] /'
     leftovers_both
 
     # 6. b -> a: virt-rdma migrate --postcopy, switched the same way on b
-    before=$(verify_count g1)
     remote "( virt-rdma migrate --live --p2p --persistent --postcopy --bandwidth 4 g1 $dest_a; echo \$? > /tmp/vm.rc ) > /tmp/vm.out 2>&1 &" ||
         fail "cannot start virt-rdma migrate --postcopy on b"
     remote "wait_data_moved g1" || fail "the migration b->a never moved data"
@@ -212,7 +206,7 @@ PY
     remote "for i in \$(seq 600); do [ -s /tmp/vm.rc ] && break; nap 0.2; done; cat /tmp/vm.out; [ \"\$(cat /tmp/vm.rc)\" = 0 ]" ||
         fail "virt-rdma migrate --postcopy b->a failed"
     remote "virsh domjobinfo --completed --keep-completed g1 | grep -E '^(Postcopy requests|Memory processed):'"
-    arrived_on_a "$before" "virt-rdma migrate --postcopy b->a" "(1|2)" 1048576
+    arrived_on_a "virt-rdma migrate --postcopy b->a" "(1|2)" 1048576
     leftovers_both
 
     if [ $tls = 1 ]; then
@@ -222,7 +216,6 @@ PY
         # at 8 MiB/s so that QEMU's TLS parameters can be read while it runs.
         migration_tls_pki
         remote migration_tls_pki || fail "host b has no migration TLS certificates"
-        before=$(remote verify_count g1 | sed 's/.* //')
         wire_capture_start
         say "virsh migrate --live --p2p --persistent --tls --tls-destination sandbox-b --bandwidth 8 --migrateuri $uri g1 $dest_b"
         virsh migrate --live --p2p --persistent --tls --tls-destination sandbox-b \
@@ -234,7 +227,7 @@ PY
             fail "QEMU migrates without TLS credentials or with another TLS host name"
         timed wait "$mpid" || { cat /tmp/tls.out; fail "virsh migrate --tls a->b failed"; }
         wire_capture_stop
-        arrived_on_b "$before" "virsh --tls a->b" 1
+        arrived_on_b "virsh --tls a->b" 1
         plaintext_check "virsh --tls a->b" tls
         no_token
         leftovers_both
@@ -242,12 +235,11 @@ PY
         # 8. b -> a: virt-rdma migrate --tls; the certificate name checked is
         # the host of the destination URI (198.18.0.1), which virt-rdma passes
         # as --tls-destination since the domain's socket names no host
-        before=$(verify_count g1)
         remote wire_capture_start || fail "cannot tap b's wire"
         timed remote "virt-rdma migrate --live --p2p --persistent --tls g1 $dest_a" ||
             fail "virt-rdma migrate --tls b->a failed"
         remote wire_capture_stop
-        arrived_on_a "$before" "virt-rdma migrate --tls b->a" 1
+        arrived_on_a "virt-rdma migrate --tls b->a" 1
         remote "plaintext_check 'virt-rdma migrate --tls b->a' tls" || fail "b->a: the guest's memory crossed the wire in clear text"
         leftovers_both
     fi
@@ -314,7 +306,6 @@ refusals)
 
     # 6. the source's helper restarts in the middle of a migration: it
     #    follows its engine again and the migration completes
-    before=$(remote verify_count g1 | sed 's/.* //')
     virsh migrate --live --p2p --persistent --bandwidth 6 --migrateuri "$uri" g1 "$dest_b" > /tmp/restart.out 2>&1 &
     mpid=$!
     deadline=$((SECONDS + 120))
@@ -328,7 +319,7 @@ refusals)
     grep -F "following its engine again" /tmp/virt-rdmad.log | tail -1 | sed 's/^/  [a log] /'
     grep -qF "following its engine again" /tmp/virt-rdmad.log || fail "the restarted helper did not follow its engine"
     wait "$mpid" || { cat /tmp/restart.out; fail "the migration failed across the helper's restart"; }
-    arrived_on_b "$before" "virsh a->b across a helper restart" 1
+    arrived_on_b "virsh a->b across a helper restart" 1
     no_token
     leftovers_both
     ;;

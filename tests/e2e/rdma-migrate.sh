@@ -43,7 +43,7 @@ run_b() {
             virsh -q list --all | grep -q "$g" && fail "$g exists on the destination after a failed migration"
             check_no_leftovers ;;
         *)
-            check_migrated_destination "$g"
+            check_arrived "$g"
             check_no_leftovers
             # its vCPU is this host's CPU too: not during the next migration
             virsh -q destroy "$g" >/dev/null ;;

@@ -286,7 +286,7 @@ if [ "$VRM_SANDBOX_HOST" = b ]; then
     fi
     flag ready-b
     wait_flag migrated 600
-    check_migrated_destination g1
+    check_arrived g1
     check_guest_confined g1
     if [ "$scenario" = socket-path ]; then
         kill "$tunnel"; wait "$tunnel" 2>/dev/null
