@@ -11,14 +11,15 @@
 # packages and runs lintian on them, and ends with the line `N passed, N failed`.
 #
 #   --no-install     skip apt-get (the packages are already there)
-#   --fuzz-seconds N run each fuzzer N seconds (default 30; longer campaigns
-#                    run apart: tests/fuzz/run-fuzz.sh BUILDDIR SECONDS)
+#   --fuzz-seconds N run each fuzzer N seconds (default 60, what the security
+#                    issue asks of CI; longer campaigns run apart:
+#                    tests/fuzz/run-fuzz.sh BUILDDIR SECONDS)
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 install=1
-fuzz_seconds=30
+fuzz_seconds=60
 while [ $# -gt 0 ]; do
     case "$1" in
         --no-install) install=0; shift ;;
