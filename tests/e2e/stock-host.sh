@@ -1,6 +1,7 @@
 #!/bin/bash
-# stock-host.sh DEB_DIR SCENARIO: virt-rdma on libvirt hosts set up as
-# Debian 12 sets them up, from the project's packages. Each sandbox host:
+# stock-host.sh DEB_DIR SCENARIO...: virt-rdma on libvirt hosts set up as
+# Debian 12 sets them up, from the project's packages. Each sandbox host,
+# once for all the SCENARIOs (one boot):
 #
 #   - installs libvirt-daemon-system (which brings Debian's default
 #     qemu.conf: QEMU as libvirt-qemu, dynamic ownership, the AppArmor
@@ -15,9 +16,9 @@
 #     group and mode of the installed virt-rdmad.socket;
 #   - checks that libvirtd runs in its AppArmor profile in enforce mode.
 #
-# Host a then starts the e2e guest, checks that its QEMU runs as
-# libvirt-qemu in its own enforced AppArmor profile and that its memory
-# fills, and migrates it to b:
+# Then, for each SCENARIO in turn, host a starts an e2e guest of its own
+# (g-SCENARIO), checks that its QEMU runs as libvirt-qemu in its own
+# enforced AppArmor profile and that its memory fills, and migrates it to b:
 #
 #   socket-path   plain `virsh migrate --parallel --parallel-connections 4`
 #                 over unix:///run/virt-rdma/qemu/<uuid>/migrate.sock, with
@@ -35,22 +36,27 @@
 #   parallel      the same with --parallel --parallel-connections 4
 #
 # b checks that the guest runs there, as libvirt-qemu and confined, and
-# that its memory verifies. Both hosts print the AppArmor denials the
-# kernel logged. DEB_DIR holds the .deb files of tools/build-debs.sh; the
+# that its memory verifies, then removes it (a removes its shut-off
+# definition) before the next scenario. Both hosts print the AppArmor
+# denials the kernel logged. DEB_DIR holds the .deb files of tools/build-debs.sh; the
 # libvirt-daemon-system package is taken from $VRM_LIBVIRT_DEB_DIR
 # (default /var/cache/virt-rdma-sandbox, filled by tools/install-deps.sh).
 set -u
 . "$(dirname "$0")/e2e-lib.sh"
 deb_dir=$1
-scenario=$2
+shift
+scenarios=("$@")
 libvirt_deb_dir=${VRM_LIBVIRT_DEB_DIR:-/var/cache/virt-rdma-sandbox}
 dest=qemu+tcp://$VRM_PEER_ADDR/system
 user=vrmadmin
 
-case "$scenario" in
-    socket-path|one-channel|parallel) ;;
-    *) echo "stock-host.sh: unknown scenario '$scenario'" >&2; exit 2 ;;
-esac
+[ ${#scenarios[@]} -gt 0 ] || { echo "usage: stock-host.sh DEB_DIR SCENARIO..." >&2; exit 2; }
+for scenario in "${scenarios[@]}"; do
+    case "$scenario" in
+        socket-path|one-channel|parallel) ;;
+        *) echo "stock-host.sh: unknown scenario '$scenario'" >&2; exit 2 ;;
+    esac
+done
 
 at_exit() {
     local d
@@ -58,7 +64,7 @@ at_exit() {
     [ -d /run/virt-rdma ] && ls -la /run/virt-rdma
     [ -d /run/virt-rdma/qemu ] && ls -lR /run/virt-rdma/qemu
     if [ -e "$SHARED/failed-a" ] || [ -e "$SHARED/failed-b" ]; then
-        say "QEMU's log of g1:"; tail -15 /var/log/libvirt/qemu/g1.log 2>/dev/null
+        say "QEMU's log of ${guest:-?}:"; tail -15 "/var/log/libvirt/qemu/${guest:-none}.log" 2>/dev/null
         say "libvirtd's errors:"; grep -E " error " /var/log/libvirt/libvirtd.log 2>/dev/null | tail -10
         [ -s /tmp/virt-rdmad.log ] && { say "virt-rdmad's log:"; tail -30 /tmp/virt-rdmad.log; }
     fi
@@ -266,7 +272,8 @@ migration_dir() {
 install_packages
 add_apparmor_include
 load_apparmor
-[ "$scenario" = socket-path ] || configure_helper
+# every scenario but socket-path needs it; socket-path does not mind it
+configure_helper
 start_helper_socket_activated
 start_virtlogd
 start_stock_libvirtd
@@ -275,70 +282,92 @@ check_helper_access
 
 tunnel_port=49200
 
-if [ "$VRM_SANDBOX_HOST" = b ]; then
-    wait_flag guest-a 300
-    uuid=$(cat "$SHARED/guest-uuid")
+# on_b SCENARIO: host b's part of one scenario
+on_b() {
+    local scenario=$1 uuid sock tunnel=
+    wait_flag "guest-a-$scenario" 300
+    uuid=$(cat "$SHARED/guest-uuid-$scenario")
     sock=/run/virt-rdma/qemu/$uuid/migrate.sock
     if [ "$scenario" = socket-path ]; then
         migration_dir "$uuid"
         python3 "$E2E_DIR/unix-tunnel.py" destination "$VRM_SELF_ADDR:$tunnel_port" "$sock" virt-rdma-engine > /tmp/tunnel.log 2>&1 &
         tunnel=$!
     fi
-    flag ready-b
-    wait_flag migrated 600
-    check_arrived g1
-    check_guest_confined g1
-    if [ "$scenario" = socket-path ]; then
+    flag "ready-b-$scenario"
+    wait_flag "migrated-$scenario" 600
+    check_arrived "$guest"
+    check_guest_confined "$guest"
+    if [ -n "$tunnel" ]; then
         kill "$tunnel"; wait "$tunnel" 2>/dev/null
         cat /tmp/tunnel.log
         grep -q "unix-tunnel: 5 connection" /tmp/tunnel.log || fail "the tunnel did not carry 5 connections (main + 4 multifd)"
+        rm -f /tmp/tunnel.log
+        rm -rf "/run/virt-rdma/qemu/$uuid"
     fi
     no_denials
-    flag verified-b
-    say "done"
-    exit 0
-fi
+    # the next scenario's guest gets the CPU
+    virsh -q destroy "$guest" && virsh -q undefine "$guest" || fail "cannot remove $guest"
+    flag "verified-b-$scenario"
+}
 
-# host a: the guest; b learns its UUID, which names its migration socket
-define_guest g1 128 "dirty_kb=2048"
-check_guest_confined g1
-# RDMA-enabled: the helper puts its locator into the live metadata
-[ "$scenario" = socket-path ] || enable_rdma g1
-uuid=$(virsh domuuid g1 | head -1)
-sock=/run/virt-rdma/qemu/$uuid/migrate.sock
-echo "$uuid" > "$SHARED/guest-uuid"
-flag guest-a
-wait_flag ready-b 300
+# on_a SCENARIO: host a's part: its guest, the migration, the checks
+on_a() {
+    local scenario=$1 uuid sock tunnel opts out rc
+    # the guest; b learns its UUID, which names its migration socket
+    define_guest "$guest" 128 "dirty_kb=2048"
+    check_guest_confined "$guest"
+    # RDMA-enabled: the helper puts its locator into the live metadata
+    [ "$scenario" = socket-path ] || enable_rdma "$guest"
+    uuid=$(virsh domuuid "$guest" | head -1)
+    sock=/run/virt-rdma/qemu/$uuid/migrate.sock
+    echo "$uuid" > "$SHARED/guest-uuid-$scenario"
+    flag "guest-a-$scenario"
+    wait_flag "ready-b-$scenario" 300
 
-case "$scenario" in
-    socket-path)
-        migration_dir "$uuid"
-        python3 "$E2E_DIR/unix-tunnel.py" source "$sock" "$VRM_PEER_ADDR:$tunnel_port" virt-rdma-engine > /tmp/tunnel.log 2>&1 &
-        tunnel=$!
-        for _ in $(seq 50); do [ -S "$sock" ] && break; nap 0.1; done
-        ls -ld "/run/virt-rdma/qemu/$uuid" "$sock"
-        say "virsh migrate --live --p2p --persistent --parallel --parallel-connections 4 --migrateuri unix://$sock g1 $dest"
-        virsh migrate --live --p2p --persistent --parallel --parallel-connections 4 \
-            --migrateuri "unix://$sock" g1 "$dest" || fail "virsh migrate over $sock failed"
-        kill "$tunnel"; wait "$tunnel" 2>/dev/null
-        cat /tmp/tunnel.log ;;
-    one-channel|parallel)
-        opts=(--live --p2p --persistent --verbose)
-        [ "$scenario" = parallel ] && opts+=(--parallel --parallel-connections 4)
-        say "as $user: virt-rdma migrate -c qemu:///system ${opts[*]} g1 $dest"
-        out=$(runuser -u "$user" -- virt-rdma migrate -c qemu:///system "${opts[@]}" g1 "$dest" 2>&1); rc=$?
-        echo "$out" | tr '\r' '\n' | grep -v '^$' | tail -12
-        if [ $rc -ne 0 ]; then
-            say "virt-rdmad's log:"; tail -30 /tmp/virt-rdmad.log
-            say "libvirtd's log:"; grep -E "error|warning" /var/log/libvirt/libvirtd.log | tail -15
-            fail "virt-rdma migrate as $user failed (status $rc)"
-        fi
-        # --keep-completed: check_migrated_source reads the same job after it
-        runuser -u "$user" -- virt-rdma jobinfo -c qemu:///system --completed --keep-completed g1 ||
-            fail "virt-rdma jobinfo --completed failed" ;;
-esac
-check_migrated_source g1
-no_denials
-flag migrated
-wait_flag verified-b 300
+    case "$scenario" in
+        socket-path)
+            migration_dir "$uuid"
+            python3 "$E2E_DIR/unix-tunnel.py" source "$sock" "$VRM_PEER_ADDR:$tunnel_port" virt-rdma-engine > /tmp/tunnel.log 2>&1 &
+            tunnel=$!
+            for _ in $(seq 50); do [ -S "$sock" ] && break; nap 0.1; done
+            ls -ld "/run/virt-rdma/qemu/$uuid" "$sock"
+            say "virsh migrate --live --p2p --persistent --parallel --parallel-connections 4 --migrateuri unix://$sock $guest $dest"
+            virsh migrate --live --p2p --persistent --parallel --parallel-connections 4 \
+                --migrateuri "unix://$sock" "$guest" "$dest" || fail "virsh migrate over $sock failed"
+            kill "$tunnel"; wait "$tunnel" 2>/dev/null
+            cat /tmp/tunnel.log
+            rm -f /tmp/tunnel.log
+            # the directory was made by hand, as virt-rdmad would
+            rm -rf "/run/virt-rdma/qemu/$uuid" ;;
+        one-channel|parallel)
+            opts=(--live --p2p --persistent --verbose)
+            [ "$scenario" = parallel ] && opts+=(--parallel --parallel-connections 4)
+            say "as $user: virt-rdma migrate -c qemu:///system ${opts[*]} $guest $dest"
+            out=$(runuser -u "$user" -- virt-rdma migrate -c qemu:///system "${opts[@]}" "$guest" "$dest" 2>&1); rc=$?
+            echo "$out" | tr '\r' '\n' | grep -v '^$' | tail -12
+            if [ $rc -ne 0 ]; then
+                say "virt-rdmad's log:"; tail -30 /tmp/virt-rdmad.log
+                say "libvirtd's log:"; grep -E "error|warning" /var/log/libvirt/libvirtd.log | tail -15
+                fail "virt-rdma migrate as $user failed (status $rc)"
+            fi
+            # --keep-completed: check_migrated_source reads the same job after it
+            runuser -u "$user" -- virt-rdma jobinfo -c qemu:///system --completed --keep-completed "$guest" ||
+                fail "virt-rdma jobinfo --completed failed" ;;
+    esac
+    check_migrated_source "$guest"
+    no_denials
+    flag "migrated-$scenario"
+    wait_flag "verified-b-$scenario" 300
+    virsh -q undefine "$guest" || fail "cannot remove the shut-off $guest"
+}
+
+for scenario in "${scenarios[@]}"; do
+    guest=g-$scenario
+    say "---- scenario $scenario (guest $guest)"
+    if [ "$VRM_SANDBOX_HOST" = b ]; then
+        on_b "$scenario"
+    else
+        on_a "$scenario"
+    fi
+done
 say "done"
