@@ -54,6 +54,9 @@
 #define VRM_HELPER_PROBE_TIMEOUT_MS 1000
 /* After a restart, how long an engine may take to answer */
 #define VRM_HELPER_ADOPT_TIMEOUT_S 10
+/* A record that could not be written (state directory full) is tried
+ * again this often */
+#define VRM_HELPER_SAVE_RETRY_S 10
 /* How long libvirt may take to finish after the source engine ended */
 #define VRM_HELPER_OUTCOME_TIMEOUT_S 30
 #define VRM_HELPER_OUTCOME_POLL_MS 250
@@ -121,6 +124,8 @@ struct _vrmHelperDaemon {
     guint sigterm;
     guint sigint;
     GHashTable *jobs;               /* id -> vrmHelperJob */
+    unsigned int unsavedJobs;       /* jobs whose record is not on disk */
+    gint64 saveRetryAt;             /* monotonic us: when to try them again */
     GHashTable *intents;            /* id -> vrmHelperIntent */
     unsigned long long nextId;
     unsigned long long nextIntent;

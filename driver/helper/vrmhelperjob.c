@@ -238,7 +238,8 @@ vrmHelperJobSave(const vrmHelperJob *job, const char *dir)
     vrmJobRecordFormatBuf(buf, job->record, 0);
     if (!g_file_set_contents_full(xmlPath, buf->str, buf->len,
                                   G_FILE_SET_CONTENTS_CONSISTENT, 0600, &err)) {
-        vrmReportError(VRM_ERR_SYSTEM, _("cannot write the job record %1$s: %2$s"),
+        vrmReportError(VRM_ERR_SYSTEM,
+                       _("cannot write the job record %1$s: %2$s (virt-rdmad needs its state directory writable and not full)"),
                        xmlPath, err->message);
         return -1;
     }
@@ -263,7 +264,8 @@ vrmHelperJobSave(const vrmHelperJob *job, const char *dir)
         data = g_key_file_to_data(kf, &len, NULL);
         if (!g_file_set_contents_full(runPath, data, len,
                                       G_FILE_SET_CONTENTS_CONSISTENT, 0600, &err)) {
-            vrmReportError(VRM_ERR_SYSTEM, _("cannot write the job record %1$s: %2$s"),
+            vrmReportError(VRM_ERR_SYSTEM,
+                           _("cannot write the job record %1$s: %2$s (virt-rdmad needs its state directory writable and not full)"),
                            runPath, err->message);
             return -1;
         }

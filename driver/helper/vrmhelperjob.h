@@ -92,6 +92,7 @@ struct _vrmHelperJob {
     gint64 adoptDeadline;           /* found after a restart: must answer by then */
     gint64 outcomeDeadline;         /* source: libvirt must tell by then */
     guint outcomeTimer;
+    bool unsaved;                   /* its last record did not reach the disk */
 };
 
 vrmHelperJob *vrmHelperJobNew(unsigned long long id, vrmJobRole role);

@@ -164,11 +164,51 @@ vrmHelperJobsReserve(vrmHelperDaemon *d, vrmHelperJob *job,
     return 0;
 }
 
+/* A job goes on when its record cannot be written (its migration matters
+ * more than the record): the helper says so once and writes it again
+ * every VRM_HELPER_SAVE_RETRY_S seconds until it can (vrmHelperJobsRetrySaves) */
 void
 vrmHelperJobsSave(vrmHelperDaemon *d, vrmHelperJob *job)
 {
-    if (vrmHelperJobSave(job, d->conf->stateDir) < 0)
-        VRM_WARN("%s", vrmGetLastErrorMessage());
+    if (vrmHelperJobSave(job, d->conf->stateDir) < 0) {
+        if (!job->unsaved) {
+            VRM_WARN(_("job %1$llu: %2$s; virt-rdmad keeps the job in memory and writes the record again every %3$u s"),
+                     job->record->id, vrmGetLastErrorMessage(), VRM_HELPER_SAVE_RETRY_S);
+            job->unsaved = true;
+            d->unsavedJobs++;
+            d->saveRetryAt = g_get_monotonic_time() + VRM_HELPER_SAVE_RETRY_S * G_USEC_PER_SEC;
+        }
+        vrmResetLastError();
+        return;
+    }
+    if (job->unsaved) {
+        job->unsaved = false;
+        d->unsavedJobs--;
+        VRM_INFO("job %llu: its record is written again", job->record->id);
+    }
+}
+
+/* Called by the poll timer: the records that did not reach the disk */
+static void
+vrmHelperJobsRetrySaves(vrmHelperDaemon *d)
+{
+    GHashTableIter it;
+    gpointer value;
+
+    if (!d->unsavedJobs || g_get_monotonic_time() < d->saveRetryAt)
+        return;
+    d->saveRetryAt = g_get_monotonic_time() + VRM_HELPER_SAVE_RETRY_S * G_USEC_PER_SEC;
+    /* counted again: jobs pruned meanwhile no longer count */
+    d->unsavedJobs = 0;
+    g_hash_table_iter_init(&it, d->jobs);
+    while (g_hash_table_iter_next(&it, NULL, &value)) {
+        vrmHelperJob *job = value;
+
+        if (job->unsaved) {
+            d->unsavedJobs++;
+            vrmHelperJobsSave(d, job);
+        }
+    }
 }
 
 /* Keep at most history-size finished jobs */
@@ -427,6 +467,11 @@ vrmHelperJobsSpawn(vrmHelperDaemon *d, vrmHelperJob *job, const vrmOffer *offer,
                                    job->record->id);
     unlink(job->statsSocket);
     unlink(job->statsFile);
+    /* The record first: a job whose record cannot be written could not be
+     * followed again after a restart of this helper, and its engine could
+     * not write its own; refuse it while nothing runs yet */
+    if (vrmHelperJobSave(job, d->conf->stateDir) < 0)
+        return -1;
 
     l.program = d->enginePath;
     l.source = source;
@@ -581,6 +626,7 @@ static gboolean
 vrmHelperJobsPollTimer(gpointer opaque)
 {
     vrmHelperJobsPoll(opaque, false);
+    vrmHelperJobsRetrySaves(opaque);
     return G_SOURCE_CONTINUE;
 }
 

@@ -1000,6 +1000,40 @@ testEngineFails(void)
     helperFree(h);
 }
 
+/* The state directory cannot take the job's record (issue 14, row 9: a
+ * full disk; here a directory where the record's file must go): the job
+ * is refused before any engine starts, with the record named; the next
+ * job, whose record can be written, is accepted */
+static void
+testRecordUnwritable(void)
+{
+    Helper *h = helperNew(NULL, NULL);
+    g_autofree char *key = g_build_filename(h->dir, "cluster.key", NULL);
+    g_autofree char *path = domainPath(h, OTHER_UUID);
+    g_autofree char *blocker = g_build_filename(h->state, "job-1.xml", NULL);
+    vrmFakeSource *fs = vrmFakeSourceNew(key, FAKE_SOURCE_OFFER, path);
+    g_autofree char *xml = domainXML(OTHER_UUID, fs->port, NULL);
+    g_auto(HookResult) r1 = { 0 };
+    g_auto(HookResult) r2 = { 0 };
+
+    g_assert_cmpint(g_mkdir_with_parents(blocker, 0700), ==, 0);
+    helperStart(h);
+    runHook(h, xml, &r1);
+    assertHookRefused(h, &r1, "cannot write the job record");
+    g_assert_nonnull(strstr(r1.err, "job-1.xml"));
+    vrmFakeSourceFree(fs);
+
+    g_assert_cmpint(rmdir(blocker), ==, 0);
+    fs = vrmFakeSourceNew(key, FAKE_SOURCE_OFFER, path);
+    g_free(xml);
+    xml = domainXML(OTHER_UUID, fs->port, NULL);
+    runHook(h, xml, &r2);
+    g_test_message("second job: %s", r2.err);
+    g_assert_cmpint(WEXITSTATUS(r2.status), ==, 0);
+    vrmFakeSourceFree(fs);
+    helperFree(h);
+}
+
 /* A job in flight, then the helper restarts: it follows its own engine
  * again; a pid that is not its engine (another program) is left alone
  * (issue 13 finding 10) */
@@ -1379,6 +1413,7 @@ main(int argc, char **argv)
     g_test_add_func("/helperd/log-flood", testLogFlood);
     g_test_add_func("/helperd/stalled-engine", testStalledEngine);
     g_test_add_func("/helperd/engine-fails", testEngineFails);
+    g_test_add_func("/helperd/record-unwritable", testRecordUnwritable);
     g_test_add_func("/helperd/restart", testRestart);
     g_test_add_func("/helperd/visibility", testVisibility);
     g_test_add_func("/helperd/impostor-socket", testImpostorSocket);
