@@ -256,6 +256,39 @@ serve_remote() {
     done
 }
 
+# wait_port_active: this host's RDMA device (again) has port 1 ACTIVE,
+# within 10 s (after `rdma link add`)
+wait_port_active() {
+    local state=/sys/class/infiniband/$VRM_RDMA_DEVICE/ports/1/state deadline=$((SECONDS + 10))
+    until grep -q ACTIVE "$state" 2>/dev/null; do
+        [ $SECONDS -ge $deadline ] && { echo "$VRM_RDMA_DEVICE port 1 is not ACTIVE 10 s after it was added"; return 1; }
+        nap 0.1
+    done
+}
+
+# The helper's state directory on a small tmpfs of its own (from then on,
+# for the rest of the run), to fill it up: a full disk, for the fault
+# matrix. state_dir_fill writes until ENOSPC; state_dir_free makes room.
+state_dir_small() {
+    mountpoint -q /var/lib/virt-rdma ||
+        mount -t tmpfs -o size=4m,mode=0700 vrm-state /var/lib/virt-rdma
+}
+state_dir_fill() {
+    state_dir_small || return 1
+    dd if=/dev/zero of=/var/lib/virt-rdma/.fill bs=4k 2>/dev/null
+    [ "$(df --output=avail /var/lib/virt-rdma | tail -1)" -eq 0 ]
+}
+state_dir_free() { rm -f /var/lib/virt-rdma/.fill; }
+
+# wait_record_final ID STATE SECONDS: the job record ID on disk says STATE
+wait_record_final() {
+    local f=/var/lib/virt-rdma/job-$1.xml deadline=$((SECONDS + $3))
+    until grep -q "state=\"$2\"" "$f" 2>/dev/null; do
+        [ $SECONDS -ge $deadline ] && { echo "$f does not say $2 within $3 s"; return 1; }
+        nap 0.2
+    done
+}
+
 # verify_count DOMAIN: how many "verify ... ok" lines the guest printed here
 verify_count() {
     # grep -c prints 0 and fails when nothing matches: one number either way

@@ -15,9 +15,11 @@
 #     host (engines, per-domain directories, stats sockets, live records);
 #   - restores what it broke (restarts a helper, brings the wire back).
 #
-# The rows whose migration must survive (a helper killed and restarted)
-# expect the migration to complete instead. One more migration a->b at the
-# end, uncapped, proves both hosts whole after the matrix. Each row prints
+# The rows whose migration must survive (a helper killed and restarted,
+# the source's state directory full at the end) expect the migration to
+# complete instead; the abort during the switchover accepts either outcome
+# if it is one. One more migration a->b at the end, uncapped, proves both
+# hosts whole after the matrix. Each row prints
 # one line of the matrix: fault, seconds to the end, what virsh said,
 # leftovers; the table is docs/reliability.rst's.
 set -u
@@ -102,11 +104,15 @@ fault() {
         "$(head -1 /tmp/fault.out)" "$said" >> "$matrix"
 }
 
-# gone_from_b NAME: libvirt on b removed the incoming domain (after a cut
-# wire it learns of the failure when its client connection times out)
+# gone_from_b NAME: libvirt on b stopped the incoming domain (after a cut
+# wire it learns of the failure when its client connection times out). A
+# shut-off definition may stay: the rows after the first migration that
+# completed (--persistent) find g1 defined on b.
 gone_from_b() {
-    remote "deadline=\$((SECONDS + 60)); while virsh -q list --all --name | grep -qx g1; do [ \$SECONDS -ge \$deadline ] && exit 1; nap 0.5; done" ||
-        fail "$1: g1 still exists on b 60 s after the migration ended"
+    remote "deadline=\$((SECONDS + 60)); while virsh -q list --name | grep -qx g1; do [ \$SECONDS -ge \$deadline ] && exit 1; nap 0.5; done" && return
+    say "$1: what b's libvirt says of g1:"
+    remote "virsh domstate --reason g1; virsh domjobinfo g1; tail -5 /var/log/libvirt/qemu/g1.log; grep -E ' error : ' /var/log/libvirt/libvirtd.log | tail -5"
+    fail "$1: g1 still runs on b 60 s after the migration ended"
 }
 
 # refusal NAME EXPECT PREPARE RESTORE: one row where the migration is
@@ -142,9 +148,10 @@ records() {
     [ -z "$rb" ] || grep -qE "^(failed|cancelled)$" <<<"$rb" || fail "$1: b's job record is not final"
 }
 
-# survive NAME DEADLINE INJECT: one row where the migration must complete
+# survive NAME DEADLINE INJECT [CHECK]: one row where the migration must
+# complete; CHECK runs after it (before the leftovers check)
 survive() {
-    local name=$1 limit=$2 inject=$3
+    local name=$1 limit=$2 inject=$3 check=${4:-}
     say "---- fault: $name"
     migrate_capped virsh
     fault_ms=$(( $(date +%s%N) / 1000000 ))
@@ -154,6 +161,7 @@ survive() {
     [ $rc = 0 ] || fail "$name: the migration failed: $(cat /tmp/fault.out)"
     [ "$(virsh domstate g1)" = "shut off" ] || fail "$name: g1 is '$(virsh domstate g1)' on a"
     remote "check_arrived g1" || fail "$name: g1 did not arrive on b intact"
+    [ -z "$check" ] || eval "$check" || fail "$name: $check failed"
     leftovers_both
     printf '%s | virsh migrate | %d.%03d s | (completed) | - | none\n' "$name" $((took / 1000)) $((took % 1000)) >> "$matrix"
     # back to a, uncapped, for the next row (whose checks verify the
@@ -163,6 +171,79 @@ survive() {
     [ "$(virsh domstate g1)" = running ] || fail "$name: g1 is not running on a after the migration back"
     wait_locator g1 sandbox-a
     leftovers_both
+}
+
+# switchover_abort: `virsh domjobabort` on the source while QEMU has
+# stopped the guest for the switchover. A maximum downtime of 10 s makes
+# QEMU stop the guest while up to 80 MiB are still to go (at 8 MiB/s), so
+# the pause lasts seconds and the abort lands in it. QEMU sends the rest
+# holding its big lock, so the abort may be too late: either outcome is
+# right if it is one outcome (the guest runs on exactly one host, verifies
+# its memory there, both records agree, nothing is left behind).
+switchover_abort() {
+    local name="virsh domjobabort on the source during the switchover" deadline said outcome base
+    say "---- fault: $name"
+    migrate_capped virsh
+    virsh migrate-setmaxdowntime g1 10000 || fail "$name: cannot set the maximum downtime"
+    deadline=$((SECONDS + 60))
+    until [ "$(virsh domstate --reason g1 2>/dev/null)" = "paused (migrating)" ]; do
+        kill -0 "$mpid" 2>/dev/null || fail "$name: the migration ended before the guest was paused for the switchover"
+        [ $SECONDS -ge $deadline ] && fail "$name: the guest was not paused for the switchover within 60 s"
+        nap 0.05
+    done
+    fault_ms=$(( $(date +%s%N) / 1000000 ))
+    said=$(virsh domjobabort g1 2>&1)
+    say "$name: the guest is paused for the switchover; virsh domjobabort: ${said:-(nothing, status 0)}"
+    wait_migrate 30
+    say "$name: virsh migrate ended $(printf '%d.%03d' $((took / 1000)) $((took % 1000))) s after the abort, status $rc: $(head -1 /tmp/fault.out)"
+    if [ $rc = 0 ]; then
+        outcome="completed (the abort came too late)"
+        [ "$(virsh domstate g1)" = "shut off" ] || fail "$name: the migration completed but g1 is '$(virsh domstate g1)' on a"
+        remote "check_arrived g1" || fail "$name: g1 did not arrive on b intact"
+        deadline=$((SECONDS + 30))
+        until grep -q "^completed$" <<<"$(last_record a)"; do
+            [ $SECONDS -ge $deadline ] && fail "$name: the migration completed but a's job record does not say so within 30 s"
+            nap 0.5
+        done
+        leftovers_both
+        remote "virsh migrate --live --p2p --persistent --migrateuri $uri g1 qemu+tcp://198.18.0.1/system" ||
+            fail "$name: the migration back to a failed"
+        wait_locator g1 sandbox-a
+    else
+        outcome="aborted: $(head -1 /tmp/fault.out)"
+        base=$(verify_count g1)
+        gone_from_b "$name"
+        check_verifies g1 "$base"
+        records "$name"
+    fi
+    leftovers_both
+    printf '%s | virsh domjobabort | %d.%03d s | %s | %s | none\n' "$name" $((took / 1000)) $((took % 1000)) \
+        "$outcome" "$(virt-rdma jobinfo g1 | sed -n 's/^RDMA error: *//p')" >> "$matrix"
+}
+
+# records_after_full: after a job that ended with a's state directory full:
+# the helper said so, `virt-rdma jobinfo` has the job from memory, and the
+# final record is on disk within 15 s of making room
+records_after_full() {
+    local id= deadline=$((SECONDS + 30))
+    # the helper learns the outcome from libvirt shortly after virsh returns
+    until [ -n "$id" ]; do
+        [ $SECONDS -ge $deadline ] && { echo "virt-rdma jobinfo does not show a completed job within 30 s"; return 1; }
+        nap 0.5
+        virt-rdma jobinfo --completed --keep-completed g1 > /tmp/jobinfo.txt 2>&1 || continue
+        id=$(sed -n 's/^RDMA job: *\([0-9]*\) (completed).*/\1/p' /tmp/jobinfo.txt)
+    done
+    grep -E "^RDMA (job|bytes sent):" /tmp/jobinfo.txt
+    grep "cannot write the job record" /tmp/virt-rdmad.log | tail -1 | sed 's/^/    /'
+    grep -q "cannot write the job record .*No space left on device" /tmp/virt-rdmad.log ||
+        { echo "a's helper did not say that it could not write the record"; return 1; }
+    if grep -q 'state="completed"' "/var/lib/virt-rdma/job-$id.xml" 2>/dev/null; then
+        echo "the final record of job $id is on the full disk"
+        return 1
+    fi
+    state_dir_free
+    wait_record_final "$id" completed 15 || return 1
+    say "job $id: its final record was written once there was room"
 }
 
 # the engine of this host's job (argv[0] ends in virt-rdma-engine)
@@ -204,12 +285,40 @@ fault "the wire silent mid-precopy (a's packets dropped), restored later" virt-r
     "tc qdisc add dev $wire root netem loss 100%" \
     "tc qdisc del dev $wire root"
 
+# 7. the destination's RDMA device removed mid-precopy (`rdma link delete`,
+# as when a driver is unloaded or a VF is taken away), added again after
+# the migration ended. The kernel removes the device only when its users
+# let go: the destination engine must close it at once (rdma_cm's
+# DEVICE_REMOVAL), or the delete would hang; the timeout turns that into
+# this row's failure.
+fault "destination's RDMA device removed (rdma link delete) mid-precopy" virt-rdma 30 \
+    "the peer (closed channel 0|stopped answering)|RDMA device .* failed|device was removed" \
+    "remote 'timeout 20 rdma link delete \$VRM_RDMA_DEVICE'" \
+    "remote 'rdma link add \$VRM_RDMA_DEVICE type rxe netdev \$VRM_SANDBOX_NETDEV && wait_port_active'"
+
 # 8. the destination's pinned-memory budget below what the rings need: the
 # destination helper refuses before any engine starts
 refusal "destination's pinned-memory budget too small for the rings" \
     "error: .*(pinned|budget|allowance|memory)" \
     "remote 'stop_helper; write_helper_conf \"[limits]\" \"max-pinned-bytes=1M\"; run_helper'" \
     "remote 'stop_helper; write_helper_conf; run_helper'"
+
+# 9. the destination's state directory full when a job starts: its helper
+# refuses the job before any engine starts (a job without a record could
+# not be followed after a restart of the helper)
+refusal "destination's state directory full when the job starts" \
+    "error: .*cannot write the job record .*No space left on device" \
+    "remote 'state_dir_fill'" \
+    "remote 'state_dir_free'"
+
+# 9. the source's state directory fills up while the job runs: the
+# migration completes regardless; the helper says once that it cannot write
+# the record, keeps the job in memory (virt-rdma jobinfo shows it) and
+# writes the final record as soon as there is room again
+state_dir_small || fail "cannot put a's state directory on a small tmpfs"
+survive "source's state directory full when the job ends" 120 \
+    "state_dir_fill" \
+    'records_after_full'
 
 # 3. the source helper killed (SIGKILL) mid-job and restarted: it follows
 # its engine again and the migration completes
@@ -219,6 +328,9 @@ survive "source virt-rdmad killed (SIGKILL) mid-job, restarted" 120 \
 # 4. the destination helper killed (SIGKILL) mid-job and restarted
 survive "destination virt-rdmad killed (SIGKILL) mid-job, restarted" 120 \
     "remote 'kill -KILL \$(cat /tmp/virt-rdmad.pid) && run_helper'"
+
+# 10. virsh domjobabort during the switchover
+switchover_abort
 
 # every host whole again: an uncapped migration a->b succeeds
 virsh migrate --live --p2p --persistent --migrateuri "$uri" g1 "$dest_b" ||
