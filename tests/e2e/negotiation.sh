@@ -17,7 +17,7 @@
 #               plain virsh --tls, b->a virt-rdma migrate
 #               --tls (a tap on the wire finds the guest's plaintext in the
 #               first migration and not in these two); migrations-no-tls
-#               is the same without the last two (the compat suite)
+#               is the same without the last two (by hand: a quicker run)
 #   refusals    helper channel with another cluster key; a peer asking for
 #               a domain that runs but is not migrating; destination helper
 #               down; source helper down; a migration aborted mid-way; the
