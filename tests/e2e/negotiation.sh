@@ -11,9 +11,10 @@
 #               channel), b->a `virt-rdma migrate --parallel 4`, a->b
 #               libvirt-python migrateToURI3 (parallel 4), b->a plain virsh
 #               --parallel 4 --rdma-pin-all (pin-all from virsh's flag),
-#               a->b plain virsh --postcopy, b->a virt-rdma migrate
-#               --postcopy (each switched by virsh migrate-postcopy while
-#               pre-copy, capped below the guest's dirty rate, runs), a->b
+#               a->b plain virsh --postcopy (switched by virsh
+#               migrate-postcopy), b->a virt-rdma migrate --postcopy
+#               --timeout 5 --timeout-postcopy (pre-copy capped below the
+#               guest's dirty rate in both), a->b
 #               plain virsh --tls, b->a virt-rdma migrate
 #               --tls (a tap on the wire finds the guest's plaintext in the
 #               first migration and not in these two); migrations-no-tls
@@ -198,13 +199,13 @@ PY
     grep -E "^(Postcopy requests|RDMA bytes received):" /tmp/jobinfo.txt | sed 's/^/  [a] /'
     leftovers_both
 
-    # 6. b -> a: virt-rdma migrate --postcopy, switched the same way on b
-    remote "( virt-rdma migrate --live --p2p --persistent --postcopy --bandwidth 4 g1 $dest_a; echo \$? > /tmp/vm.rc ) > /tmp/vm.out 2>&1 &" ||
-        fail "cannot start virt-rdma migrate --postcopy on b"
-    remote "wait_data_moved g1" || fail "the migration b->a never moved data"
-    remote "virsh migrate-postcopy g1" || fail "virsh migrate-postcopy on b failed"
-    remote "for i in \$(seq 600); do [ -s /tmp/vm.rc ] && break; nap 0.2; done; cat /tmp/vm.out; [ \"\$(cat /tmp/vm.rc)\" = 0 ]" ||
-        fail "virt-rdma migrate --postcopy b->a failed"
+    # 6. b -> a: virt-rdma migrate --postcopy, switched by virt-rdma itself
+    #    when pre-copy has run for 5 s (--timeout 5 --timeout-postcopy, as
+    #    virsh does it)
+    timed remote "virt-rdma migrate --live --p2p --persistent --postcopy --bandwidth 4 --timeout 5 --timeout-postcopy --verbose g1 $dest_a > /tmp/vm.out 2>&1; rc=\$?; tr '\\r' '\\n' < /tmp/vm.out | grep -v '^\$' | tail -4; exit \$rc" ||
+        fail "virt-rdma migrate --postcopy --timeout-postcopy b->a failed"
+    remote "grep -o 'migration exceeded 5 s, switching to post-copy' /tmp/vm.out" ||
+        fail "virt-rdma migrate did not switch to post-copy at its --timeout"
     remote "virsh domjobinfo --completed --keep-completed g1 | grep -E '^(Postcopy requests|Memory processed):'"
     arrived_on_a "virt-rdma migrate --postcopy b->a" "(1|2)" 1048576
     leftovers_both

@@ -45,6 +45,10 @@ expect 2 "--timeout takes a positive number of seconds, not -1" migrate -c "$now
 expect 2 "--bandwidth takes a positive number of MiB/s, not -5" migrate -c "$nowhere" --bandwidth -5 web1 qemu:///x
 expect 2 "Unknown option --bogus" migrate --bogus web1 qemu:///x
 expect 2 "--postcopy-after-precopy needs --postcopy" migrate -c "$nowhere" --postcopy-after-precopy web1 qemu:///x
+expect 2 "--timeout-postcopy needs --timeout" migrate -c "$nowhere" --postcopy --timeout-postcopy web1 qemu:///x
+expect 2 "--timeout-suspend needs --timeout" migrate -c "$nowhere" --timeout-suspend web1 qemu:///x
+expect 2 "--timeout-suspend and --timeout-postcopy exclude each other" migrate -c "$nowhere" --postcopy --timeout 5 --timeout-suspend --timeout-postcopy web1 qemu:///x
+expect 2 "--timeout-postcopy needs --postcopy" migrate -c "$nowhere" --timeout 5 --timeout-postcopy web1 qemu:///x
 expect 2 "--postcopy-bandwidth takes a positive number of MiB/s, not -3" migrate -c "$nowhere" --postcopy --postcopy-bandwidth -3 web1 qemu:///x
 # virsh options this design cannot take: refused with why and what instead
 expect 2 "--tunnelled cannot be used with virt-rdma: a tunnelled migration" migrate -c "$nowhere" --tunnelled web1 qemu:///x

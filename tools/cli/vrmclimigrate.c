@@ -102,6 +102,8 @@ typedef struct {
     int parallelConnections;
     gint64 bandwidth;                   /* MiB/s, 0: libvirt's default */
     int timeout;                        /* s, 0: none */
+    gboolean timeoutSuspend;            /* at the timeout: suspend (the default) */
+    gboolean timeoutPostcopy;           /* at the timeout: switch to post-copy */
     gboolean verbose;
     char *connectURI;                   /* -c: the source libvirt */
     gboolean postcopyAfterPrecopy;      /* switch after the first pass */
@@ -255,6 +257,10 @@ vrmMigrateEntries(vrmMigrateOptions *o)
               N_("migration bandwidth limit in MiB/s"), N_("MIB") },
             { "timeout", 0, 0, G_OPTION_ARG_INT, &o->timeout,
               N_("suspend the guest if live migration exceeds SECONDS"), N_("SECONDS") },
+            { "timeout-suspend", 0, 0, G_OPTION_ARG_NONE, &o->timeoutSuspend,
+              N_("suspend the guest at the --timeout (the default)"), NULL },
+            { "timeout-postcopy", 0, 0, G_OPTION_ARG_NONE, &o->timeoutPostcopy,
+              N_("switch to post-copy at the --timeout instead of suspending"), NULL },
             { "verbose", 0, 0, G_OPTION_ARG_NONE, &o->verbose,
               N_("display the progress of migration"), NULL },
             { "connect", 'c', 0, G_OPTION_ARG_STRING, &o->connectURI,
@@ -455,6 +461,19 @@ vrmMigrateBuild(const vrmMigrateOptions *o, unsigned int *flags, vrmTypedParams 
         vrmCliError(_("--timeout takes a positive number of seconds, not %1$d"), o->timeout);
         return 2;
     }
+    if ((o->timeoutSuspend || o->timeoutPostcopy) && !o->timeout) {
+        vrmCliError(_("%1$s needs --timeout"),
+                    o->timeoutSuspend ? "--timeout-suspend" : "--timeout-postcopy");
+        return 2;
+    }
+    if (o->timeoutSuspend && o->timeoutPostcopy) {
+        vrmCliError(_("--timeout-suspend and --timeout-postcopy exclude each other: the guest is either suspended or switched to post-copy at the timeout"));
+        return 2;
+    }
+    if (o->timeoutPostcopy && !(*flags & VIR_MIGRATE_POSTCOPY)) {
+        vrmCliError(_("%1$s needs --postcopy"), "--timeout-postcopy");
+        return 2;
+    }
     if ((o->parallelConnections &&
          virTypedParamsAddInt(&p->params, &p->n, &p->max,
                               VIR_MIGRATE_PARAM_PARALLEL_CONNECTIONS,
@@ -632,8 +651,7 @@ static void
 vrmMigrateMonitor(vrmMigrateRun *run, const vrmMigrateOptions *o)
 {
     gint64 start = g_get_monotonic_time();
-    bool suspended = false;
-
+    bool timedOut = false;
     bool switched = false;
 
     while (!g_atomic_int_get(&run->done)) {
@@ -652,14 +670,23 @@ vrmMigrateMonitor(vrmMigrateRun *run, const vrmMigrateOptions *o)
             if (virDomainAbortJob(run->dom) < 0)
                 vrmCliError(_("cannot abort the migration: %1$s"), virGetLastErrorMessage());
         }
-        if (o->timeout && !suspended &&
+        if (o->timeout && !timedOut &&
             g_get_monotonic_time() - start >= (gint64)o->timeout * G_USEC_PER_SEC) {
-            suspended = true;
-            if (o->verbose)
-                fprintf(stderr, _("\nvirt-rdma: migration exceeded %1$d s, suspending the guest\n"),
-                        o->timeout);
-            if (virDomainSuspend(run->dom) < 0)
-                vrmCliError(_("cannot suspend the guest: %1$s"), virGetLastErrorMessage());
+            timedOut = true;
+            if (o->timeoutPostcopy && !switched) {
+                switched = true;
+                if (o->verbose)
+                    fprintf(stderr, _("\nvirt-rdma: migration exceeded %1$d s, switching to post-copy\n"),
+                            o->timeout);
+                if (virDomainMigrateStartPostCopy(run->dom, 0) < 0)
+                    vrmCliError(_("cannot switch to post-copy: %1$s"), virGetLastErrorMessage());
+            } else if (!o->timeoutPostcopy) {
+                if (o->verbose)
+                    fprintf(stderr, _("\nvirt-rdma: migration exceeded %1$d s, suspending the guest\n"),
+                            o->timeout);
+                if (virDomainSuspend(run->dom) < 0)
+                    vrmCliError(_("cannot suspend the guest: %1$s"), virGetLastErrorMessage());
+            }
         }
         if (o->verbose && !g_atomic_int_get(&run->done))
             vrmPrintProgress(run->dom, false);
