@@ -77,6 +77,21 @@ check() {
     fi
 }
 
+# fuzz_pair FUZZER FUZZER: both at once for $fuzz_seconds, then one check
+# line each, with its output
+fuzz_pair() {
+    local f pids=()
+    for f in "$@"; do
+        bash tests/fuzz/run-fuzz.sh "$out/fuzz" "$fuzz_seconds" "$f" > "$out/fuzz-$f.out" 2>&1 &
+        pids+=($!)
+    done
+    for f in "$@"; do
+        check "fuzzing $f for ${fuzz_seconds}s" fuzz_result "${pids[0]}" "$out/fuzz-$f.out"
+        pids=("${pids[@]:1}")
+    done
+}
+fuzz_result() { local rc=0; wait "$1" || rc=$?; cat "$2"; return $rc; }
+
 # lint_debs DIR: lintian on the packages, with its informational tags;
 # errors, warnings and info tags not overridden (with their reason, in
 # debian/*.lintian-overrides) fail.
@@ -133,12 +148,13 @@ if [ -f tests/fuzz/run-fuzz.sh ]; then
     if CC=clang meson setup "$out/fuzz" -Dsandbox_tests=false -Dfuzzing=true \
            -Db_sanitize=address,undefined -Db_lundef=false &&
        ninja -C "$out/fuzz"; then
-        # every seed and regression input once, then each fuzzer in turn
+        # every seed and regression input once, then the fuzzers two at a
+        # time (each is one process; the machine has two cores), each for
+        # the whole time
         meson test -C "$out/fuzz" --suite fuzz --print-errorlogs
         count_meson "$out/fuzz"
-        for f in vrmxmlfuzz vrmwirefuzz vrmchannelfuzz vrmstatsfuzz; do
-            check "fuzzing $f for ${fuzz_seconds}s" bash tests/fuzz/run-fuzz.sh "$out/fuzz" "$fuzz_seconds" "$f"
-        done
+        fuzz_pair vrmxmlfuzz vrmwirefuzz
+        fuzz_pair vrmchannelfuzz vrmstatsfuzz
     else
         echo "run-all.sh: the fuzzing build failed"
         failed=$((failed + 1))
