@@ -491,6 +491,36 @@ sys.exit(0 if found == 0 else "the guest's memory crossed the wire in clear text
 PY
 }
 
+# migrate_bg NAME TOOL DESTURI [ARGS...]: a migration of NAME in the
+# background; its output in /tmp/mig-NAME.out, its status in
+# /tmp/mig-NAME.rc once it ended (also when host b runs it, through remote)
+migrate_bg() {
+    local g=$1 tool=$2 dest=$3
+    shift 3
+    rm -f "/tmp/mig-$g.rc"
+    if [ "$tool" = virsh ]; then
+        ( virsh migrate --live --p2p --persistent "$@" --migrateuri "$(virt-rdma uri "$g")" "$g" "$dest" > "/tmp/mig-$g.out" 2>&1
+          echo $? > "/tmp/mig-$g.rc" ) &
+    else
+        ( virt-rdma migrate --live --p2p --persistent "$@" "$g" "$dest" > "/tmp/mig-$g.out" 2>&1
+          echo $? > "/tmp/mig-$g.rc" ) &
+    fi
+}
+
+# host_counts: what a long run of migrations must not make grow on this
+# host, as KEY=VALUE words: open fds of virt-rdmad and of libvirtd, memory
+# pinned by all processes (VmPin), job records, entries under
+# /run/virt-rdma; and virt-rdmad's resident memory (shown, not compared)
+host_counts() {
+    local h l
+    h=$(cat /tmp/virt-rdmad.pid) l=$(pidof libvirtd)
+    echo "helper-fds=$(ls /proc/$h/fd | wc -l) libvirtd-fds=$(ls /proc/$l/fd | wc -l)" \
+        "pinned-kB=$(awk '/^VmPin:/ { s += $2 } END { print s + 0 }' /proc/[0-9]*/status 2>/dev/null)" \
+        "records=$(ls /var/lib/virt-rdma/job-*.xml 2>/dev/null | wc -l)" \
+        "run-entries=$(find /run/virt-rdma -mindepth 1 | wc -l)" \
+        "helper-rss-kB=$(awk '/^VmRSS:/ { print $2 }' /proc/$h/status)"
+}
+
 # leftovers_both: check_no_leftovers here and on host b (host a only)
 leftovers_both() {
     check_no_leftovers
