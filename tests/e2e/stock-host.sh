@@ -34,6 +34,13 @@
 #                 virt-rdma-engine, the guest is RDMA-enabled by its
 #                 metadata
 #   parallel      the same with --parallel --parallel-connections 4
+#   auto-converge the same with --auto-converge (initial 40 %, increment
+#                 20 %) for a guest that dirties faster than the 4 MiB/s
+#                 the migration may use (32 MiB, rewriting 8 MiB without
+#                 pausing to verify for 8 sweeps): QEMU throttles the guest's
+#                 CPU (libvirt's "Auto converge throttle" rises above 0);
+#                 once it did, the bandwidth cap is lifted and the
+#                 migration ends
 #
 # b checks that the guest runs there, as libvirt-qemu and confined, and
 # that its memory verifies, then removes it (a removes its shut-off
@@ -53,7 +60,7 @@ user=vrmadmin
 [ ${#scenarios[@]} -gt 0 ] || { echo "usage: stock-host.sh DEB_DIR SCENARIO..." >&2; exit 2; }
 for scenario in "${scenarios[@]}"; do
     case "$scenario" in
-        socket-path|one-channel|parallel) ;;
+        socket-path|one-channel|parallel|auto-converge) ;;
         *) echo "stock-host.sh: unknown scenario '$scenario'" >&2; exit 2 ;;
     esac
 done
@@ -314,7 +321,11 @@ on_b() {
 on_a() {
     local scenario=$1 uuid sock tunnel opts out rc
     # the guest; b learns its UUID, which names its migration socket
-    define_guest "$guest" 128 "dirty_kb=2048"
+    if [ "$scenario" = auto-converge ]; then
+        define_guest "$guest" 32 "dirty_kb=8192 verify_every=8"
+    else
+        define_guest "$guest" 128 "dirty_kb=2048"
+    fi
     check_guest_confined "$guest"
     # RDMA-enabled: the helper puts its locator into the live metadata
     [ "$scenario" = socket-path ] || enable_rdma "$guest"
@@ -353,6 +364,24 @@ on_a() {
             # --keep-completed: check_migrated_source reads the same job after it
             runuser -u "$user" -- virt-rdma jobinfo -c qemu:///system --completed --keep-completed "$guest" ||
                 fail "virt-rdma jobinfo --completed failed" ;;
+        auto-converge)
+            opts=(--live --p2p --persistent --auto-converge --auto-converge-initial 40
+                  --auto-converge-increment 20 --bandwidth 4)
+            say "as $user: virt-rdma migrate -c qemu:///system ${opts[*]} $guest $dest"
+            runuser -u "$user" -- virt-rdma migrate -c qemu:///system "${opts[@]}" "$guest" "$dest" > /tmp/ac.out 2>&1 &
+            local mig=$! throttle= deadline=$((SECONDS + 180))
+            until [ -n "$throttle" ]; do
+                kill -0 $mig 2>/dev/null || { cat /tmp/ac.out; fail "the migration ended before QEMU throttled the guest"; }
+                [ $SECONDS -ge $deadline ] && { virsh domjobinfo "$guest"; fail "QEMU did not throttle the guest within 180 s"; }
+                nap 0.5
+                throttle=$(virsh domjobinfo "$guest" 2>/dev/null | sed -n 's/^Auto converge throttle: *\([1-9][0-9]*\).*/\1/p')
+            done
+            virsh domjobinfo "$guest" | grep -E "^(Data processed|Memory bandwidth|Iteration|Auto converge throttle)"
+            say "auto-converge: QEMU throttles the guest's CPU by $throttle %; the bandwidth cap is lifted"
+            virsh migrate-setspeed "$guest" 1000 || fail "cannot lift the bandwidth cap"
+            wait $mig; rc=$?
+            cat /tmp/ac.out
+            [ $rc = 0 ] || fail "virt-rdma migrate --auto-converge as $user failed (status $rc)" ;;
     esac
     check_migrated_source "$guest"
     no_denials
