@@ -233,7 +233,11 @@ remote() {
     printf '%s\n' "$*" > "$SHARED/.req-$n"
     mv "$SHARED/.req-$n" "$SHARED/req-$n"
     until [ -e "$SHARED/rc-$n" ]; do
-        [ -e "$SHARED/failed-b" ] && fail "host b failed"
+        if [ -e "$SHARED/failed-b" ]; then
+            # what b said before it failed (its FAIL line among it)
+            sed 's/^/  [b] /' "$SHARED/out-$n" 2>/dev/null
+            fail "host b failed running '$*'"
+        fi
         [ $SECONDS -ge $deadline ] && fail "host b did not run '$*' within ${REMOTE_TIMEOUT:-300} s"
         nap 0.1
     done
@@ -323,7 +327,7 @@ PY
 check_verifies() {
     local state deadline=$((SECONDS + 180)) want=$(($2 + 2))
     state=$(virsh domstate "$1" 2>&1)
-    [ "$state" = running ] || fail "$1 is '$state' on this host, not running"
+    [ "$state" = running ] || fail "$1 is '$(virsh domstate --reason "$1" 2>&1)' on this host, not running"
     until [ "$(verify_count "$1")" -ge "$want" ]; do
         grep -q "FAIL" "$GUEST_SERIAL_DIR/$1.serial" 2>/dev/null && { grep vrm-guest "$GUEST_SERIAL_DIR/$1.serial" | tail -3; fail "the guest reports corrupted memory"; }
         [ $SECONDS -ge $deadline ] && fail "guest $1 did not verify its memory within 180 s"
