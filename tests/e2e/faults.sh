@@ -123,29 +123,37 @@ gone_from_b() {
     fail "$1: g1 still runs on b 60 s after the migration ended"
 }
 
+# refused_by TOOL WHAT EXPECT: g1 a->b by TOOL (virsh or virt-rdma) must
+# be refused with one line matching EXPECT (ERE); the row WHAT goes into
+# the matrix with the time to the refusal
+refused_by() {
+    local tool=$1 what=$2 expect=$3 out start took
+    start=$(( $(date +%s%N) / 1000000 ))
+    if [ "$tool" = virsh ]; then
+        out=$(virsh migrate --live --p2p --persistent --migrateuri "$uri" g1 "$dest_b" 2>&1)
+    else
+        out=$(virt-rdma migrate --live --p2p --persistent g1 "$dest_b" 2>&1)
+    fi && fail "$what: the migration by $tool was not refused"
+    took=$(( $(date +%s%N) / 1000000 - start ))
+    say "$what: $tool migrate refused after $((took / 1000)).$(printf %03d $((took % 1000))) s: $out"
+    [ "$(printf '%s\n' "$out" | grep -c .)" = 1 ] || fail "$what: $tool's error is not one line"
+    grep -qE "$expect" <<<"$out" || fail "$what: $tool's error does not match '$expect'"
+    printf '%s | %s migrate | %d.%03d s (from the start) | %s | - | none\n' "$what" "$tool" \
+        $((took / 1000)) $((took % 1000)) "$out" >> "$matrix"
+}
+
 # refusal NAME EXPECT PREPARE RESTORE: one row where the migration is
 # refused before any memory moves (PREPARE makes it so), asked once by
 # each tool
 refusal() {
-    local name=$1 expect=$2 prepare=$3 restore=$4 out tool start took
+    local name=$1 expect=$2 prepare=$3 restore=$4 tool
     say "---- fault: $name"
     eval "$prepare" || fail "$name: cannot prepare the fault"
     for tool in virsh virt-rdma; do
-        start=$(( $(date +%s%N) / 1000000 ))
-        if [ $tool = virsh ]; then
-            out=$(virsh migrate --live --p2p --persistent --migrateuri "$uri" g1 "$dest_b" 2>&1)
-        else
-            out=$(virt-rdma migrate --live --p2p --persistent g1 "$dest_b" 2>&1)
-        fi && fail "$name: the migration by $tool succeeded"
-        took=$(( $(date +%s%N) / 1000000 - start ))
-        say "$name: $tool migrate refused after $((took / 1000)).$(printf %03d $((took % 1000))) s: $out"
-        [ "$(printf '%s\n' "$out" | grep -c .)" = 1 ] || fail "$name: $tool's error is not one line"
-        grep -qE "$expect" <<<"$out" || fail "$name: $tool's error does not match '$expect'"
+        refused_by "$tool" "$name" "$expect"
         [ "$(virsh domstate g1)" = running ] || fail "$name: g1 is not running on a"
         gone_from_b "$name"
         leftovers_both
-        printf '%s | %s migrate | %d.%03d s (from the start) | %s | - | none\n' "$name" $tool \
-            $((took / 1000)) $((took % 1000)) "$out" >> "$matrix"
     done
     eval "$restore" || fail "$name: cannot restore after the fault"
 }
@@ -273,7 +281,7 @@ records_after_full() {
 # CPUs are shared by every guest).
 concurrent_four() {
     local name="four migrations at once, two each way, under ib_write_bw; a fifth refused by max-jobs"
-    local g tool out start t0 took bw base on_b ibwb deadline ra rb
+    local g tool start took bw base on_b ibwb deadline ra rb
     say "---- fault: $name"
     # g1 (the fifth) waits paused: one emulated CPU less to share
     base=$(verify_count g1)
@@ -309,19 +317,8 @@ concurrent_four() {
     say "$name: the four migrations move data"
     # the fifth, by each tool
     for tool in virsh virt-rdma; do
-        t0=$(( $(date +%s%N) / 1000000 ))
-        if [ $tool = virsh ]; then
-            out=$(virsh migrate --live --p2p --persistent --migrateuri "$uri" g1 "$dest_b" 2>&1)
-        else
-            out=$(virt-rdma migrate --live --p2p --persistent g1 "$dest_b" 2>&1)
-        fi && fail "$name: the fifth migration (by $tool) was not refused"
-        took=$(( $(date +%s%N) / 1000000 - t0 ))
-        say "$name: the fifth (g1 a->b by $tool) refused after $((took / 1000)).$(printf %03d $((took % 1000))) s: $out"
-        [ "$(printf '%s\n' "$out" | grep -c .)" = 1 ] || fail "$name: $tool's error is not one line"
-        grep -q "max-jobs = 4" <<<"$out" || fail "$name: $tool's error does not name max-jobs"
+        refused_by "$tool" "a fifth migration while four run (g1 a->b)" "max-jobs = 4"
         [ -e /tmp/mig-c1.rc ] || [ -e /tmp/mig-c2.rc ] && fail "$name: c1 or c2 ended before the fifth was asked ($tool)"
-        printf '%s | %s migrate | %d.%03d s (from the start) | %s | - | none\n' \
-            "a fifth migration while four run (g1 a->b)" $tool $((took / 1000)) $((took % 1000)) "$out" >> "$matrix"
     done
     # the four at full speed, and they end, all completed
     for g in c1 c2; do virsh migrate-setspeed $g 1000 || fail "$name: cannot raise $g's bandwidth"; done
