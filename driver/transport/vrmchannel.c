@@ -204,6 +204,7 @@ struct _vrmChannel {
     guint8 *rxRegd;             /* dynamic: chunks registered for the peer */
     guint32 rxOff;              /* bytes of the drain chunk written */
     bool rxBlocked;             /* the socket's send buffer is full */
+    guint64 rxTotal;            /* bytes written to the socket, whole chunks */
     guint32 creditsDue;         /* credits to return with READY */
     vrmProtoRegResult *regRes;  /* REGISTER_RESULT entries to send */
     guint32 nRegRes;
@@ -335,6 +336,32 @@ static inline struct ibv_mr *
 vrmRingMR(const vrmRing *ring, guint32 i)
 {
     return ring->whole ? ring->whole : ring->mrs[i];
+}
+
+/* At debug level only: a digest of every chunk as it leaves QEMU's socket
+ * on the source and as it is handed to QEMU's socket on the destination,
+ * with its stream offset, so that the two engines' logs prove (or
+ * disprove) that the transport moved each byte unchanged */
+static void
+vrmChannelTraceChunk(const vrmChannel *ch, const char *what, guint64 offset,
+                     const guint8 *mem, guint32 len)
+{
+    guint64 h = 0xcbf29ce484222325ull;
+    guint32 i;
+
+    if (vrmLogGetLevel() < VRM_LOG_DEBUG)
+        return;
+    for (i = 0; i + 8 <= len; i += 8) {
+        guint64 w;
+
+        memcpy(&w, mem + i, 8);
+        h = (h ^ w) * 0x100000001b3ull;
+        h ^= h >> 29;
+    }
+    for (; i < len; i++)
+        h = (h ^ mem[i]) * 0x100000001b3ull;
+    VRM_DEBUG("channel %u: chunk %s offset %" G_GUINT64_FORMAT " length %u digest %016" G_GINT64_MODIFIER "x",
+              ch->cfg.index, what, offset, len, h);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1099,6 +1126,8 @@ vrmChannelPumpTx(vrmChannel *ch, bool *progress)
                 ch->wrs[n].opcode = IBV_WR_RDMA_WRITE;
                 ch->dents[nd++] = (vrmProtoDataEntry) { .index = ridx, .length = len };
             }
+            vrmChannelTraceChunk(ch, "sent", ch->txTotal,
+                                 ch->stage.mem + (size_t)s * ch->stage.chunk, len);
             n++;
             ch->stageHead = (s + 1) % ch->stage.depth;
             ch->stageUsed++;
@@ -1175,6 +1204,9 @@ vrmChannelPumpRx(vrmChannel *ch, bool *progress)
         vrmChannelNoteBytes(ch);
         *progress = true;
         if (ch->rxOff == len) {
+            vrmChannelTraceChunk(ch, "delivered", ch->rxTotal,
+                                 ch->ring.mem + (size_t)idx * ch->ring.chunk, len);
+            ch->rxTotal += len;
             ch->rxOff = 0;
             vrmRxFlowDrained(&ch->rxf);
         }
