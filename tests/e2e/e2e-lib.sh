@@ -18,6 +18,8 @@ fail() {
     say "FAIL: $*"
     # the helper's side of it, when it ran here
     [ -s /tmp/virt-rdmad.log ] && tail -n 40 /tmp/virt-rdmad.log | sed 's/^/  virt-rdmad: /'
+    # the sandbox's wire: a stalled queue or an rxe complaint, if any
+    dmesg 2>/dev/null | grep -iE "watchdog|timed out|rdma_rxe|rxe0|virtio_net" | tail -n 5 | sed 's/^/  kernel: /'
     touch "$SHARED/failed-$VRM_SANDBOX_HOST"
     exit 1
 }
@@ -291,6 +293,23 @@ wait_record_final() {
         [ $SECONDS -ge $deadline ] && { echo "$f does not say $2 within $3 s"; return 1; }
         nap 0.2
     done
+}
+
+# stream_intact WHAT: the a->b migration that just ended moved QEMU's
+# stream unchanged: every chunk the source engine sent has the same offset,
+# length and digest as the chunk the destination engine handed to QEMU
+# (both engines' debug logs: VRM_HELPER_LOG with --engine-debug). This is
+# the transport's own proof, apart from the guest's memory check.
+stream_intact() {
+    local log out
+    log=$(ls -t /var/lib/virt-rdma/job-*.log 2>/dev/null | head -1)
+    [ -n "$log" ] || fail "no engine log on a for $1"
+    remote 'cp "$(ls -t /var/lib/virt-rdma/job-*.log | head -1)" "$SHARED/job-b.log"' >/dev/null ||
+        fail "no engine log on b for $1"
+    out=$(python3 "$E2E_DIR/stream-digests.py" "$log" "$SHARED/job-b.log") ||
+        { echo "$out"; fail "$1: the stream QEMU on b read differs from the one QEMU on a wrote"; }
+    say "$1: $out"
+    rm -f "$SHARED/job-b.log"
 }
 
 # verify_count DOMAIN: how many "verify ... ok" lines the guest printed here

@@ -23,7 +23,8 @@
 #               a domain that runs but is not migrating; destination helper
 #               down; source helper down; a migration aborted mid-way; the
 #               source helper restarted mid-migration (it follows its
-#               engine again) -- each refusal one line from virsh migrate,
+#               engine again; both engines' chunk digests show the stream
+#               crossed unchanged) -- each refusal one line from virsh migrate,
 #               the guest still running on a, nothing left behind
 set -u
 . "$(dirname "$0")/e2e-lib.sh"
@@ -32,6 +33,10 @@ virt_rdma=$VRM_BUILD_DIR/tools/cli/virt-rdma
 dest_b=qemu+tcp://198.18.0.2/system
 dest_a=qemu+tcp://198.18.0.1/system
 export PATH=$VRM_BUILD_DIR/tools/cli:$VRM_BUILD_DIR/tests/helper:$PATH
+
+# refusals: engines log at debug level on both hosts, so that the migration
+# across a helper restart is checked chunk by chunk (stream_intact)
+[ "$scenario" = refusals ] && export VRM_HELPER_LOG="--verbose --engine-debug"
 
 # ---- host b: services, then whatever host a asks ---------------------------
 [ "$VRM_SANDBOX_HOST" = b ] && serve_as_b
@@ -320,6 +325,7 @@ refusals)
     grep -F "following its engine again" /tmp/virt-rdmad.log | tail -1 | sed 's/^/  [a log] /'
     grep -qF "following its engine again" /tmp/virt-rdmad.log || fail "the restarted helper did not follow its engine"
     wait "$mpid" || { cat /tmp/restart.out; fail "the migration failed across the helper's restart"; }
+    stream_intact "virsh a->b across a helper restart"
     arrived_on_b "virsh a->b across a helper restart" 1
     no_token
     leftovers_both
