@@ -227,6 +227,19 @@ describePage(u32 p, u32 dirty, u32 gen)
     serialPuts(i < PAGE_WORDS ? ", ...\n" : "\n");
 }
 
+/* Make the emulator log a write it might miss: drop its translation of
+ * the page of @addr, then write the word again (the first write through a
+ * new translation is logged). QEMU before 9.0 under TCG does not reset a
+ * translation when migration clears the page's dirty bit, so writes
+ * through one cached before are not logged and the migrated copy keeps a
+ * stale page (QEMU commit 03bfc2188f). A hardware CPU logs every write. */
+static inline void
+logWrite(volatile u32 *addr)
+{
+    __asm__ volatile("invlpg (%0)" : : "r"(addr) : "memory");
+    *addr = *addr;
+}
+
 void
 guestMain(u32 magic, struct mbInfo *mbi)
 {
@@ -290,15 +303,13 @@ guestMain(u32 magic, struct mbInfo *mbi)
 
         for (sweep = 0; sweep < verifyEvery; sweep++) {
             gen++;
+            /* gen lives on the stack: a page rewritten with it must never
+             * reach the other host without it (logWrite) */
+            logWrite((volatile u32 *)&gen);
             for (p = dirtyFirst; p < lastPage; p++) {
                 u32 *w = (u32 *)(p * PAGE_SIZE);
-                /* Drop the emulator's cached translation of the page first:
-                 * QEMU before 9.0 under TCG does not reset it when migration
-                 * clears the page's dirty bit, so writes through it were not
-                 * logged and the migrated copy kept a stale page (QEMU
-                 * commit 03bfc2188f). A hardware CPU logs every write. */
-                __asm__ volatile("invlpg (%0)" : : "r"(w) : "memory");
                 w[1] = gen;
+                logWrite(&w[1]);
                 fillWords(w + 2, pageHash(p) ^ gen, PAGE_WORDS - 2);
                 w[0] = p;
                 for (spin = 0; spin < pause; spin++)
