@@ -40,7 +40,9 @@
 #                 pausing to verify for 8 sweeps): QEMU throttles the guest's
 #                 CPU (libvirt's "Auto converge throttle" rises above 0);
 #                 once it did, the bandwidth cap is lifted and the
-#                 migration ends
+#                 migration ends; with XBZRLE (--compressed --comp-methods
+#                 xbzrle), pages sent again go as deltas (Compressed pages
+#                 > 0 in the completed job)
 #
 # b checks that the guest runs there, as libvirt-qemu and confined, and
 # that its memory verifies, then removes it (a removes its shut-off
@@ -317,6 +319,14 @@ on_b() {
     flag "verified-b-$scenario"
 }
 
+# check_compressed_xbzrle DOMAIN: QEMU sent pages again as XBZRLE deltas
+check_compressed_xbzrle() {
+    local pages
+    pages=$(virsh domjobinfo --completed --keep-completed "$1" | sed -n 's/^Compressed pages: *\([0-9]*\).*/\1/p')
+    [ "${pages:-0}" -gt 0 ] || fail "XBZRLE: no page was sent as a delta (Compressed pages: ${pages:-none})"
+    say "XBZRLE: $pages pages sent as deltas over RDMA"
+}
+
 # on_a SCENARIO: host a's part: its guest, the migration, the checks
 on_a() {
     local scenario=$1 uuid sock tunnel opts out rc
@@ -365,8 +375,9 @@ on_a() {
             runuser -u "$user" -- virt-rdma jobinfo -c qemu:///system --completed --keep-completed "$guest" ||
                 fail "virt-rdma jobinfo --completed failed" ;;
         auto-converge)
+            # and XBZRLE: the pages sent again go as deltas against QEMU's cache
             opts=(--live --p2p --persistent --auto-converge --auto-converge-initial 40
-                  --auto-converge-increment 20 --bandwidth 4)
+                  --auto-converge-increment 20 --bandwidth 4 --compressed --comp-methods xbzrle)
             say "as $user: virt-rdma migrate -c qemu:///system ${opts[*]} $guest $dest"
             runuser -u "$user" -- virt-rdma migrate -c qemu:///system "${opts[@]}" "$guest" "$dest" > /tmp/ac.out 2>&1 &
             local mig=$! throttle= deadline=$((SECONDS + 180))
@@ -384,6 +395,7 @@ on_a() {
             [ $rc = 0 ] || fail "virt-rdma migrate --auto-converge as $user failed (status $rc)" ;;
     esac
     check_migrated_source "$guest"
+    [ "$scenario" = auto-converge ] && check_compressed_xbzrle "$guest"
     no_denials
     flag "migrated-$scenario"
     wait_flag "verified-b-$scenario" 300
