@@ -308,9 +308,13 @@ guestMain(u32 magic, struct mbInfo *mbi)
             logWrite((volatile u32 *)&gen);
             for (p = dirtyFirst; p < lastPage; p++) {
                 u32 *w = (u32 *)(p * PAGE_SIZE);
+                /* logged before and after the fill: a dirty bit cleared
+                 * while the page is being filled is set again once it is
+                 * whole (w[0] never changes) */
                 w[1] = gen;
                 logWrite(&w[1]);
                 fillWords(w + 2, pageHash(p) ^ gen, PAGE_WORDS - 2);
+                logWrite(&w[PAGE_WORDS - 1]);
                 w[0] = p;
                 for (spin = 0; spin < pause; spin++)
                     ;
