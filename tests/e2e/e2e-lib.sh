@@ -19,7 +19,7 @@ fail() {
     # the helper's side of it, when it ran here
     [ -s /tmp/virt-rdmad.log ] && tail -n 40 /tmp/virt-rdmad.log | sed 's/^/  virt-rdmad: /'
     # the sandbox's wire: a stalled queue or an rxe complaint, if any
-    dmesg 2>/dev/null | grep -iE "watchdog|timed out|rdma_rxe|rxe0|virtio_net" | tail -n 5 | sed 's/^/  kernel: /'
+    dmesg 2>/dev/null | grep -iE "watchdog|lockup|rcu.*stall|hung_task|timed out|rdma_rxe|rxe0|virtio_net" | tail -n 5 | sed 's/^/  kernel: /'
     touch "$SHARED/failed-$VRM_SANDBOX_HOST"
     exit 1
 }
