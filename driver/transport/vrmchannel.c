@@ -40,6 +40,10 @@
 #define VRM_CHANNEL_KEEPALIVE_US (1000 * 1000) /* probe a silent peer after 1 s */
 #define VRM_CHANNEL_PEER_TIMEOUT_US (5 * 1000 * 1000) /* signaled work unanswered */
 #define VRM_CHANNEL_AUTH_TIMEOUT_US (5 * 1000 * 1000)  /* source: AUTH awaited */
+/* A chunk that QEMU's writer left part-filled is posted at once only if
+ * fewer chunks than this are in flight; otherwise it waits for more bytes
+ * or the next credit, whichever comes first (see vrmChannelHoldPartial) */
+#define VRM_CHANNEL_HOLD_INFLIGHT 2
 
 G_STATIC_ASSERT(VRM_CHANNEL_RING_BATCH * 24 <= VRM_PROTO_PAYLOAD_MAX);
 
@@ -1043,6 +1047,21 @@ vrmChannelTxCanWrite(const vrmChannel *ch)
             vrmRemoteRingUsable(&ch->remote, vrmTxFlowPeek(&ch->txf, 0)));
 }
 
+/* Nagle's rule for chunks. Reading QEMU's socket empty is not the end of
+ * a message: on a busy host the writer is merely descheduled, and a chunk
+ * posted then carries a socket buffer's worth (about 200 KiB) instead of a
+ * chunk's, so every byte costs up to five times the WRITEs, credits and
+ * completions. While the peer still has chunks to hand to its QEMU, the
+ * bytes could not be delivered sooner anyway (one stream, in order), so
+ * the part-filled chunk waits; the next credit, more bytes, the end of the
+ * stream or a full chunk post it. It never waits on the peer's QEMU for
+ * anything that QEMU has not already been given. */
+static bool
+vrmChannelHoldPartial(const vrmChannel *ch)
+{
+    return !ch->sockEof && ch->txf.inflight >= VRM_CHANNEL_HOLD_INFLIGHT;
+}
+
 /* socket -> staging chunks -> RDMA WRITEs, one post per call */
 static int
 vrmChannelPumpTx(vrmChannel *ch, bool *progress)
@@ -1107,6 +1126,8 @@ vrmChannelPumpTx(vrmChannel *ch, bool *progress)
                 continue;
         }
 
+        if (again && ch->stageFill > 0 && vrmChannelHoldPartial(ch))
+            break;
         if (ch->stageFill > 0) {
             guint32 len = ch->stageFill;
 
