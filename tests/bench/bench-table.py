@@ -92,6 +92,7 @@ def main():
         pa = load_json(os.path.join(res, "%d-a-proc.json" % n)) or {}
         pb = load_json(os.path.join(res, "%d-b-proc.json" % n)) or {}
         r = runs.setdefault((a["load"], a["method"]), {"ok": [], "failed": []})
+        r["mem"] = int(a.get("mem", mem))
         if a["rc"] != "0" or b.get("verified") != "yes":
             r["failed"].append(last_error(a["output"]) if a["rc"] != "0"
                                else "the guest did not verify on the destination")
@@ -236,6 +237,64 @@ def main():
             if vals:
                 print("  engine CPU s/GiB, %s guest, %s       %.2f (both hosts)" % (
                     load_name, method, statistics.median(vals)))
+    scaling(runs)
+
+
+def slope(points):
+    """least-squares seconds per MiB through (MiB, s) points"""
+    if len(points) < 2:
+        return None
+    mx = statistics.mean(p[0] for p in points)
+    my = statistics.mean(p[1] for p in points)
+    den = sum((p[0] - mx) ** 2 for p in points)
+    return sum((p[0] - mx) * (p[1] - my) for p in points) / den if den else None
+
+
+def scaling(runs):
+    """the idle guest at several sizes (loads scale-SIZE): virt-rdma, one
+    channel, against QEMU's native RDMA"""
+    sizes = sorted({r["mem"] for (l, m), r in runs.items() if l.startswith("scale-")})
+    if not sizes:
+        return
+    print()
+    print("Scaling: the idle guest at %s MiB (median [min-max] over the successful runs):" %
+          ", ".join(str(x) for x in sizes))
+    hdr = "%-8s %-21s %5s %-18s %-18s %-14s %-14s" % (
+        "guest", "method", "ok", "total s", "downtime ms", "moved MiB", "pin MiB")
+    print(hdr)
+    print("-" * len(hdr))
+    growth = {}
+    for method, label in METHODS:
+        for size in sizes:
+            r = runs.get(("scale-%d" % size, method))
+            if not r:
+                continue
+            ok = r["ok"]
+            tries = len(ok) + len(r["failed"])
+            col = lambda k, f: cell([x[k] for x in ok], f)
+            if ok:
+                print("%-8s %-21s %5s %-18s %-18s %-14s %-14s" % (
+                    "%d MiB" % size, label, "%d/%d" % (len(ok), tries), col("total", "%.1f"),
+                    col("downtime", "%.0f"), col("memory", "%.0f"), col("pinned", "%.0f")))
+                growth.setdefault(method, []).append(
+                    (size, statistics.median([x["total"] for x in ok]),
+                     statistics.median([x["pinned"] for x in ok])))
+            else:
+                print("%-8s %-21s %5s FAILED: %s" % ("%d MiB" % size, label, "0/%d" % tries,
+                                                     r["failed"][-1]))
+    print("-" * len(hdr))
+    print("pin MiB: peak pinned memory (VmPin) of QEMU + engines on the busier host.")
+    for method, label in METHODS:
+        g = growth.get(method)
+        if not g or len(g) < 2:
+            continue
+        (s0, t0, p0), (s1, t1, p1) = g[0], g[-1]
+        sl = slope([(x[0], x[1]) for x in g])
+        print("  %-21s total %.1f s at %d MiB -> %.1f s at %d MiB (x%.2f for x%.0f the RAM, "
+              "%.3f s per MiB); pinned %.0f -> %.0f MiB%s" % (
+                  label, t0, s0, t1, s1, t1 / t0 if t0 else 0, s1 / s0,
+                  sl if sl is not None else 0, p0, p1,
+                  " (flat)" if abs(p1 - p0) <= 1 else ""))
 
 
 if __name__ == "__main__":

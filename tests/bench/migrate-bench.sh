@@ -8,7 +8,9 @@
 #      with 1 channel, virt-rdma with 4 multifd channels (5 RDMA channels),
 #      QEMU's native RDMA (rdma: URI, pin-all) and plain TCP -- with an idle
 #      guest and with a guest dirtying memory, each repeated;
-#   3. host a prints the table (tests/bench/bench-table.py).
+#   3. the scaling table: the idle guest at 64, 128 and 256 MiB, virt-rdma
+#      with 1 channel against QEMU's native RDMA;
+#   4. host a prints the tables (tests/bench/bench-table.py).
 #
 # Each migration records libvirt's completed-job statistics (total time,
 # downtime, setup time, memory bandwidth), the CPU seconds of QEMU on both
@@ -31,7 +33,9 @@
 # Debian 13 hosts and virt-rdma built for them, tests/compat; run-bench.sh),
 # VRM_BENCH_VARIANT (options of the method "vrm1x": 1 channel with these
 # options, to compare a setting with the default in the same run, e.g.
-# VRM_BENCH_METHODS="vrm1 vrm1x native" VRM_BENCH_VARIANT="--chunk-size 256K").
+# VRM_BENCH_METHODS="vrm1 vrm1x native" VRM_BENCH_VARIANT="--chunk-size 256K"),
+# VRM_BENCH_SCALE (guest sizes in MiB of the scaling table, "64 128 256";
+# empty: none), VRM_BENCH_SCALE_REPEAT (1).
 set -u
 srcdir=$1 engine=$2 streamtest=$3
 . "$srcdir/tests/e2e/e2e-lib.sh"
@@ -43,6 +47,8 @@ loads=${VRM_BENCH_LOADS:-idle dirty}
 dirty_cmdline=${VRM_BENCH_DIRTY:-dirty_kb=8192 pause=400}
 vrm_opts=${VRM_BENCH_VRM_OPTS:-}
 variant_opts=${VRM_BENCH_VARIANT:-}
+scale_sizes=${VRM_BENCH_SCALE-64 128 256}
+scale_repeat=${VRM_BENCH_SCALE_REPEAT:-1}
 for m in $methods; do
     case $m in
         vrm1|vrm4|native|tcp) ;;
@@ -146,82 +152,106 @@ sampler_start() {
     done
 }
 
+# one_run METHOD LOAD REP: one migration of a fresh guest of $mem MiB,
+# measured on both hosts and verified on host b. LOAD: idle, dirty, or
+# scale-SIZE (the idle guest, for the scaling table)
+one_run() {
+    local method=$1 load=$2 rep=$3 guest=idle cmdline="idle=1" limit=512
+    local name hash out rc start end stats engines before verified
+    [ "$load" = dirty ] && guest=dirty cmdline=$dirty_cmdline
+    # room for QEMU beside a pinned guest of any size
+    [ $((mem + 384)) -gt $limit ] && limit=$((mem + 384))
+    run=$((run + 1))
+    name=bench$run
+    sampler_start "$res/$run-$VRM_SANDBOX_HOST-proc.json"
+    if [ "$VRM_SANDBOX_HOST" = a ]; then
+        # QEMU's pin-all needs the guest's RAM lockable: libvirt
+        # raises QEMU's memlock limit to the memtune hard limit.
+        # Every method gets the same domain.
+        define_guest "$name" "$mem" "$cmdline" $limit
+        # RDMA-enabled for virt-rdma only: the destination's helper
+        # negotiates for every migration of an enabled domain
+        case $method in vrm*) enable_rdma "$name" ;; esac
+        hash=
+        if [ $guest = idle ]; then
+            wait_serial "$name" "vrm-guest: idle" 60
+            hash=$(guest_hash "$name") || fail "cannot read $name's memory"
+            echo "$hash" > "$res/$run.hash"
+        fi
+        wait_flag "ready-$run" 120
+        before=$(engine_stats_list)
+        kill -USR1 $spid
+        profile_start $run $method $rep
+        say "run $run: $method, $load guest, repetition $rep"
+        start=$(date +%s.%N)
+        out=$(migrate_cmd "$method" "$name" 2>&1)
+        rc=$?
+        end=$(date +%s.%N)
+        kill $spid; wait $spid
+        profile_stop $run $method $rep
+        stats=$(virsh domjobinfo --completed --keep-completed --rawstats "$name" 2>&1)
+        engines=$(comm -13 <(echo "$before") <(engine_stats_list) | tr '\n' ' ')
+        record "$res/$run-a.json" method=$method load=$load rep=$rep rc=$rc mem=$mem \
+            "wall_s=$(echo "$end - $start" | bc)" "output=$out" "jobstats=$stats" \
+            "engine_stats=$engines" "engine_json=$(for f in $engines; do cat "$f"; echo; done)"
+        if [ $rc -eq 0 ]; then
+            say "run $run: migrated in $(echo "$end - $start" | bc) s"
+        else
+            say "run $run: FAILED ($rc): $(echo "$out" | tr '\r' '\n' | grep -v '^$' | tail -1)"
+            virsh -q destroy "$name" >/dev/null 2>&1
+        fi
+        virsh -q undefine "$name" >/dev/null 2>&1
+        flag "migrated-$run"
+        wait_flag "done-$run" 300
+        check_no_leftovers >/dev/null
+    else
+        before=$(engine_stats_list)
+        kill -USR1 $spid
+        profile_start $run $method $rep
+        flag "ready-$run"
+        wait_flag "migrated-$run" 900
+        kill $spid; wait $spid
+        profile_stop $run $method $rep
+        engines=$(comm -13 <(echo "$before") <(engine_stats_list) | tr '\n' ' ')
+        verified=no
+        if [ "$(virsh domstate "$name" 2>/dev/null)" = running ]; then
+            if [ $guest = idle ]; then
+                [ "$(guest_hash "$name")" = "$(cat "$res/$run.hash")" ] && verified=yes
+            else
+                wait_serial "$name" "verify [0-9]+ ok" 180 && verified=yes
+            fi
+            [ $verified = yes ] || fail "run $run: the guest's memory differs after the migration"
+            virsh -q destroy "$name" >/dev/null
+        fi
+        virsh -q undefine "$name" >/dev/null 2>&1
+        record "$res/$run-b.json" "verified=$verified" "engine_stats=$engines" \
+            "engine_json=$(for f in $engines; do cat "$f"; echo; done)"
+        check_no_leftovers >/dev/null
+        flag "done-$run"
+    fi
+}
+
 run=0
 for load in $loads; do
-    [ "$load" = idle ] && cmdline="idle=1" || cmdline=$dirty_cmdline
     for rep in $(seq "$repeat"); do
         for method in $methods; do
-            run=$((run + 1))
-            name=bench$run
-            sampler_start "$res/$run-$VRM_SANDBOX_HOST-proc.json"
-            if [ "$VRM_SANDBOX_HOST" = a ]; then
-                # QEMU's pin-all needs the guest's RAM lockable: libvirt
-                # raises QEMU's memlock limit to the memtune hard limit.
-                # Every method gets the same domain.
-                define_guest "$name" "$mem" "$cmdline" 512
-                # RDMA-enabled for virt-rdma only: the destination's helper
-                # negotiates for every migration of an enabled domain
-                case $method in vrm*) enable_rdma "$name" ;; esac
-                hash=
-                if [ "$load" = idle ]; then
-                    wait_serial "$name" "vrm-guest: idle" 60
-                    hash=$(guest_hash "$name") || fail "cannot read $name's memory"
-                    echo "$hash" > "$res/$run.hash"
-                fi
-                wait_flag "ready-$run" 120
-                before=$(engine_stats_list)
-                kill -USR1 $spid
-                profile_start $run $method $rep
-                say "run $run: $method, $load guest, repetition $rep"
-                start=$(date +%s.%N)
-                out=$(migrate_cmd "$method" "$name" 2>&1)
-                rc=$?
-                end=$(date +%s.%N)
-                kill $spid; wait $spid
-                profile_stop $run $method $rep
-                stats=$(virsh domjobinfo --completed --keep-completed --rawstats "$name" 2>&1)
-                engines=$(comm -13 <(echo "$before") <(engine_stats_list) | tr '\n' ' ')
-                record "$res/$run-a.json" method=$method load=$load rep=$rep rc=$rc \
-                    "wall_s=$(echo "$end - $start" | bc)" "output=$out" "jobstats=$stats" \
-                    "engine_stats=$engines" "engine_json=$(for f in $engines; do cat "$f"; echo; done)"
-                if [ $rc -eq 0 ]; then
-                    say "run $run: migrated in $(echo "$end - $start" | bc) s"
-                else
-                    say "run $run: FAILED ($rc): $(echo "$out" | tr '\r' '\n' | grep -v '^$' | tail -1)"
-                    virsh -q destroy "$name" >/dev/null 2>&1
-                fi
-                virsh -q undefine "$name" >/dev/null 2>&1
-                flag "migrated-$run"
-                wait_flag "done-$run" 300
-                check_no_leftovers >/dev/null
-            else
-                before=$(engine_stats_list)
-                kill -USR1 $spid
-                profile_start $run $method $rep
-                flag "ready-$run"
-                wait_flag "migrated-$run" 900
-                kill $spid; wait $spid
-                profile_stop $run $method $rep
-                engines=$(comm -13 <(echo "$before") <(engine_stats_list) | tr '\n' ' ')
-                verified=no
-                if [ "$(virsh domstate "$name" 2>/dev/null)" = running ]; then
-                    if [ "$load" = idle ]; then
-                        [ "$(guest_hash "$name")" = "$(cat "$res/$run.hash")" ] && verified=yes
-                    else
-                        wait_serial "$name" "verify [0-9]+ ok" 180 && verified=yes
-                    fi
-                    [ $verified = yes ] || fail "run $run: the guest's memory differs after the migration"
-                    virsh -q destroy "$name" >/dev/null
-                fi
-                virsh -q undefine "$name" >/dev/null 2>&1
-                record "$res/$run-b.json" "verified=$verified" "engine_stats=$engines" \
-                    "engine_json=$(for f in $engines; do cat "$f"; echo; done)"
-                check_no_leftovers >/dev/null
-                flag "done-$run"
-            fi
+            one_run "$method" "$load" "$rep"
         done
     done
 done
+
+# 3. scaling: the idle guest at each size, virt-rdma one channel against
+# QEMU's native RDMA (which pins all of the guest's RAM)
+table_mem=$mem
+for size in $scale_sizes; do
+    mem=$size
+    for rep in $(seq "$scale_repeat"); do
+        for method in vrm1 native; do
+            one_run "$method" "scale-$size" "$rep"
+        done
+    done
+done
+mem=$table_mem
 
 [ "$VRM_SANDBOX_HOST" = a ] || exit 0
 # the stack the table was measured on (VRM_BENCH_DISTRO chose it)

@@ -25,9 +25,11 @@ case "${VRM_BENCH_DISTRO:-12}" in
     *) echo "bench: VRM_BENCH_DISTRO must be 12 or 13, not '$VRM_BENCH_DISTRO'" >&2; exit 2 ;;
 esac
 envs="VRM_GUEST_ELF=$guest VRM_BUILD_DIR=$build VRM_NATIVE_RDMA_POSTCOPY=${VRM_NATIVE_RDMA_POSTCOPY:-1}"
-for v in REPEAT MEM METHODS LOADS DIRTY PROFILE TRACE CHANNELS VRM_OPTS VARIANT; do
-    val=$(eval "echo \"\${VRM_BENCH_$v:-}\"")
-    [ -n "$val" ] && envs+=" VRM_BENCH_$v='$val'"
+for v in REPEAT MEM METHODS LOADS DIRTY PROFILE TRACE CHANNELS VRM_OPTS VARIANT SCALE SCALE_REPEAT; do
+    # set, even empty (VRM_BENCH_SCALE= turns the scaling table off)
+    [ -n "$(eval "echo \"\${VRM_BENCH_$v+set}\"")" ] || continue
+    val=$(eval "echo \"\${VRM_BENCH_$v}\"")
+    envs+=" VRM_BENCH_$v='$val'"
 done
 cmd="$envs bash $src/tests/bench/migrate-bench.sh $src $engine $streamtest"
 out=$results/bench-results.txt
