@@ -16,6 +16,8 @@ packages=(
     qemu-system-x86 linux-image-amd64 busybox-static cpio gzip kmod
     # inside the sandbox: RDMA user space and reference tools
     rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest iproute2
+    # inside the sandbox: `ninja -C build bench` with VRM_BENCH_PROFILE=1
+    linux-perf
     # inside the sandbox: libvirt hosts for the end-to-end tests
     libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients
     python3 procps

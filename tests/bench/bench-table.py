@@ -102,6 +102,7 @@ def main():
             cpu_b, _ = engine_cpu(b.get("engine_json"))
             mem_bytes = js.get("memory_processed", 0)
             r["ok"].append({
+                "run": n,
                 "total": js.get("time_elapsed", 0) / 1000,
                 "wall": float(a["wall_s"]),
                 "downtime": js.get("downtime", 0),
@@ -237,7 +238,40 @@ def main():
             if vals:
                 print("  engine CPU s/GiB, %s guest, %s       %.2f (both hosts)" % (
                     load_name, method, statistics.median(vals)))
+    engine_split(res, runs)
     scaling(runs)
+
+
+def engine_split(res, runs):
+    """VRM_BENCH_PROFILE=1: the engines' profiled samples split between
+    rxe's packet work (a NIC's, on hardware) and the engine's own"""
+    lines = []
+    for (load, method), r in sorted(runs.items()):
+        if not method.startswith("vrm"):
+            continue
+        for x in r["ok"]:
+            split = [load_json(os.path.join(res, "perf-%d-%s-%s-split.json" % (x["run"], method, h)))
+                     for h in "ab"]
+            if not all(split) or not x["engine_cpu_gib"]:
+                continue
+            eng = sum(s["engine"] for s in split)
+            own = sum(s["own"] for s in split)
+            if not eng:
+                continue
+            lines.append("  %-9s %-21s run %-3d %6d %6.1f%% %6.1f%% %10.2f %10.2f" % (
+                load, dict(METHODS)[method], x["run"], eng, 100.0 * (eng - own) / eng,
+                100.0 * own / eng, x["engine_cpu_gib"], x["engine_cpu_gib"] * own / eng))
+    if not lines:
+        return
+    print()
+    print("Engine CPU without rxe (perf profiles, both hosts; profiled runs are slower, "
+          "so only the shares count):")
+    print("  %-9s %-21s %-7s %6s %7s %7s %10s %10s" % (
+        "guest", "method", "", "samples", "rxe", "own", "s/GiB", "own s/GiB"))
+    for l in lines:
+        print(l)
+    print("  rxe: samples with an rdma_rxe frame in their call chain (packet copies, ICRC, "
+          "the IP path: a NIC's work on hardware); own: the rest.")
 
 
 def slope(points):

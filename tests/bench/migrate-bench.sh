@@ -139,6 +139,10 @@ profile_stop() {  # RUN METHOD REP
         --percent-limit 0.3 -g none 2>/dev/null > "$res/perf-$1-$2-$VRM_SANDBOX_HOST.txt"
     perf report -i "/tmp/perf-$1.data" --stdio --no-children --sort comm \
         -g none 2>/dev/null > "$res/perf-$1-$2-$VRM_SANDBOX_HOST-comm.txt"
+    # the engine's samples: rxe's packet work against its own (perf-split.py)
+    perf script -i "/tmp/perf-$1.data" -F comm,ip,sym,dso 2>/dev/null |
+        python3 "$bench/perf-split.py" > "$res/perf-$1-$2-$VRM_SANDBOX_HOST-split.json"
+    rm -f "/tmp/perf-$1.data"
 }
 
 # sampler_start OUT: proc-sampler.py, started early (Python starts slowly on
