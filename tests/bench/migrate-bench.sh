@@ -129,8 +129,16 @@ profile_start() {  # RUN METHOD REP
     [ -n "${VRM_BENCH_PROFILE:-}" ] && [ "$3" = 1 ] || return 0
     echo -1 > /proc/sys/kernel/perf_event_paranoid
     echo 0 > /proc/sys/kernel/kptr_restrict
-    perf record -a -g -e cpu-clock -F 499 -o "/tmp/perf-$1.data" > /dev/null 2>&1 &
+    # started disabled and enabled through its control FIFO, whose answer
+    # says it records: perf takes seconds to start on an emulated CPU,
+    # longer than a migration's first seconds
+    rm -f /tmp/perf-ctl /tmp/perf-ack
+    mkfifo /tmp/perf-ctl /tmp/perf-ack
+    perf record -a -g -e cpu-clock -F 499 -D -1 --control fifo:/tmp/perf-ctl,/tmp/perf-ack \
+        -o "/tmp/perf-$1.data" > /dev/null 2>&1 &
     perf_pid=$!
+    ( exec 3>/tmp/perf-ctl; echo enable >&3 ) &
+    [ "$(timeout 60 head -c 3 /tmp/perf-ack)" = ack ] || fail "perf record did not start"
 }
 profile_stop() {  # RUN METHOD REP
     [ -n "${VRM_BENCH_PROFILE:-}" ] && [ "$3" = 1 ] || return 0
@@ -142,6 +150,10 @@ profile_stop() {  # RUN METHOD REP
     # the engine's samples: rxe's packet work against its own (perf-split.py)
     perf script -i "/tmp/perf-$1.data" -F comm,ip,sym,dso 2>/dev/null |
         python3 "$bench/perf-split.py" > "$res/perf-$1-$2-$VRM_SANDBOX_HOST-split.json"
+    # where the engine's own time goes, with its callers
+    perf report -i "/tmp/perf-$1.data" --stdio --no-children --comms virt-rdma-engin,vrm-ch0,vrm-ch1,vrm-ch2,vrm-ch3,vrm-ch4 \
+        --sort sym -g caller,0.5,callee --percent-limit 2 2>/dev/null \
+        > "$res/perf-$1-$2-$VRM_SANDBOX_HOST-engine.txt"
     rm -f "/tmp/perf-$1.data"
 }
 
