@@ -272,6 +272,22 @@ def engine_split(res, runs):
         print(l)
     print("  rxe: samples with an rdma_rxe frame in their call chain (packet copies, ICRC, "
           "the IP path: a NIC's work on hardware); own: the rest.")
+    try:
+        sandbox = float(open(os.path.join(res, "copy-rate-sandbox.txt")).read())
+        machine = float(os.environ.get("VRM_BENCH_MACHINE_COPY_RATE", ""))
+    except (OSError, ValueError):
+        return
+    if sandbox > 0 and machine > 0:
+        print("  CPU yardstick, bytes copied through a pipe: %.0f MB/s in a sandbox host, "
+              "%.0f MB/s on this machine's cores (x%.0f):" % (sandbox / 1e6, machine / 1e6,
+                                                            machine / sandbox))
+        print("  the engine's own s/GiB above divided by %.0f estimates its cost on real "
+              "cores beside an RDMA NIC." % (machine / sandbox))
+        for l in lines:
+            own = float(l.split()[-1])
+            print("    %s: about %.3f s per GiB (both hosts), %.1f GiB/s per core" % (
+                " ".join(l.split()[:-6]), own * sandbox / machine,
+                machine / (own * sandbox) if own else 0))
 
 
 def slope(points):
