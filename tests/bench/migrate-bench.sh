@@ -67,12 +67,10 @@ state_dirs="/var/local/lib/virt-rdma /var/lib/virt-rdma"
 native_postcopy=--postcopy
 [ "${VRM_NATIVE_RDMA_POSTCOPY:-1}" = 1 ] || native_postcopy=
 
-# 0. a CPU yardstick: bytes per second copied through a pipe (two copies
-# and two system calls per block, like a socket's), here and on the
-# machine (run-bench.sh), to scale the engine's own CPU time to real cores
+# 0. the CPU yardstick (copy-rate.sh), here and on the machine
+# (run-bench.sh), to scale the engine's own CPU time to real cores
 if [ "$VRM_SANDBOX_HOST" = a ]; then
-    dd if=/dev/zero bs=1M count=128 status=none | LC_ALL=C dd of=/dev/null bs=1M 2>&1 |
-        awk '/copied/ {print $1 / $(NF-3)}' > "$res/copy-rate-sandbox.txt"
+    bash "$bench/copy-rate.sh" 64 3 > "$res/copy-rate-sandbox.txt"
 fi
 
 # 1. the link and the engine alone

@@ -32,8 +32,8 @@ for v in REPEAT MEM METHODS LOADS DIRTY PROFILE TRACE CHANNELS VRM_OPTS VARIANT 
     envs+=" VRM_BENCH_$v='$val'"
 done
 # the CPU yardstick on this machine's real cores (migrate-bench.sh step 0)
-copy_rate=$(dd if=/dev/zero bs=1M count=2048 status=none | LC_ALL=C dd of=/dev/null bs=1M 2>&1 |
-                awk '/copied/ {print $1 / $(NF-3)}')
+copy_rate=$(bash "$src/tests/bench/copy-rate.sh" 256 5)
+echo "bench: this machine copies $copy_rate bytes/s through a pipe (copy-rate.sh)"
 envs+=" VRM_BENCH_MACHINE_COPY_RATE=$copy_rate"
 cmd="$envs bash $src/tests/bench/migrate-bench.sh $src $engine $streamtest"
 out=$results/bench-results.txt
