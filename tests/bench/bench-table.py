@@ -271,9 +271,12 @@ def engine_split(res, runs):
             own = sum(s["own"] for s in split)
             if not eng:
                 continue
-            lines.append("  %-9s %-21s run %-3d %6d %6.1f%% %6.1f%% %10.2f %10.2f" % (
-                load, dict(METHODS)[method], x["run"], eng, 100.0 * (eng - own) / eng,
-                100.0 * own / eng, x["engine_cpu_gib"], x["engine_cpu_gib"] * own / eng))
+            lines.append(("%s, %s, run %d" % (load, dict(METHODS)[method], x["run"]),
+                          "  %-9s %-21s run %-3d %6d %6.1f%% %6.1f%% %10.2f %10.2f" % (
+                              load, dict(METHODS)[method], x["run"], eng,
+                              100.0 * (eng - own) / eng, 100.0 * own / eng,
+                              x["engine_cpu_gib"], x["engine_cpu_gib"] * own / eng),
+                          x["engine_cpu_gib"] * own / eng))
     if not lines:
         return
     print()
@@ -281,8 +284,16 @@ def engine_split(res, runs):
           "so only the shares count):")
     print("  %-9s %-21s %-7s %6s %7s %7s %10s %10s" % (
         "guest", "method", "", "samples", "rxe", "own", "s/GiB", "own s/GiB"))
-    for l in lines:
+    for _, l, _ in lines:
         print(l)
+    for (load, method), r in sorted(runs.items()):
+        for x in r["ok"] if method.startswith("vrm") else []:
+            for h, role in (("a", "source"), ("b", "destination")):
+                sp = load_json(os.path.join(res, "perf-%d-%s-%s-split.json" % (x["run"], method, h)))
+                if sp and sp.get("top") and sp["engine"]:
+                    print("    run %d, %s engine, busiest: %s" % (x["run"], role, ", ".join(
+                        "%s (%s) %.0f%%" % (sym, kind, 100.0 * n / sp["engine"])
+                        for sym, kind, n in sp["top"][:6])))
     print("  rxe: samples with an rdma_rxe frame in their call chain (packet copies, ICRC, "
           "the IP path: a NIC's work on hardware); own: the rest.")
     try:
@@ -296,11 +307,9 @@ def engine_split(res, runs):
                                                             machine / sandbox))
         print("  the engine's own s/GiB above divided by %.0f estimates its cost on real "
               "cores beside an RDMA NIC." % (machine / sandbox))
-        for l in lines:
-            own = float(l.split()[-1])
+        for name, _, own in lines:
             print("    %s: about %.3f s per GiB (both hosts), %.1f GiB/s per core" % (
-                " ".join(l.split()[:-6]), own * sandbox / machine,
-                machine / (own * sandbox) if own else 0))
+                name, own * sandbox / machine, machine / (own * sandbox) if own else 0))
 
 
 def slope(points):

@@ -156,10 +156,6 @@ profile_stop() {  # RUN METHOD REP
     # the engine's samples: rxe's packet work against its own (perf-split.py)
     perf script -i "/tmp/perf-$1.data" -F comm,ip,sym,dso 2>/dev/null |
         python3 "$bench/perf-split.py" > "$res/perf-$1-$2-$VRM_SANDBOX_HOST-split.json"
-    # where the engine's own time goes, with its callers
-    perf report -i "/tmp/perf-$1.data" --stdio --no-children --comms virt-rdma-engin,vrm-ch0,vrm-ch1,vrm-ch2,vrm-ch3,vrm-ch4 \
-        --sort sym -g caller,0.5,callee --percentage relative --percent-limit 1 2>/dev/null \
-        > "$res/perf-$1-$2-$VRM_SANDBOX_HOST-engine.txt"
     rm -f "/tmp/perf-$1.data"
 }
 

@@ -10,7 +10,9 @@ counts as rxe's when any frame of its call chain is in the rdma_rxe module
 or an rxe_ function; every other engine sample is the engine's own (its
 code, its socket system calls, libibverbs). Prints one JSON object:
 {"samples": all samples, "engine": engine samples, "rxe": those of them in
-rxe, "own": the rest}."""
+rxe, "own": the rest, "top": [[symbol, "rxe" or "own", samples], ...] the
+engine's busiest symbols (where its samples were taken)}."""
+import collections
 import json
 import sys
 
@@ -28,6 +30,7 @@ def in_rxe(frame):
 
 def main():
     counts = {"samples": 0, "engine": 0, "rxe": 0, "own": 0}
+    leaves = collections.Counter()
     comm, frames = None, []
 
     def flush():
@@ -35,8 +38,12 @@ def main():
             return
         counts["samples"] += 1
         if is_engine(comm):
+            kind = "rxe" if any(in_rxe(f) for f in frames) else "own"
             counts["engine"] += 1
-            counts["rxe" if any(in_rxe(f) for f in frames) else "own"] += 1
+            counts[kind] += 1
+            # " ffffffffab3f6a07 clear_page_erms ([kernel.kallsyms])"
+            leaf = frames[0].split()[1] if frames and len(frames[0].split()) > 1 else "?"
+            leaves[(leaf, kind)] += 1
 
     for line in sys.stdin:
         line = line.rstrip("\n")
@@ -52,6 +59,7 @@ def main():
             parts = line.split(None, 1)
             comm, frames = parts[0], [" " + parts[1]] if len(parts) > 1 else []
     flush()
+    counts["top"] = [[sym, kind, n] for (sym, kind), n in leaves.most_common(8)]
     json.dump(counts, sys.stdout)
     print()
 
