@@ -648,7 +648,8 @@ testPartialCoalesced(void)
         int i;
 
         vrmFakePairGiveSockets(p);
-        moved = vrmFakePairStepSide(p, 0) | vrmFakePairStepSide(p, 1);
+        moved = vrmFakePairStepSide(p, 0);
+        moved |= vrmFakePairStepSide(p, 1);
         for (i = 0; i < 2 && round % 8 == 0; i++)
             moved |= !p->failed[i] && vrmFakeQPDeliver(p->qp[i], 1) > 0;
         moved |= pumpQemu(p, &s);
