@@ -138,25 +138,26 @@ profile_start() {  # RUN METHOD REP
     # started disabled and enabled through its control FIFO, whose answer
     # says it records: perf takes seconds to start on an emulated CPU,
     # longer than a migration's first seconds
-    rm -f /tmp/perf-ctl /tmp/perf-ack
-    mkfifo /tmp/perf-ctl /tmp/perf-ack
-    perf record -a -g -e cpu-clock -F 499 -D -1 --control fifo:/tmp/perf-ctl,/tmp/perf-ack \
-        -o "/tmp/perf-$1.data" > /dev/null 2>&1 &
+    # (its FIFOs in a directory of its own, not in /tmp itself)
+    perf_dir=$(mktemp -d) || fail "cannot make a directory for perf"
+    mkfifo "$perf_dir/ctl" "$perf_dir/ack" || fail "cannot make perf's control FIFOs"
+    perf record -a -g -e cpu-clock -F 499 -D -1 --control "fifo:$perf_dir/ctl,$perf_dir/ack" \
+        -o "$perf_dir/perf.data" > /dev/null 2>&1 &
     perf_pid=$!
-    ( exec 3>/tmp/perf-ctl; echo enable >&3 ) &
-    [ "$(timeout 60 head -c 3 /tmp/perf-ack)" = ack ] || fail "perf record did not start"
+    ( exec 3>"$perf_dir/ctl"; echo enable >&3 ) &
+    [ "$(timeout 60 head -c 3 "$perf_dir/ack")" = ack ] || fail "perf record did not start"
 }
 profile_stop() {  # RUN METHOD REP
     [ -n "${VRM_BENCH_PROFILE:-}" ] && [ "$3" = 1 ] || return 0
     kill -INT $perf_pid; wait $perf_pid
-    perf report -i "/tmp/perf-$1.data" --stdio --no-children --sort comm,dso,symbol \
+    perf report -i "$perf_dir/perf.data" --stdio --no-children --sort comm,dso,symbol \
         --percent-limit 0.3 -g none 2>/dev/null > "$res/perf-$1-$2-$VRM_SANDBOX_HOST.txt"
-    perf report -i "/tmp/perf-$1.data" --stdio --no-children --sort comm \
+    perf report -i "$perf_dir/perf.data" --stdio --no-children --sort comm \
         -g none 2>/dev/null > "$res/perf-$1-$2-$VRM_SANDBOX_HOST-comm.txt"
     # the engine's samples: rxe's packet work against its own (perf-split.py)
-    perf script -i "/tmp/perf-$1.data" -F comm,ip,sym,dso 2>/dev/null |
+    perf script -i "$perf_dir/perf.data" -F comm,ip,sym,dso 2>/dev/null |
         python3 "$bench/perf-split.py" > "$res/perf-$1-$2-$VRM_SANDBOX_HOST-split.json"
-    rm -f "/tmp/perf-$1.data"
+    rm -rf "$perf_dir"
 }
 
 # sampler_start OUT: proc-sampler.py, started early (Python starts slowly on
