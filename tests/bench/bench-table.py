@@ -258,7 +258,7 @@ def main():
 def engine_split(res, runs):
     """VRM_BENCH_PROFILE=1: the engines' profiled samples split between
     rxe's packet work (a NIC's, on hardware) and the engine's own"""
-    lines = []
+    profiled = []           # (load, label, run, both hosts' splits, own s/GiB)
     for (load, method), r in sorted(runs.items()):
         if not method.startswith("vrm"):
             continue
@@ -268,32 +268,27 @@ def engine_split(res, runs):
             if not all(split) or not x["engine_cpu_gib"]:
                 continue
             eng = sum(s["engine"] for s in split)
-            own = sum(s["own"] for s in split)
-            if not eng:
-                continue
-            lines.append(("%s, %s, run %d" % (load, dict(METHODS)[method], x["run"]),
-                          "  %-9s %-21s run %-3d %6d %6.1f%% %6.1f%% %10.2f %10.2f" % (
-                              load, dict(METHODS)[method], x["run"], eng,
-                              100.0 * (eng - own) / eng, 100.0 * own / eng,
-                              x["engine_cpu_gib"], x["engine_cpu_gib"] * own / eng),
-                          x["engine_cpu_gib"] * own / eng))
-    if not lines:
+            if eng:
+                own = sum(s["own"] for s in split)
+                profiled.append((load, dict(METHODS)[method], x["run"], split, eng, own,
+                                 x["engine_cpu_gib"]))
+    if not profiled:
         return
     print()
     print("Engine CPU without rxe (perf profiles, both hosts; profiled runs are slower, "
           "so only the shares count):")
     print("  %-9s %-21s %-7s %6s %7s %7s %10s %10s" % (
         "guest", "method", "", "samples", "rxe", "own", "s/GiB", "own s/GiB"))
-    for _, l, _ in lines:
-        print(l)
-    for (load, method), r in sorted(runs.items()):
-        for x in r["ok"] if method.startswith("vrm") else []:
-            for h, role in (("a", "source"), ("b", "destination")):
-                sp = load_json(os.path.join(res, "perf-%d-%s-%s-split.json" % (x["run"], method, h)))
-                if sp and sp.get("top") and sp["engine"]:
-                    print("    run %d, %s engine, busiest: %s" % (x["run"], role, ", ".join(
-                        "%s (%s) %.0f%%" % (sym, kind, 100.0 * n / sp["engine"])
-                        for sym, kind, n in sp["top"][:6])))
+    for load, label, run, _, eng, own, gib in profiled:
+        print("  %-9s %-21s run %-3d %6d %6.1f%% %6.1f%% %10.2f %10.2f" % (
+            load, label, run, eng, 100.0 * (eng - own) / eng, 100.0 * own / eng,
+            gib, gib * own / eng))
+    for _, _, run, split, _, _, _ in profiled:
+        for sp, role in zip(split, ("source", "destination")):
+            if sp.get("top") and sp["engine"]:
+                print("    run %d, %s engine, busiest: %s" % (run, role, ", ".join(
+                    "%s (%s) %.0f%%" % (sym, kind, 100.0 * n / sp["engine"])
+                    for sym, kind, n in sp["top"][:6])))
     print("  rxe: samples with an rdma_rxe frame in their call chain (packet copies, ICRC, "
           "the IP path: a NIC's work on hardware); own: the rest.")
     try:
@@ -307,9 +302,11 @@ def engine_split(res, runs):
                                                             machine / sandbox))
         print("  the engine's own s/GiB above divided by %.0f estimates its cost on real "
               "cores beside an RDMA NIC." % (machine / sandbox))
-        for name, _, own in lines:
-            print("    %s: about %.3f s per GiB (both hosts), %.1f GiB/s per core" % (
-                name, own * sandbox / machine, machine / (own * sandbox) if own else 0))
+        for load, label, run, _, eng, own, gib in profiled:
+            own_gib = gib * own / eng
+            print("    %s, %s, run %d: about %.3f s per GiB (both hosts), %.1f GiB/s per core" % (
+                load, label, run, own_gib * sandbox / machine,
+                machine / (own_gib * sandbox) if own_gib else 0))
 
 
 def slope(points):
