@@ -67,6 +67,8 @@ static const vrmEngineStatKey vrmEngineStatKeys[] = {
       N_("bytes read from QEMU and written to the peer") },
     { "bytes-received", VRM_ENGINE_STAT_UINT, OFF(bytesReceived), true,
       N_("bytes received from the peer and written to QEMU") },
+    { "bytes-spliced", VRM_ENGINE_STAT_UINT, OFF(bytesSpliced), false,
+      N_("of those, bytes QEMU read from the engine's memory without a copy") },
     { "chunks", VRM_ENGINE_STAT_UINT, OFF(chunks), false,
       N_("chunks written into the peer's rings") },
     { "chunks-received", VRM_ENGINE_STAT_UINT, OFF(chunksReceived), false,

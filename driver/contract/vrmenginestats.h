@@ -67,6 +67,7 @@ typedef struct {
     double mbpsAverage;                 /* over the data phase */
     guint64 bytesSent;
     guint64 bytesReceived;
+    guint64 bytesSpliced;               /* of bytesReceived: not copied */
     guint64 chunks;                     /* chunks written */
     guint64 chunksReceived;
     guint64 registrations;

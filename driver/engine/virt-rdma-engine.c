@@ -9,6 +9,8 @@
  */
 #include <config.h>
 
+#include <signal.h>
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,6 +100,9 @@ main(int argc, char **argv)
     vrmLogSetProgram("virt-rdma-engine");
     /* every socket and file the engine creates is its own user's only */
     umask(0077);
+    /* a QEMU that closed its socket is an error to report, not a signal
+     * to die of: splice() has no MSG_NOSIGNAL (send() passes it) */
+    signal(SIGPIPE, SIG_IGN);
     /* before anything a peer sends is read: not dumpable, no new
      * privileges, the seccomp deny list (vrmconfine.c) */
     if (vrmConfine() < 0) {

@@ -69,7 +69,7 @@ vrmRxFlowFill(vrmRxFlow *f, guint32 index, guint32 length)
                        index, f->fill);
         return -1;
     }
-    if (f->filled + f->uncredited >= f->depth) {
+    if (f->filled + f->held + f->uncredited >= f->depth) {
         vrmReportError(VRM_ERR_PROTOCOL,
                        _("the peer wrote chunk %1$u without a credit"), index);
         return -1;
@@ -105,7 +105,15 @@ vrmRxFlowDrained(vrmRxFlow *f)
     g_assert(f->filled > 0);
     f->drain = (f->drain + 1) % f->depth;
     f->filled--;
-    f->uncredited++;
+    f->held++;
+}
+
+void
+vrmRxFlowReleased(vrmRxFlow *f, guint32 n)
+{
+    g_assert(n <= f->held);
+    f->held -= n;
+    f->uncredited += n;
 }
 
 guint32

@@ -36,7 +36,8 @@ typedef struct {
     guint32 fill;           /* index the peer must write next */
     guint32 drain;          /* index to drain into the socket next */
     guint32 filled;         /* chunks written by the peer, not drained */
-    guint32 uncredited;     /* chunks drained, credit not yet returned */
+    guint32 held;           /* drained, but the socket may still read them */
+    guint32 uncredited;     /* released, credit not yet returned */
     guint64 bytes;          /* bytes announced so far */
 } vrmRxFlow;
 
@@ -46,8 +47,13 @@ int vrmRxFlowFill(vrmRxFlow *f, guint32 index, guint32 length);
 /* The same for WRITE_WITH_IMM, where only index % 32 travels */
 int vrmRxFlowFillTag(vrmRxFlow *f, guint32 tag, guint32 length,
                      guint32 *index);
-/* The oldest filled chunk has been written into the socket */
+/* The oldest filled chunk has been written into the socket. It stays held
+ * (no credit for the peer to write it again) until released: at once when
+ * its bytes were copied, once the reader took them when the socket holds
+ * references to the chunk's pages (zero copy). */
 void vrmRxFlowDrained(vrmRxFlow *f);
+/* The `n` oldest held chunks are free again, in ring order */
+void vrmRxFlowReleased(vrmRxFlow *f, guint32 n);
 /* Credits to send now: a quarter of the ring, or any when `flush`. */
 guint32 vrmRxFlowTakeCredits(vrmRxFlow *f, bool flush);
 

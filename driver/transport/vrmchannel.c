@@ -24,6 +24,7 @@
 
 #include "vrmchannel.h"
 #include "vrmflow.h"
+#include "vrmsplice.h"
 #include "vrmproto.h"
 #include "vrmerror.h"
 #include "vrmi18n.h"
@@ -44,6 +45,10 @@
  * fewer chunks than this are in flight; otherwise it waits for more bytes
  * or the next credit, whichever comes first (see vrmChannelHoldPartial) */
 #define VRM_CHANNEL_HOLD_INFLIGHT 2
+/* How often a channel whose ring pages QEMU's socket still reads (zero
+ * copy) looks whether QEMU has taken them: the socket wakes a writer only
+ * when it is nearly empty, not when a given byte was read */
+#define VRM_CHANNEL_TAKEN_POLL_MS 1
 
 G_STATIC_ASSERT(VRM_CHANNEL_RING_BATCH * 24 <= VRM_PROTO_PAYLOAD_MAX);
 
@@ -151,6 +156,13 @@ typedef enum {
     VRM_CHANNEL_END_CLEARED,    /* it is: the end is an end, not a crash */
 } vrmChannelEnd;
 
+/* How our ring's bytes reach QEMU's socket, chosen at the first byte */
+typedef enum {
+    VRM_CHANNEL_DELIVER_UNSET,
+    VRM_CHANNEL_DELIVER_SPLICE, /* page references, no copy (vrmsplice.h) */
+    VRM_CHANNEL_DELIVER_COPY,   /* send(): no pipe, or the system refused */
+} vrmChannelDeliver;
+
 struct _vrmChannel {
     vrmChannelConfig cfg;
     vrmChannelHost host;
@@ -209,6 +221,12 @@ struct _vrmChannel {
     guint32 rxOff;              /* bytes of the drain chunk written */
     bool rxBlocked;             /* the socket's send buffer is full */
     guint64 rxTotal;            /* bytes written to the socket, whole chunks */
+    guint64 rxWritten;          /* bytes written to the socket, all */
+    guint64 rxSplicedEnd;       /* rxWritten after the last byte spliced */
+    guint64 *rxFreeAt;          /* per chunk: bytes QEMU must have read before
+                                 * the chunk is free again, 0 at once */
+    vrmChannelDeliver deliver;  /* how our ring reaches the socket */
+    vrmSplice splice;
     guint32 creditsDue;         /* credits to return with READY */
     vrmProtoRegResult *regRes;  /* REGISTER_RESULT entries to send */
     guint32 nRegRes;
@@ -384,6 +402,7 @@ vrmChannelNew(const vrmChannelConfig *cfg, const vrmChannelHost *host)
     ch->sock = -1;
     ch->mbFd = -1;
     ch->wakefd = -1;
+    ch->splice.pipe[0] = ch->splice.pipe[1] = -1;
     g_mutex_init(&ch->lock);
     return ch;
 }
@@ -441,6 +460,7 @@ vrmChannelSetup(vrmChannel *ch, vrmRdmaDevice *dev)
     ch->regRes = g_new0(vrmProtoRegResult, depth);
     ch->rxLen = g_new0(guint32, depth);
     ch->rxRegd = g_new0(guint8, depth);
+    ch->rxFreeAt = g_new0(guint64, depth);
 
     if (vrmRingAlloc(&ch->ring, depth, ch->cfg.chunkSize) < 0 ||
         vrmRingAlloc(&ch->stage, depth, ch->cfg.chunkSize) < 0)
@@ -558,6 +578,7 @@ vrmChannelFree(vrmChannel *ch)
         close(ch->sock);
     if (ch->mbFd >= 0)
         close(ch->mbFd);
+    vrmSpliceClose(&ch->splice);
     /* the queue pair before the memory it may still reference */
     vrmRdmaQPFree(ch->qp);
     vrmRingClear(ch->dev, &ch->ring);
@@ -579,6 +600,7 @@ vrmChannelFree(vrmChannel *ch)
     g_free(ch->regRes);
     g_free(ch->rxLen);
     g_free(ch->rxRegd);
+    g_free(ch->rxFreeAt);
     vrmRemoteRingClear(&ch->remote);
     if (ch->wakefd >= 0)
         close(ch->wakefd);
@@ -1194,7 +1216,94 @@ vrmChannelPumpTx(vrmChannel *ch, bool *progress)
     return 0;
 }
 
-/* our ring -> socket; credits come due as chunks drain */
+/*
+ * Ring bytes into QEMU's socket: spliced where the system can (the socket
+ * then reads the ring's pages itself), copied otherwise. Returns the
+ * bytes written, or -1 and errno.
+ */
+static ssize_t
+vrmChannelDeliverBytes(vrmChannel *ch, const guint8 *buf, size_t len)
+{
+    ssize_t r;
+
+    if (ch->deliver == VRM_CHANNEL_DELIVER_UNSET) {
+        ch->deliver = VRM_CHANNEL_DELIVER_SPLICE;
+        if (vrmSpliceOpen(&ch->splice, ch->ring.chunk) < 0) {
+            VRM_INFO("channel %u: no pipe for zero-copy delivery (%s); copying",
+                     ch->cfg.index, g_strerror(errno));
+            ch->deliver = VRM_CHANNEL_DELIVER_COPY;
+        }
+    }
+    if (ch->deliver == VRM_CHANNEL_DELIVER_SPLICE) {
+        if ((r = vrmSpliceWrite(&ch->splice, ch->sock, buf, len)) > 0) {
+            ch->rxSplicedEnd = ch->rxWritten + r;
+            vrmStatsAdd(&ch->stats, VRM_STAT_BYTES_SPLICED, r);
+        }
+        if (r >= 0 || !vrmSpliceUnsupported(errno))
+            return r;
+        /* what the pipe held is still in the ring: copied from there on */
+        VRM_INFO("channel %u: cannot splice into QEMU's socket (%s); copying",
+                 ch->cfg.index, g_strerror(errno));
+        vrmSpliceClose(&ch->splice);
+        ch->deliver = VRM_CHANNEL_DELIVER_COPY;
+    }
+    return send(ch->sock, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+/*
+ * A drained chunk is free for the peer again once no byte of it can still
+ * be read from our memory: at once when it was copied; when part of it was
+ * spliced, once QEMU has read past its last spliced byte (vrmSpliceTaken:
+ * never more than QEMU read). Chunks are freed oldest first, as the peer
+ * writes them again in ring order.
+ */
+static guint32
+vrmChannelOldestHeld(const vrmChannel *ch)
+{
+    return (ch->rxf.drain + ch->rxf.depth - ch->rxf.held) % ch->rxf.depth;
+}
+
+static int
+vrmChannelReleaseHeld(vrmChannel *ch)
+{
+    guint32 oldest, n = 0;
+    guint64 taken = 0;
+    bool asked = false;
+
+    if (!ch->rxf.held)
+        return 0;
+    oldest = vrmChannelOldestHeld(ch);
+    while (n < ch->rxf.held) {
+        guint64 need = ch->rxFreeAt[(oldest + n) % ch->rxf.depth];
+
+        if (need > taken && !asked) {
+            if (vrmSpliceTaken(ch->sock, ch->rxWritten, &taken) < 0) {
+                vrmReportSystemError(errno,
+                                     _("channel %1$u: cannot learn how much QEMU has read of its socket"),
+                                     ch->cfg.index);
+                return -1;
+            }
+            asked = true;
+        }
+        if (need > taken)
+            break;
+        n++;
+    }
+    if (n)
+        vrmRxFlowReleased(&ch->rxf, n);
+    return 0;
+}
+
+/* Chunks QEMU still reads from our memory, whose credits the peer may
+ * need: look again soon */
+static bool
+vrmChannelAwaitsReader(const vrmChannel *ch)
+{
+    return ch->rx != VRM_CHANNEL_RX_DONE && ch->rxf.held &&
+           ch->rxFreeAt[vrmChannelOldestHeld(ch)] > 0;
+}
+
+/* our ring -> socket; credits come due as chunks are freed */
 static int
 vrmChannelPumpRx(vrmChannel *ch, bool *progress)
 {
@@ -1208,19 +1317,20 @@ vrmChannelPumpRx(vrmChannel *ch, bool *progress)
     while (ch->sock >= 0 && ch->rxf.filled > 0 && !ch->rxBlocked) {
         guint32 idx = ch->rxf.drain;
         guint32 len = ch->rxLen[idx];
-        ssize_t r = send(ch->sock, ch->ring.mem + (size_t)idx * ch->ring.chunk + ch->rxOff,
-                         len - ch->rxOff, MSG_NOSIGNAL | MSG_DONTWAIT);
+        ssize_t r = vrmChannelDeliverBytes(ch, ch->ring.mem + (size_t)idx * ch->ring.chunk + ch->rxOff,
+                                           len - ch->rxOff);
 
-        if (r < 0) {
-            if (errno == EINTR)
+        if (r <= 0) {
+            if (r < 0 && errno == EINTR)
                 continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            if (r == 0 || errno == EAGAIN || errno == EWOULDBLOCK) {
                 ch->rxBlocked = true;
                 break;
             }
             return vrmChannelStreamEnds(ch, errno, false);
         }
         ch->rxOff += r;
+        ch->rxWritten += r;
         vrmStatsAdd(&ch->stats, VRM_STAT_BYTES_RECEIVED, r);
         vrmChannelNoteBytes(ch);
         *progress = true;
@@ -1229,6 +1339,7 @@ vrmChannelPumpRx(vrmChannel *ch, bool *progress)
                                  ch->ring.mem + (size_t)idx * ch->ring.chunk, len);
             ch->rxTotal += len;
             ch->rxOff = 0;
+            ch->rxFreeAt[idx] = ch->rxSplicedEnd > ch->rxWritten - len ? ch->rxSplicedEnd : 0;
             vrmRxFlowDrained(&ch->rxf);
         }
         if (c->fault == VRM_ENGINE_FAULT_KILL && !ch->faultDone &&
@@ -1239,7 +1350,16 @@ vrmChannelPumpRx(vrmChannel *ch, bool *progress)
             kill(getpid(), SIGKILL);
         }
     }
-    ch->creditsDue += vrmRxFlowTakeCredits(&ch->rxf, ch->rxf.filled == 0);
+    if (ch->sock >= 0 && vrmChannelReleaseHeld(ch) < 0)
+        return -1;
+    /* after our EOF_ACK the peer writes nothing more: no READY then;
+     * while QEMU still reads held chunks, their release follows, and the
+     * credits go together */
+    if (ch->rx == VRM_CHANNEL_RX_DONE)
+        (void)vrmRxFlowTakeCredits(&ch->rxf, true);      /* dropped */
+    else
+        ch->creditsDue += vrmRxFlowTakeCredits(&ch->rxf,
+                                               ch->rxf.filled == 0 && ch->rxf.held == 0);
     return 0;
 }
 
@@ -1855,7 +1975,8 @@ vrmChannelWait(vrmChannel *ch)
         if (ev)
             fds[nfds++] = (struct pollfd) { .fd = ch->sock, .events = ev };
     }
-    if (poll(fds, nfds, VRM_CHANNEL_POLL_MS) < 0 && errno != EINTR) {
+    if (poll(fds, nfds, vrmChannelAwaitsReader(ch) ? VRM_CHANNEL_TAKEN_POLL_MS :
+             VRM_CHANNEL_POLL_MS) < 0 && errno != EINTR) {
         vrmReportSystemError(errno, _("poll failed on channel %1$u"), ch->cfg.index);
         return -1;
     }
@@ -1990,7 +2111,7 @@ vrmChannelCheckInvariants(const vrmChannel *ch)
 
     if (ch->txf.depth && ch->txf.inflight > ch->txf.depth)
         broken = "credits in flight above the peer's ring depth";
-    else if (ch->rxf.filled + ch->rxf.uncredited > ch->rxf.depth)
+    else if (ch->rxf.filled + ch->rxf.held + ch->rxf.uncredited > ch->rxf.depth)
         broken = "our ring filled above its depth";
     else if (ch->postSeq - ch->retiredSeq > ch->sqSize)
         broken = "send queue above its size";

@@ -1319,6 +1319,7 @@ vrmEngineGetStats(vrmEngine *e, vrmEngineStats *st)
                                    total.v[VRM_STAT_BYTES_RECEIVED], st->dataS);
     st->bytesSent = total.v[VRM_STAT_BYTES_SENT];
     st->bytesReceived = total.v[VRM_STAT_BYTES_RECEIVED];
+    st->bytesSpliced = total.v[VRM_STAT_BYTES_SPLICED];
     st->chunks = total.v[VRM_STAT_CHUNKS_WRITTEN];
     st->chunksReceived = total.v[VRM_STAT_CHUNKS_RECEIVED];
     st->registrations = total.v[VRM_STAT_REGISTRATIONS];

@@ -9,7 +9,7 @@ static const char *const vrmStatNames[] = {
     "bytes_sent", "bytes_received", "chunks_written", "chunks_received",
     "registrations", "registration_us", "pinned_bytes", "credit_stalls",
     "completions", "cq_polls", "cq_idle_polls", "control_sent",
-    "control_received", "doorbells",
+    "control_received", "doorbells", "bytes_spliced",
 };
 G_STATIC_ASSERT(G_N_ELEMENTS(vrmStatNames) == VRM_STAT_LAST);
 

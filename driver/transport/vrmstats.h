@@ -24,6 +24,7 @@ typedef enum {
     VRM_STAT_CONTROL_SENT,          /* control messages sent */
     VRM_STAT_CONTROL_RECEIVED,      /* control messages received */
     VRM_STAT_DOORBELLS,             /* posts to the device */
+    VRM_STAT_BYTES_SPLICED,         /* of BYTES_RECEIVED: into the socket without a copy */
 
     VRM_STAT_LAST
 } vrmStat;

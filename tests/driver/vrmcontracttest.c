@@ -301,6 +301,7 @@ fillStats(vrmEngineStats *st)
     st->mbpsAverage = 50.25;
     st->bytesSent = G_MAXUINT64;
     st->bytesReceived = 89;
+    st->bytesSpliced = 88;
     st->chunks = 7;
     st->registrationNs = 1000;
     st->pinnedBytes = 65536;
@@ -336,6 +337,7 @@ testStatsRoundTrip(void)
     g_assert_cmpuint(out.rdmaPort, ==, 51234);
     g_assert_cmpuint(out.bytesSent, ==, G_MAXUINT64);
     g_assert_cmpuint(out.doorbells, ==, 42);
+    g_assert_cmpuint(out.bytesSpliced, ==, 88);
     g_assert_cmpfloat_with_epsilon(out.mbps, 99.5, 1e-9);
     g_assert_cmpfloat_with_epsilon(out.cpuSystemS, 0.5, 1e-9);
     g_assert_true(out.writeImm && !out.pinAll && out.qemuGone);

@@ -4,6 +4,7 @@
 #include <config.h>
 
 #include <fcntl.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -38,6 +39,9 @@ vrmFakePairNew(const vrmFakePairConfig *cfg)
     int cqe[2];
     int i;
 
+    /* as the engine does: the channel splices into the QEMU sockets, and
+     * splice() raises SIGPIPE on a closed one (send() is told not to) */
+    signal(SIGPIPE, SIG_IGN);
     for (i = 0; i < 2; i++) {
         vrmChannelConfig cc = {
             .role = i == 0 ? VRM_ENGINE_ROLE_SOURCE : VRM_ENGINE_ROLE_DESTINATION,
