@@ -58,7 +58,9 @@ vrmSpliceClose(vrmSplice *z)
 gboolean
 vrmSpliceUnsupported(int err)
 {
-    return err == EINVAL || err == ENOSYS || err == EPERM || err == EOPNOTSUPP;
+    /* EACCES: a security module that mediates the pipe */
+    return err == EINVAL || err == ENOSYS || err == EPERM || err == EACCES ||
+           err == EOPNOTSUPP;
 }
 
 ssize_t

@@ -27,7 +27,7 @@ void vrmSpliceClose(vrmSplice *z);
  * again with @buf advanced by what was returned: the first bytes of
  * @buf may already be in the pipe. Returns the bytes that entered the
  * socket (0 is possible), or -1 and errno: EAGAIN when the socket is
- * full, EINVAL, ENOSYS or EPERM when the system cannot splice into it
+ * full, EINVAL, ENOSYS, EPERM or EACCES when the system cannot splice into it
  * (vrmSpliceUnsupported: close, and copy from the same place on).
  */
 ssize_t vrmSpliceWrite(vrmSplice *z, int sock, const guint8 *buf, size_t len);
