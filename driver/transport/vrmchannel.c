@@ -1295,11 +1295,14 @@ vrmChannelReleaseHeld(vrmChannel *ch)
 }
 
 /* Chunks QEMU still reads from our memory, whose credits the peer may
- * need: look again soon */
+ * need: look again soon. Not while the socket is full: the wait is then
+ * for room (POLLOUT, when the socket is three quarters read), by which
+ * time the held chunk's bytes are behind QEMU, and a look every
+ * millisecond would cost a busy host more than the credit is worth. */
 static bool
 vrmChannelAwaitsReader(const vrmChannel *ch)
 {
-    return ch->rx != VRM_CHANNEL_RX_DONE && ch->rxf.held &&
+    return ch->rx != VRM_CHANNEL_RX_DONE && !ch->rxBlocked && ch->rxf.held &&
            ch->rxFreeAt[vrmChannelOldestHeld(ch)] > 0;
 }
 
