@@ -221,8 +221,8 @@ struct _vrmChannel {
     guint32 rxOff;              /* bytes of the drain chunk written */
     bool rxBlocked;             /* the socket's send buffer is full */
     guint64 rxTotal;            /* bytes written to the socket, whole chunks */
-    guint64 rxWritten;          /* bytes written to the socket, all */
-    guint64 rxSplicedEnd;       /* rxWritten after the last byte spliced */
+    guint64 rxSplicedEnd;       /* bytes written to the socket after the
+                                 * last byte spliced (vrmChannelRxWritten) */
     guint64 *rxFreeAt;          /* per chunk: bytes QEMU must have read before
                                  * the chunk is free again, 0 at once */
     vrmChannelDeliver deliver;  /* how our ring reaches the socket */
@@ -1216,6 +1216,13 @@ vrmChannelPumpTx(vrmChannel *ch, bool *progress)
     return 0;
 }
 
+/* Bytes written to QEMU's socket so far */
+static inline guint64
+vrmChannelRxWritten(const vrmChannel *ch)
+{
+    return ch->rxTotal + ch->rxOff;
+}
+
 /*
  * Ring bytes into QEMU's socket: spliced where the system can (the socket
  * then reads the ring's pages itself), copied otherwise. Returns the
@@ -1236,7 +1243,7 @@ vrmChannelDeliverBytes(vrmChannel *ch, const guint8 *buf, size_t len)
     }
     if (ch->deliver == VRM_CHANNEL_DELIVER_SPLICE) {
         if ((r = vrmSpliceWrite(&ch->splice, ch->sock, buf, len)) > 0) {
-            ch->rxSplicedEnd = ch->rxWritten + r;
+            ch->rxSplicedEnd = vrmChannelRxWritten(ch) + r;
             vrmStatsAdd(&ch->stats, VRM_STAT_BYTES_SPLICED, r);
         }
         if (r >= 0 || !vrmSpliceUnsupported(errno))
@@ -1277,7 +1284,7 @@ vrmChannelReleaseHeld(vrmChannel *ch)
         guint64 need = ch->rxFreeAt[(oldest + n) % ch->rxf.depth];
 
         if (need > taken && !asked) {
-            if (vrmSpliceTaken(ch->sock, ch->rxWritten, &taken) < 0) {
+            if (vrmSpliceTaken(ch->sock, vrmChannelRxWritten(ch), &taken) < 0) {
                 vrmReportSystemError(errno,
                                      _("channel %1$u: cannot learn how much QEMU has read of its socket"),
                                      ch->cfg.index);
@@ -1333,16 +1340,16 @@ vrmChannelPumpRx(vrmChannel *ch, bool *progress)
             return vrmChannelStreamEnds(ch, errno, false);
         }
         ch->rxOff += r;
-        ch->rxWritten += r;
         vrmStatsAdd(&ch->stats, VRM_STAT_BYTES_RECEIVED, r);
         vrmChannelNoteBytes(ch);
         *progress = true;
         if (ch->rxOff == len) {
             vrmChannelTraceChunk(ch, "delivered", ch->rxTotal,
                                  ch->ring.mem + (size_t)idx * ch->ring.chunk, len);
+            /* any byte of it spliced: free once QEMU read past the last */
+            ch->rxFreeAt[idx] = ch->rxSplicedEnd > ch->rxTotal ? ch->rxSplicedEnd : 0;
             ch->rxTotal += len;
             ch->rxOff = 0;
-            ch->rxFreeAt[idx] = ch->rxSplicedEnd > ch->rxWritten - len ? ch->rxSplicedEnd : 0;
             vrmRxFlowDrained(&ch->rxf);
         }
         if (c->fault == VRM_ENGINE_FAULT_KILL && !ch->faultDone &&
