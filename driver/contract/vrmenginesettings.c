@@ -35,6 +35,7 @@ VRM_ENUM_IMPL(vrmEngineFault, VRM_ENGINE_FAULT_LAST,
               "oversize",
               "fail",
               "vanish",
+              "stale-request",
 );
 
 #define VRM_ENGINE_UNIX_PATH_MAX (sizeof(((struct sockaddr_un *)NULL)->sun_path) - 1)

@@ -66,6 +66,7 @@ typedef enum {
     VRM_ENGINE_FAULT_OVERSIZE,      /* send a control message > 4096 bytes */
     VRM_ENGINE_FAULT_FAIL,          /* source: fail right after listening */
     VRM_ENGINE_FAULT_VANISH,        /* destination: drop the connect request at once */
+    VRM_ENGINE_FAULT_STALE_REQUEST, /* source: the first request's sender is gone */
 
     VRM_ENGINE_FAULT_LAST
 } vrmEngineFault;

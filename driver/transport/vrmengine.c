@@ -98,6 +98,7 @@ struct _vrmEngine {
     guint32 nextConnect;        /* destination: the next channel the source may ask for */
     guint32 nextOpen;           /* destination: next socket to connect */
     guint32 rejects;            /* source: connection requests refused */
+    bool staleInjected;         /* source: the stale-request test hook fired */
     int lastReject;             /* source: reason of the last one */
     gint64 logWindowUs;         /* peer-triggered warnings: window start */
     guint logCount;             /* ... and how many in it */
@@ -673,6 +674,21 @@ vrmEngineReject(vrmEngine *e, struct rdma_cm_id *id, int reason, bool count)
         VRM_WARN("rdma_reject failed: %s", g_strerror(errno));
 }
 
+/* Source, test hook: the first connect request fails as one whose sender
+ * went away before its queue pair existed would (the race of issue 13
+ * item 12 that a test cannot time) */
+static int
+vrmEngineStaleRequest(vrmEngine *e, vrmEngineSlot *slot)
+{
+    if (e->s.fault != VRM_ENGINE_FAULT_STALE_REQUEST || e->staleInjected)
+        return 0;
+    e->staleInjected = true;
+    VRM_WARN("test hook: channel %u: taking this connect request as one whose sender has gone",
+             slot->index);
+    vrmReportSystemError(EINVAL, "test hook: no queue pair for a connect request whose sender has gone");
+    return -1;
+}
+
 /* Source: a connect request. 1: refused (destroy the id after the ack),
  * 2: accepting failed (reset the slot after the ack), 0: accepted, -1: the
  * job fails. */
@@ -741,14 +757,21 @@ vrmEngineAccept(vrmEngine *e, struct rdma_cm_event *ev)
     rep.flags = vrmProtoNegotiate(e->caps, req.flags);
     rep.channel = req.channel;
     rep.channels = MIN(e->s.channels, req.channels);
-    if (vrmEngineSlotSetup(e, slot, slot->id, rep.flags) < 0 || vrmProtoNonce(rep.nonce) < 0) {
-        int code = vrmGetLastErrorCode();
-
-        vrmEngineReject(e, ev->id, code == VRM_ERR_RESOURCE ? VRM_REJECT_RESOURCES :
-                        VRM_REJECT_MALFORMED, true);
-        /* a channel the allowance does not cover ends the job: QEMU would
-         * wait for it forever */
-        return -1;
+    if (vrmEngineStaleRequest(e, slot) < 0 ||
+        vrmEngineSlotSetup(e, slot, slot->id, rep.flags) < 0 || vrmProtoNonce(rep.nonce) < 0) {
+        if (vrmGetLastErrorCode() == VRM_ERR_RESOURCE) {
+            vrmEngineReject(e, ev->id, VRM_REJECT_RESOURCES, true);
+            /* a channel the allowance does not cover ends the job: QEMU
+             * would wait for it forever */
+            return -1;
+        }
+        /* Anything else belongs to this one request: above all a sender
+         * that went away between its request and our queue pair (rdma_cm
+         * then refuses the queue pair with EINVAL). It costs the job
+         * nothing: "busy" asks a live sender to try again, and the slot
+         * listens again with the reason logged (issue 13 item 12). */
+        vrmEngineReject(e, ev->id, VRM_REJECT_BUSY, false);
+        return 2;
     }
     if (e->s.fault == VRM_ENGINE_FAULT_IMPOSTOR) {
         VRM_WARN("test hook: answering without the job's token");
@@ -767,7 +790,7 @@ vrmEngineAccept(vrmEngine *e, struct rdma_cm_event *ev)
     if (rdma_accept(slot->id, &param) < 0) {
         /* its sender has gone already (issue 13 item 12): drop this one,
          * keep listening; the real destination may still come */
-        VRM_DEBUG("channel %u: rdma_accept: %s", slot->index, g_strerror(errno));
+        vrmReportSystemError(errno, _("its connect request could not be accepted"));
         return 2;
     }
     if (!e->agreed)
@@ -922,9 +945,12 @@ vrmEngineCMEvent(gint fd, GIOCondition cond, gpointer opaque)
             /* ids go only once their events are acked */
             if (destroy)
                 rdma_destroy_id(destroy);
-            if (rc == 2)
-                vrmEngineSlotReset(e, slot, VRM_REJECT_NONE,
-                                   _("its connect request could not be accepted"));
+            if (rc == 2) {
+                g_autofree char *why = g_strdup(vrmGetLastErrorMessage());
+
+                vrmEngineSlotReset(e, slot, VRM_REJECT_NONE, why);
+                vrmResetLastError();
+            }
             if (rc > 0)
                 rc = 0;
             break;
