@@ -268,14 +268,15 @@ records_after_full() {
     say "job $id: its final record was written once there was room"
 }
 
-# concurrent_four: row 11. Guests of 160 MiB dirtying 512 KiB (four e2e
+# concurrent_four: row 11. Guests of 256 MiB dirtying 512 KiB (four e2e
 # guests at 2 MiB would keep the emulated CPUs of the sandbox busy enough
 # to slow everything else): c1 and c2 go a->b, c3 and c4 come b->a, one of
 # each pair by virsh, the other by virt-rdma migrate, all four at once, each
 # held at 1 MiB/s until the fifth was asked, then at full speed (under the
 # emulated CPUs' load a fixed cap was either too slow for CI or over before
-# the fifth got its answer). The hold is the first pass over RAM: 160 s at
-# 1 MiB/s. Nothing shorter holds: the guest stops dirtying while it
+# the fifth got its answer). The hold is the first pass over RAM: 256 s at
+# 1 MiB/s (the refusals ended 110-150 s after the first byte on this
+# stop's machine). Nothing shorter holds: the guest stops dirtying while it
 # verifies its RAM, so QEMU finds nothing left to send and ends the
 # migration at any downtime limit; with 64 MiB guests a slow machine
 # (virsh's refusal 23 s, the CLI's 16 s under this load) saw two of the
@@ -286,24 +287,27 @@ records_after_full() {
 # CPUs are shared by every guest).
 concurrent_four() {
     local name="four migrations at once, two each way, under ib_write_bw; a fifth refused by max-jobs"
-    local g tool start took bw base on_b ibwb deadline ra rb
+    local g tool start took bw base on_b ibwb ibwb_reports deadline ra rb
     say "---- fault: $name"
     # g1 (the fifth) waits paused: one emulated CPU less to share
     base=$(verify_count g1)
     virsh -q suspend g1 > /dev/null || fail "$name: cannot suspend g1"
     # c3 and c4 start on b while c1 and c2 start here
-    remote 'for g in c3 c4; do define_guest $g 160 dirty_kb=512; enable_rdma $g; done' > /tmp/c34.out 2>&1 &
+    remote 'for g in c3 c4; do define_guest $g 256 dirty_kb=512; enable_rdma $g; done' > /tmp/c34.out 2>&1 &
     on_b=$!
-    for g in c1 c2; do define_guest $g 160 "dirty_kb=512"; enable_rdma $g; done
+    for g in c1 c2; do define_guest $g 256 "dirty_kb=512"; enable_rdma $g; done
     wait $on_b || { cat /tmp/c34.out; fail "$name: cannot start c3 and c4 on b"; }
     cat /tmp/c34.out
     # other RDMA traffic on the wire: ib_write_bw from a to b (the server
-    # on b), a report every 2 s until it is stopped
-    remote 'ib_write_bw -d $VRM_RDMA_DEVICE -R -p 18800 -D 2 --run_infinitely > /tmp/ibwb.out 2>&1 & echo $! > /tmp/ibwb.pid' ||
+    # on b), a report every 2 s until it is stopped. Both ends start again
+    # when ib_write_bw gives up: it times its reports with the CPU's cycle
+    # counter and quits ("Can't produce a report") when it cannot measure
+    # the clock rate, which happens on a loaded emulated CPU.
+    rm -f /tmp/ibwb.stop /tmp/ibwb.out
+    remote 'rm -f /tmp/ibwb.stop; ( until [ -e /tmp/ibwb.stop ]; do ib_write_bw -d $VRM_RDMA_DEVICE -R -p 18800 -D 2 --run_infinitely >> /tmp/ibwb.out 2>&1; done ) > /dev/null 2>&1 & echo $! > /tmp/ibwb.pid' ||
         fail "$name: cannot start ib_write_bw on b"
-    ( for _ in $(seq 40); do
-          ib_write_bw -d "$VRM_RDMA_DEVICE" -R -p 18800 -D 2 --run_infinitely 198.18.0.2 > /tmp/ibwb.out 2>&1
-          grep -q "remote address" /tmp/ibwb.out && break
+    ( until [ -e /tmp/ibwb.stop ]; do
+          ib_write_bw -d "$VRM_RDMA_DEVICE" -R -p 18800 -D 2 --run_infinitely 198.18.0.2 >> /tmp/ibwb.out 2>&1
           nap 0.5
       done ) &
     ibwb=$! deadline=$((SECONDS + 30))
@@ -312,6 +316,7 @@ concurrent_four() {
         nap 0.5
     done
     say "$name: ib_write_bw runs: $(grep -E '^ *65536 +[0-9]+ ' /tmp/ibwb.out | tail -1 | awk '{print $4 " MiB/s"}')"
+    ibwb_reports=$(grep -cE '^ *65536 +[0-9]+ ' /tmp/ibwb.out)
     start=$(( $(date +%s%N) / 1000000 ))
     migrate_bg c1 virsh "$dest_b" --bandwidth 1
     migrate_bg c2 virt-rdma "$dest_b" --bandwidth 1
@@ -325,12 +330,12 @@ concurrent_four() {
         # a fifth is only refused while the four run: if one has ended,
         # the hold above was too short for this machine, not a product bug
         [ -e /tmp/mig-c1.rc ] || [ -e /tmp/mig-c2.rc ] && fail "$name: c1 or c2 ended before the fifth was asked ($tool)"
-        remote '[ ! -e /tmp/mig-c3.rc ] && [ ! -e /tmp/mig-c4.rc ]' > /dev/null ||
-            fail "$name: c3 or c4 ended before the fifth was asked ($tool)"
         refused_by "$tool" "a fifth migration while four run (g1 a->b)" "max-jobs = 4"
     done
-    say "$name: memory available while four run: a $(awk '/MemAvailable/ {print int($2 / 1024)}' /proc/meminfo) MiB"
     [ -e /tmp/mig-c1.rc ] || [ -e /tmp/mig-c2.rc ] && fail "$name: c1 or c2 ended before the fifth was answered"
+    remote '[ ! -e /tmp/mig-c3.rc ] && [ ! -e /tmp/mig-c4.rc ]' > /dev/null ||
+        fail "$name: c3 or c4 ended before the fifth was answered"
+    say "$name: memory available while four run: a $(awk '/MemAvailable/ {print int($2 / 1024)}' /proc/meminfo) MiB"
 
     # the four at full speed, and they end, all completed
     for g in c1 c2; do virsh migrate-setspeed $g 1000 || fail "$name: cannot raise $g's bandwidth"; done
@@ -341,11 +346,13 @@ concurrent_four() {
         nap 1
     done
     took=$(( $(date +%s%N) / 1000000 - start ))
-    kill -0 $ibwb 2>/dev/null || fail "$name: ib_write_bw stopped before the four migrations ended: $(tail -3 /tmp/ibwb.out)"
-    pkill -x ib_write_bw; remote 'kill $(cat /tmp/ibwb.pid)'
+    [ "$(grep -cE '^ *65536 +[0-9]+ ' /tmp/ibwb.out)" -gt "$ibwb_reports" ] ||
+        fail "$name: ib_write_bw reported nothing while the four migrations ran: $(tail -3 /tmp/ibwb.out)"
+    touch /tmp/ibwb.stop; pkill -x ib_write_bw
+    remote 'touch /tmp/ibwb.stop; pkill -x ib_write_bw; kill $(cat /tmp/ibwb.pid) 2>/dev/null'
     wait $ibwb
     bw=$(grep -E '^ *65536 +[0-9]+ ' /tmp/ibwb.out | awk '{print $4}' | tr '\n' ' ')
-    say "$name: ib_write_bw sent all along, every 2 s (MiB/s): $bw"
+    say "$name: ib_write_bw sent all along, every 2 s (MiB/s): $bw; started again $(grep -c "Can't produce a report" /tmp/ibwb.out) time(s) after it could not time a report"
     say "$name: all four ended $((took / 1000)).$(printf %03d $((took % 1000))) s after they started"
     for g in c1 c2; do
         say "$g (a->b by $( [ $g = c1 ] && echo virsh || echo virt-rdma)): status $(cat /tmp/mig-$g.rc) $(head -1 /tmp/mig-$g.out)"
