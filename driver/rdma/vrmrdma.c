@@ -86,6 +86,19 @@ vrmRdmaVerbsTakeEvents(vrmRdmaQP *qp)
     return n;
 }
 
+/* Asked only after a work request failed: one system call */
+static bool
+vrmRdmaVerbsPortDown(vrmRdmaQP *qp)
+{
+    vrmRdmaVerbsQP *v = (vrmRdmaVerbsQP *)qp;
+    struct ibv_port_attr attr;
+
+    if (!v->id || !v->id->verbs || v->id->port_num == 0 ||
+        ibv_query_port(v->id->verbs, v->id->port_num, &attr) != 0)
+        return false;
+    return attr.state != IBV_PORT_ACTIVE;
+}
+
 /* Reverse order of creation; tolerates a half-built queue pair */
 static void
 vrmRdmaVerbsQPFree(vrmRdmaQP *qp)
@@ -123,6 +136,7 @@ static const vrmRdmaOps vrmRdmaVerbsOps = {
     .poll = vrmRdmaVerbsPoll,
     .arm = vrmRdmaVerbsArm,
     .takeEvents = vrmRdmaVerbsTakeEvents,
+    .portDown = vrmRdmaVerbsPortDown,
     .qpFree = vrmRdmaVerbsQPFree,
     .devFree = vrmRdmaVerbsDevFree,
 };
@@ -328,6 +342,12 @@ vrmRdmaQPPoll(vrmRdmaQP *qp, int n, struct ibv_wc *wc)
         }
     }
     return got;
+}
+
+bool
+vrmRdmaQPPortDown(vrmRdmaQP *qp)
+{
+    return qp->dev->ops->portDown && qp->dev->ops->portDown(qp);
 }
 
 int

@@ -41,6 +41,7 @@ typedef struct {
     int (*poll)(vrmRdmaQP *qp, int n, struct ibv_wc *wc);     /* < 0: failed */
     int (*arm)(vrmRdmaQP *qp);                                 /* errno value */
     int (*takeEvents)(vrmRdmaQP *qp);                          /* -1 reported */
+    bool (*portDown)(vrmRdmaQP *qp);                           /* optional */
     void (*qpFree)(vrmRdmaQP *qp);
     void (*devFree)(vrmRdmaDevice *dev);
 } vrmRdmaOps;
@@ -96,6 +97,8 @@ int vrmRdmaQPPoll(vrmRdmaQP *qp, int n, struct ibv_wc *wc);
 int vrmRdmaQPArm(vrmRdmaQP *qp);
 /* Consume pending completion events (non-blocking); returns how many */
 int vrmRdmaQPTakeEvents(vrmRdmaQP *qp);
+/* The port under @qp is known to be down (its link failed) */
+bool vrmRdmaQPPortDown(vrmRdmaQP *qp);
 
 /* Error class and a sentence for a failed work completion */
 int vrmRdmaWcStatusToError(enum ibv_wc_status status, const char **what);

@@ -1665,6 +1665,14 @@ vrmChannelHandleWC(vrmChannel *ch, struct ibv_wc *wc, guint32 *nrepost)
         if (wc->status == IBV_WC_WR_FLUSH_ERR &&
             (vrmChannelLogicallyDone(ch) || ch->peerGone))
             return 0;
+        if (vrmRdmaQPPortDown(ch->qp)) {
+            /* the link failed under this work request: say so, not the
+             * provider's status for it (rxe completes a send it could not
+             * transmit with LOC_QP_OP_ERR before the port's async event) */
+            vrmReportError(VRM_ERR_NO_DEVICE, _("RDMA device %1$s failed: %2$s"),
+                           ch->qp->dev->name, ibv_event_type_str(IBV_EVENT_PORT_ERR));
+            return -1;
+        }
         if (wid && wid->kind == VRM_WR_RECV &&
             (wc->status == IBV_WC_LOC_LEN_ERR || wc->status == IBV_WC_LOC_QP_OP_ERR)) {
             /* a receive fails only when the peer sent more than a control

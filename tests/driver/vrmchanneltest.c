@@ -585,6 +585,26 @@ testFaultInjection(void)
     vrmFakePairFree(p);
 }
 
+/* A work request that fails while the port is down names the port, not
+ * the provider's status for the request (rxe: "a local work request was
+ * invalid", seen in the sandbox's link-down case) */
+static void
+testPortDown(void)
+{
+    vrmFakePairConfig cfg = { 4, 4, K64, false, true };
+    vrmFakePair *p = vrmFakePairNew(&cfg);
+    Streams s;
+
+    p->qp[1]->faultAfter = 3;
+    vrmFakeSetPortDown(p->dev[1], true);
+    streamsInit(&s, 512 * 1024, 0);
+    runStreams(p, &s, 64);
+    g_assert_true(p->failed[1]);
+    g_assert_nonnull(strstr(p->error[1], "RDMA device fake-dst failed: port error"));
+    streamsClear(&s);
+    vrmFakePairFree(p);
+}
+
 /* Doorbells: one per post, however many work requests it carries */
 static void
 testDoorbells(void)
@@ -725,6 +745,7 @@ main(int argc, char **argv)
     g_test_add_func("/channel/illegal-in-every-state", testIllegal);
     g_test_add_func("/channel/oversize", testOversize);
     g_test_add_func("/channel/fault-injection", testFaultInjection);
+    g_test_add_func("/channel/port-down", testPortDown);
     g_test_add_func("/channel/doorbells", testDoorbells);
     g_test_add_func("/channel/partial/alone", testPartialAlone);
     g_test_add_func("/channel/partial/coalesced", testPartialCoalesced);

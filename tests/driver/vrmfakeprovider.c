@@ -21,6 +21,7 @@ typedef struct {
     vrmRdmaDevice base;
     GPtrArray *mrs;             /* vrmFakeMR */
     guint32 nextKey;
+    bool portDown;              /* vrmFakeSetPortDown() */
 } vrmFakeDevice;
 
 typedef struct {
@@ -308,6 +309,18 @@ vrmFakeDevFree(vrmRdmaDevice *d)
     g_ptr_array_free(dev->mrs, TRUE);
 }
 
+static bool
+vrmFakePortDown(vrmRdmaQP *qp)
+{
+    return ((vrmFakeDevice *)qp->dev)->portDown;
+}
+
+void
+vrmFakeSetPortDown(vrmRdmaDevice *dev, bool down)
+{
+    ((vrmFakeDevice *)dev)->portDown = down;
+}
+
 static const vrmRdmaOps vrmFakeOps = {
     .reg = vrmFakeReg,
     .dereg = vrmFakeDereg,
@@ -316,6 +329,7 @@ static const vrmRdmaOps vrmFakeOps = {
     .poll = vrmFakePoll,
     .arm = vrmFakeArm,
     .takeEvents = vrmFakeTakeEvents,
+    .portDown = vrmFakePortDown,
     .qpFree = vrmFakeQPFree,
     .devFree = vrmFakeDevFree,
 };

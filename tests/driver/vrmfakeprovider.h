@@ -22,6 +22,8 @@
 #include "vrmrdma.h"
 
 vrmRdmaDevice *vrmFakeDeviceNew(const char *name);
+/* The device's port is down from now on (vrmRdmaQPPortDown) */
+void vrmFakeSetPortDown(vrmRdmaDevice *dev, bool down);
 /* Queue pairs on @a and @b joined by a wire, each sized as its side asks */
 void vrmFakeQPPair(vrmRdmaDevice *a, vrmRdmaDevice *b, const guint32 sendSize[2],
                    const guint32 recvSize[2], const int cqe[2],
