@@ -568,21 +568,29 @@ testOversize(void)
     vrmFakeSetOversizeStatus(IBV_WC_LOC_LEN_ERR);
 }
 
-/* The failure-injection point of the provider covers every poll */
+/* The failure-injection point of the provider covers every poll: the
+ * destination's third completion fails, with its port up or down */
 static void
-testFaultInjection(void)
+assertInjectedFailure(bool portDown, const char *expect)
 {
     vrmFakePairConfig cfg = { 4, 4, K64, false, true };
     vrmFakePair *p = vrmFakePairNew(&cfg);
     Streams s;
 
     p->qp[1]->faultAfter = 3;
+    vrmFakeSetPortDown(p->dev[1], portDown);
     streamsInit(&s, 512 * 1024, 0);
     runStreams(p, &s, 64);
     g_assert_true(p->failed[1]);
-    g_assert_nonnull(strstr(p->error[1], "a work request failed: general error"));
+    g_assert_nonnull(strstr(p->error[1], expect));
     streamsClear(&s);
     vrmFakePairFree(p);
+}
+
+static void
+testFaultInjection(void)
+{
+    assertInjectedFailure(false, "a work request failed: general error");
 }
 
 /* A work request that fails while the port is down names the port, not
@@ -591,18 +599,7 @@ testFaultInjection(void)
 static void
 testPortDown(void)
 {
-    vrmFakePairConfig cfg = { 4, 4, K64, false, true };
-    vrmFakePair *p = vrmFakePairNew(&cfg);
-    Streams s;
-
-    p->qp[1]->faultAfter = 3;
-    vrmFakeSetPortDown(p->dev[1], true);
-    streamsInit(&s, 512 * 1024, 0);
-    runStreams(p, &s, 64);
-    g_assert_true(p->failed[1]);
-    g_assert_nonnull(strstr(p->error[1], "RDMA device fake-dst failed: port error"));
-    streamsClear(&s);
-    vrmFakePairFree(p);
+    assertInjectedFailure(true, "RDMA device fake-dst failed: port error");
 }
 
 /* Doorbells: one per post, however many work requests it carries */
