@@ -32,7 +32,8 @@
 /* Capability bits (32-bit mask, docs/protocol.rst "Capabilities"). */
 #define VRM_CAP_PIN_ALL 0x1u        /* rings registered up front, rkeys in the description */
 #define VRM_CAP_WRITE_IMM 0x2u      /* data announced by RDMA WRITE_WITH_IMM */
-#define VRM_CAP_KNOWN (VRM_CAP_PIN_ALL | VRM_CAP_WRITE_IMM)
+#define VRM_CAP_DISKS 0x4u          /* disk channels: QEMU's NBD connections (--copy-storage-all) */
+#define VRM_CAP_KNOWN (VRM_CAP_PIN_ALL | VRM_CAP_WRITE_IMM | VRM_CAP_DISKS)
 
 /* Chunk size: a power of two from 64 KiB to 64 MiB. */
 #define VRM_CHUNK_SIZE_MIN (64u * 1024)
@@ -43,6 +44,14 @@
 #define VRM_CHANNELS_MIN 1
 #define VRM_CHANNELS_MAX 64
 #define VRM_CHANNELS_DEFAULT 1
+
+/* Disk channels: one per NBD connection QEMU opens to copy a disk that is
+ * not shared. On the wire they are numbered after every migration
+ * channel a job can have, so the two ranges never meet whatever the
+ * agreed number of migration channels. */
+#define VRM_DISK_CHANNELS_MAX 16
+#define VRM_DISK_CHANNEL_BASE VRM_CHANNELS_MAX
+#define VRM_SLOTS_MAX (VRM_CHANNELS_MAX + VRM_DISK_CHANNELS_MAX)
 
 /* Ring depth: chunks per channel and direction. */
 #define VRM_RING_DEPTH_MIN 2

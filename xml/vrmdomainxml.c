@@ -546,6 +546,42 @@ vrmDomainXMLGetMigration(const char *xml, vrmMigrationDef **def)
     return 1;
 }
 
+int
+vrmDomainXMLCountCopyDisks(const char *xml, unsigned int *disks)
+{
+    g_autoptr(vrmDomainXML) dom = NULL;
+    xmlNodePtr devices = NULL, cur, child;
+
+    *disks = 0;
+    if (!(dom = vrmDomainXMLOpen(xml)))
+        return -1;
+    for (cur = dom->root->children; cur; cur = cur->next) {
+        if (vrmXMLIsElement(cur, NULL, "devices"))
+            devices = cur;
+    }
+    for (cur = devices ? devices->children : NULL; cur; cur = cur->next) {
+        bool source = false, skip = false;
+
+        if (!vrmXMLIsElement(cur, NULL, "disk"))
+            continue;
+        /* what libvirt may mirror (an upper bound: --migrate-disks can
+         * name fewer): a disk with a source that is neither read-only nor
+         * shared between hosts, whatever its device (a CD-ROM is
+         * read-only) */
+        for (child = cur->children; child; child = child->next) {
+            if (vrmXMLIsElement(child, NULL, "source"))
+                source = true;
+            if (vrmXMLIsElement(child, NULL, "readonly") ||
+                vrmXMLIsElement(child, NULL, "shareable") ||
+                vrmXMLIsElement(child, NULL, "transient"))
+                skip = true;
+        }
+        if (source && !skip)
+            (*disks)++;
+    }
+    return 0;
+}
+
 /*
  * Put @childText (a child of our element, formatted at level 0) into the
  * domain XML, replacing the existing child called @childName.

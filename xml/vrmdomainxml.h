@@ -21,8 +21,10 @@
  *                                        destination's hook prints
  *   vrmDomainXMLStripNegotiation(xml)    remove <offer> and <answer>; an element
  *                                        (or <metadata>) left empty goes too
+ *   vrmDomainXMLCountCopyDisks(xml, &n)  the disks --copy-storage-all could copy
+ *                                        (one NBD connection each): 0 or -1
  *
- * All return a new string (g_free) or NULL with an error reported. Input
+ * The editors return a new string (g_free) or NULL with an error reported. Input
  * must be UTF-8 (libvirt always writes UTF-8); a DOCTYPE that declares
  * entities is refused.
  */
@@ -34,3 +36,4 @@ int vrmDomainXMLGetMigration(const char *xml, vrmMigrationDef **def);
 char *vrmDomainXMLSetMigration(const char *xml, const vrmMigrationDef *def);
 char *vrmDomainXMLSetLocator(const char *xml, const vrmLocator *locator);
 char *vrmDomainXMLStripNegotiation(const char *xml);
+int vrmDomainXMLCountCopyDisks(const char *xml, unsigned int *disks);

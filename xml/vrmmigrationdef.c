@@ -394,13 +394,14 @@ vrmOfferParseNode(xmlNodePtr node)
         "version", "capabilities", "token", NULL
     };
     static const char *const children[] = {
-        "endpoint", "channels", "chunk", "ring", "bandwidth", NULL
+        "endpoint", "channels", "chunk", "ring", "bandwidth", "disks", NULL
     };
     static const char *const endpointAttrs[] = {
         "address", "port", "device", "device-port", NULL
     };
+    static const char *const countAttr[] = { "count", NULL };
     g_autoptr(vrmOffer) offer = vrmOfferNew();
-    xmlNodePtr endpoint;
+    xmlNodePtr endpoint, disks;
     int rc;
 
     if (vrmXMLCheckAttributes(node, attrs) < 0 ||
@@ -425,6 +426,13 @@ vrmOfferParseNode(xmlNodePtr node)
 
     if (vrmParseSizes(node, &offer->channels, &offer->chunkSize,
                       &offer->ringDepth, &offer->bandwidth) < 0)
+        return NULL;
+    /* optional: written only when the domain has disks to copy, so that a
+     * helper of before it reads every other offer */
+    if ((disks = vrmXMLChild(node, "disks")) &&
+        (vrmXMLCheckLeaf(disks, countAttr) < 0 ||
+         vrmXMLPropUInt(disks, "count", true, 1, VRM_DISK_CHANNELS_MAX,
+                        &offer->disks) < 0))
         return NULL;
     return g_steal_pointer(&offer);
 }
@@ -454,6 +462,10 @@ vrmOfferFormatBuf(GString *buf, const vrmOffer *offer, unsigned int level)
     g_string_append(buf, "/>\n");
     vrmFormatSizes(buf, level + 1, offer->channels, offer->chunkSize,
                    offer->ringDepth, offer->bandwidth);
+    if (offer->disks) {
+        vrmXMLIndent(buf, level + 1);
+        g_string_append_printf(buf, "<disks count=\"%u\"/>\n", offer->disks);
+    }
     vrmXMLIndent(buf, level);
     g_string_append(buf, "</offer>\n");
 }

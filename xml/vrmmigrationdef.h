@@ -130,6 +130,7 @@ struct _vrmOffer {
     unsigned int chunkSize;     /* bytes */
     unsigned int ringDepth;     /* chunks per channel and direction */
     unsigned int bandwidth;     /* Mbit/s, 0: unlimited */
+    unsigned int disks;         /* <disks count>: disk channels (NBD), 0: none */
 };
 
 vrmOffer *vrmOfferNew(void);

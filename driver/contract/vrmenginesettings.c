@@ -85,6 +85,15 @@ static const vrmEngineOption vrmEngineOptions[] = {
     { "channels", VRM_ENGINE_OPT_UINT, OFF(channels), VRM_ENGINE_FOR_BOTH,
       VRM_CHANNELS_MIN, VRM_CHANNELS_MAX, false, NULL, "N",
       N_("most channels QEMU may open (main + multifd); each is connected only when QEMU opens it") },
+    { "disk-channels", VRM_ENGINE_OPT_UINT, OFF(diskChannels), VRM_ENGINE_FOR_BOTH,
+      0, VRM_DISK_CHANNELS_MAX, false, NULL, "N",
+      N_("most disk connections (QEMU's NBD copy of disks that are not shared) the job carries, 0 for none") },
+    { "disk-listen-fd", VRM_ENGINE_OPT_FD, OFF(diskListenFd), VRM_ENGINE_FOR_SOURCE,
+      0, VRM_ENGINE_FD_MAX, false, NULL, "FD",
+      N_("source: an inherited listening UNIX socket QEMU's NBD client connects to") },
+    { "disk-path", VRM_ENGINE_OPT_STRING, OFF(diskPath), VRM_ENGINE_FOR_BOTH,
+      0, 0, false, vrmEngineValidSocketPath, "PATH",
+      N_("destination: QEMU's NBD server socket to connect to; source without --disk-listen-fd: the socket to create (mode 0600)") },
     { "chunk-size", VRM_ENGINE_OPT_SIZE, OFF(chunkSize), VRM_ENGINE_FOR_BOTH,
       VRM_CHUNK_SIZE_MIN, VRM_CHUNK_SIZE_MAX, true, NULL, "SIZE",
       N_("bytes per ring chunk, a power of two from 64K to 64M") },
@@ -149,6 +158,7 @@ vrmEngineSettingsInit(vrmEngineSettings *s)
     memset(s, 0, sizeof(*s));
     s->role = VRM_ENGINE_ROLE_LAST;
     s->qemuListenFd = -1;
+    s->diskListenFd = -1;
     s->qemuUid = -1;
     s->qemuPid = -1;
     s->channels = VRM_CHANNELS_DEFAULT;
@@ -166,6 +176,7 @@ vrmEngineSettingsClear(vrmEngineSettings *s)
 {
     g_free(s->domainUUID);
     g_free(s->qemuPath);
+    g_free(s->diskPath);
     g_free(s->address);
     g_free(s->device);
     g_free(s->statsSocket);
@@ -178,6 +189,7 @@ vrmEngineSettingsCopy(vrmEngineSettings *dst, const vrmEngineSettings *src)
     *dst = *src;
     dst->domainUUID = g_strdup(src->domainUUID);
     dst->qemuPath = g_strdup(src->qemuPath);
+    dst->diskPath = g_strdup(src->diskPath);
     dst->address = g_strdup(src->address);
     dst->device = g_strdup(src->device);
     dst->statsSocket = g_strdup(src->statsSocket);
@@ -509,6 +521,22 @@ vrmEngineSettingsValidate(const vrmEngineSettings *s)
                        _("the destination needs QEMU's socket (--qemu-path PATH)"));
         return -1;
     }
+    if (s->diskChannels == 0 && (s->diskListenFd >= 0 || s->diskPath)) {
+        vrmReportError(VRM_ERR_INVALID_ARG,
+                       _("--disk-listen-fd and --disk-path need --disk-channels N (N > 0)"));
+        return -1;
+    }
+    if (s->diskChannels > 0 && s->role == VRM_ENGINE_ROLE_SOURCE &&
+        (s->diskListenFd >= 0) == (s->diskPath != NULL)) {
+        vrmReportError(VRM_ERR_INVALID_ARG,
+                       _("a source with disk channels needs exactly one of --disk-listen-fd and --disk-path"));
+        return -1;
+    }
+    if (s->diskChannels > 0 && s->role == VRM_ENGINE_ROLE_DESTINATION && !s->diskPath) {
+        vrmReportError(VRM_ERR_INVALID_ARG,
+                       _("a destination with disk channels needs QEMU's NBD socket (--disk-path PATH)"));
+        return -1;
+    }
     if (s->tokenFd < 0) {
         vrmReportError(VRM_ERR_INVALID_ARG,
                        _("the job's token is required: pass it through a pipe with --token-fd FD"));
@@ -516,15 +544,18 @@ vrmEngineSettingsValidate(const vrmEngineSettings *s)
     }
     if (s->tokenFd == s->statsFd ||
         (s->qemuListenFd >= 0 && (s->qemuListenFd == s->tokenFd ||
-                                  s->qemuListenFd == s->statsFd))) {
+                                  s->qemuListenFd == s->statsFd)) ||
+        (s->diskListenFd >= 0 && (s->diskListenFd == s->tokenFd ||
+                                  s->diskListenFd == s->statsFd ||
+                                  s->diskListenFd == s->qemuListenFd))) {
         vrmReportError(VRM_ERR_INVALID_ARG,
-                       _("--token-fd, --stats-fd and --qemu-listen-fd must be different descriptors"));
+                       _("--token-fd, --stats-fd, --qemu-listen-fd and --disk-listen-fd must be different descriptors"));
         return -1;
     }
-    if (s->maxPinned && vrmEngineSettingsPinnedBytes(s) / s->channels > s->maxPinned) {
+    if (s->maxPinned && vrmPinnedBytes(1, s->ringDepth, s->chunkSize) > s->maxPinned) {
         vrmReportError(VRM_ERR_RESOURCE,
                        _("one channel needs %1$llu bytes of pinned memory, more than --max-pinned %2$llu; lower --ring-depth or --chunk-size"),
-                       vrmEngineSettingsPinnedBytes(s) / s->channels, s->maxPinned);
+                       vrmPinnedBytes(1, s->ringDepth, s->chunkSize), s->maxPinned);
         return -1;
     }
     return 0;
@@ -533,7 +564,7 @@ vrmEngineSettingsValidate(const vrmEngineSettings *s)
 unsigned long long
 vrmEngineSettingsPinnedBytes(const vrmEngineSettings *s)
 {
-    return vrmPinnedBytes(s->channels, s->ringDepth, s->chunkSize);
+    return vrmPinnedBytes(s->channels + s->diskChannels, s->ringDepth, s->chunkSize);
 }
 
 char *

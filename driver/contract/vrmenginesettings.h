@@ -45,6 +45,7 @@
 #define VRM_ENGINE_FD_TOKEN 3
 #define VRM_ENGINE_FD_STATS 4
 #define VRM_ENGINE_FD_QEMU_LISTEN 5
+#define VRM_ENGINE_FD_DISK_LISTEN 6
 
 typedef enum {
     VRM_ENGINE_ROLE_SOURCE,         /* listens for QEMU and for the peer */
@@ -82,6 +83,9 @@ typedef struct {
     char *address;                  /* rdma_cm: source listens, destination connects */
     unsigned int port;              /* source: 0 = chosen by the kernel */
     unsigned int channels;          /* maximum; QEMU may open fewer */
+    unsigned int diskChannels;      /* most NBD connections, 0: no disks */
+    int diskListenFd;               /* source: inherited NBD listener, -1 none */
+    char *diskPath;                 /* destination: QEMU's NBD server; source: bind */
     unsigned int chunkSize;
     unsigned int ringDepth;
     bool pinAll;

@@ -43,6 +43,8 @@ static const vrmEngineStatKey vrmEngineStatKeys[] = {
       N_("channels connected and authenticated so far") },
     { "qemu-connections", VRM_ENGINE_STAT_UINT, OFF(qemuConnections), true,
       N_("QEMU connections joined so far") },
+    { "disk-connections", VRM_ENGINE_STAT_UINT, OFF(diskConnections), false,
+      N_("QEMU's disk (NBD) connections joined so far, --copy-storage-all") },
     { "rdma-port", VRM_ENGINE_STAT_UINT, OFF(rdmaPort), true,
       N_("source: the rdma_cm port it listens on, 0 until it does") },
     { "chunk-size", VRM_ENGINE_STAT_UINT, OFF(chunkSize), false,

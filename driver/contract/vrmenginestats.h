@@ -55,6 +55,7 @@ typedef struct {
     guint64 channels;                   /* the agreed maximum */
     guint64 established;                /* channels connected and authenticated */
     guint64 qemuConnections;            /* QEMU sockets joined */
+    guint64 diskConnections;            /* ... of them QEMU's disk copy (NBD) */
     guint64 rdmaPort;                   /* source: rdma_cm port listened on */
     guint64 chunkSize;
     guint64 ringDepth;

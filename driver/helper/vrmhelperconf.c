@@ -628,3 +628,11 @@ vrmHelperConfigDomainSocket(const vrmHelperConfig *conf, const char *uuid)
 
     return g_build_filename(dir, VRM_HELPER_DOMAIN_SOCKET, NULL);
 }
+
+char *
+vrmHelperConfigDomainDiskSocket(const vrmHelperConfig *conf, const char *uuid)
+{
+    g_autofree char *dir = vrmHelperConfigDomainDir(conf, uuid);
+
+    return g_build_filename(dir, VRM_HELPER_DOMAIN_DISK_SOCKET, NULL);
+}

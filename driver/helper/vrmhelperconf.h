@@ -43,6 +43,7 @@
  *   vrmHelperConfigSocketPath(conf)            the control socket
  *   vrmHelperConfigDomainDir(conf, uuid)       <run-dir>/qemu/<uuid>
  *   vrmHelperConfigDomainSocket(conf, uuid)    .../migrate.sock: the URI
+ *   vrmHelperConfigDomainDiskSocket(conf, uuid)  .../nbd.sock: the disks URI
  *                                              unix://PATH of a domain
  */
 #pragma once
@@ -59,6 +60,7 @@
 #define VRM_HELPER_SOCKET_NAME "virt-rdmad.sock"
 #define VRM_HELPER_DOMAIN_DIR "qemu"
 #define VRM_HELPER_DOMAIN_SOCKET "migrate.sock"
+#define VRM_HELPER_DOMAIN_DISK_SOCKET "nbd.sock"  /* --copy-storage-all's disks URI */
 #define VRM_HELPER_ENGINE_DIR "engine"
 #define VRM_HELPER_DEFAULT_PEER_PORT 16530
 #define VRM_HELPER_DEFAULT_GROUP "virt-rdma"
@@ -139,5 +141,6 @@ vrmHelperConfig *vrmHelperConfigLoadDefault(void);
 int vrmHelperConfigCheckSystem(const vrmHelperConfig *conf);
 char *vrmHelperConfigSocketPath(const vrmHelperConfig *conf);
 char *vrmHelperConfigDomainDir(const vrmHelperConfig *conf, const char *uuid);
+char *vrmHelperConfigDomainDiskSocket(const vrmHelperConfig *conf, const char *uuid);
 char *vrmHelperConfigDomainSocket(const vrmHelperConfig *conf,
                                   const char *uuid);

@@ -138,8 +138,11 @@ vrmDestTakeOffer(vrmHelperDaemon *d, vrmHelperJob *job, vrmPeerMessage *msg)
     if (vrmHelperDeviceCheck(d->conf->device, d->conf->devicePort, &device) < 0)
         return -1;
     answer = vrmNegotiate(offer, &d->policy);
+    /* the source's count of disks to copy: one disk channel each */
+    job->diskChannels = offer->disks;
     if (answer->status == VRM_ANSWER_ACCEPTED &&
-        vrmHelperJobsReserve(d, job, vrmPinnedBytes(answer->channels, answer->ringDepth,
+        vrmHelperJobsReserve(d, job, vrmPinnedBytes(answer->channels + offer->disks,
+                                                    answer->ringDepth,
                                                     answer->chunkSize)) < 0) {
         vrmAnswerFree(answer);
         answer = vrmAnswerNew(VRM_ANSWER_REFUSED);
@@ -159,7 +162,7 @@ vrmDestTakeOffer(vrmHelperDaemon *d, vrmHelperJob *job, vrmPeerMessage *msg)
         return -1;
     }
     if (vrmRunDirDomainCreate(d->runDir, job->record->domainUUID, d->qemuUid,
-                              d->engineGid, false, &job->domainDir, NULL) < 0)
+                              d->engineGid, false, &job->domainDir, NULL, NULL) < 0)
         return -1;
     job->qemuUid = d->qemuUid;
     job->token = offer->token;

@@ -155,8 +155,9 @@ vrmHelperEngineMemlock(const vrmEngineLaunch *l)
 
     /* the allowance as the kernel counts it: whole pages per region */
     return l->allowance +
-        vrmMemlockBytes(l->channels, l->ringDepth, l->chunkSize, page > 0 ? page : 4096) -
-        vrmPinnedBytes(l->channels, l->ringDepth, l->chunkSize);
+        vrmMemlockBytes(l->channels + l->diskChannels, l->ringDepth, l->chunkSize,
+                        page > 0 ? page : 4096) -
+        vrmPinnedBytes(l->channels + l->diskChannels, l->ringDepth, l->chunkSize);
 }
 
 /* The contract's settings (driver/contract/vrmenginesettings.h) */
@@ -175,6 +176,11 @@ vrmEngineLaunchSettings(const vrmEngineLaunch *l, vrmEngineSettings *es)
     es->address = g_strdup(l->address);
     es->port = l->port;
     es->channels = l->channels;
+    es->diskChannels = l->diskChannels;
+    if (l->diskChannels && l->source)
+        es->diskListenFd = VRM_ENGINE_FD_DISK_LISTEN;
+    else if (l->diskChannels)
+        es->diskPath = g_strdup(l->diskPath);
     es->chunkSize = l->chunkSize;
     es->ringDepth = l->ringDepth;
     es->pinAll = l->pinAll;
@@ -201,8 +207,8 @@ vrmHelperEngineSpawn(const vrmEngineLaunch *l, GPid *pid, guint64 *startTime)
         .uid = l->uid, .gid = l->gid,
     };
     int status[2] = { -1, -1 };
-    int srcFds[4];
-    int dstFds[4];
+    int srcFds[5];
+    int dstFds[5];
     guint nfds = 0;
     int logfd = -1;
     int statsFd = -1;
@@ -240,6 +246,10 @@ vrmHelperEngineSpawn(const vrmEngineLaunch *l, GPid *pid, guint64 *startTime)
     if (l->source) {
         srcFds[nfds] = l->qemuListenFd;
         dstFds[nfds++] = VRM_ENGINE_FD_QEMU_LISTEN;
+    }
+    if (l->source && l->diskChannels) {
+        srcFds[nfds] = l->diskListenFd;
+        dstFds[nfds++] = VRM_ENGINE_FD_DISK_LISTEN;
     }
     srcFds[nfds] = status[1];
     dstFds[nfds++] = VRM_ENGINE_FD_SETUP_STATUS;

@@ -41,6 +41,9 @@ typedef struct {
     const char *domainUUID;
     const char *qemuPath;           /* the per-domain socket */
     int qemuListenFd;               /* source: bound by the helper, -1: none */
+    unsigned int diskChannels;      /* QEMU's NBD connections, 0: none */
+    const char *diskPath;           /* destination: QEMU's NBD server */
+    int diskListenFd;               /* source: bound by the helper, -1: none */
     long long qemuUid;              /* expected QEMU uid, -1 unknown */
     long long qemuPid;              /* source: expected QEMU pid, -1 unknown */
     const char *address;            /* rdma_cm: source listens, destination connects */

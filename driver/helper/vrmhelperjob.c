@@ -36,6 +36,7 @@ vrmHelperJobNew(unsigned long long id, vrmJobRole role)
     job->stderrBuf = g_string_new(NULL);
     job->domainDir.fd = -1;
     job->qemuListenFd = -1;
+    job->diskListenFd = -1;
     job->qemuUid = job->qemuPid = -1;
     return job;
 }
@@ -59,6 +60,8 @@ vrmHelperJobFree(vrmHelperJob *job)
     vrmOfferFree(job->pendingOffer);
     if (job->qemuListenFd >= 0)
         close(job->qemuListenFd);
+    if (job->diskListenFd >= 0)
+        close(job->diskListenFd);
     vrmDomainDirClear(&job->domainDir);
     vrmJobRecordFree(job->record);
     g_free(job->statsSocket);

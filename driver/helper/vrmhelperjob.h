@@ -79,6 +79,8 @@ struct _vrmHelperJob {
     vrmOffer *pendingOffer;         /* source: the offer (with its token) until
                                      * its engine listens and it is sent */
     int qemuListenFd;               /* source: QEMU's socket, until the engine has it */
+    int diskListenFd;               /* source: its disks' socket (NBD), likewise */
+    unsigned int diskChannels;      /* disk channels of its engine, 0: none */
     guint phaseTimer;               /* the deadline of the phase */
     gpointer probe;                 /* vrmStatsProbe in flight, or NULL */
     bool statsSeen;                 /* the engine answered at least once */

@@ -455,6 +455,7 @@ vrmHelperJobsSpawn(vrmHelperDaemon *d, vrmHelperJob *job, const vrmOffer *offer,
     bool source = job->record->role == VRM_JOB_ROLE_SOURCE;
     guint32 caps = source ? offer->capabilities : answer->capabilities;
     vrmEngineLaunch l = { 0 };
+    g_autofree char *diskPath = NULL;
     GPid pid;
 
     g_free(job->statsSocket);
@@ -478,6 +479,10 @@ vrmHelperJobsSpawn(vrmHelperDaemon *d, vrmHelperJob *job, const vrmOffer *offer,
     l.domainUUID = job->record->domainUUID;
     l.qemuPath = job->record->socketPath;
     l.qemuListenFd = job->qemuListenFd;
+    l.diskChannels = job->diskChannels;
+    l.diskListenFd = job->diskListenFd;
+    l.diskPath = diskPath = job->diskChannels ?
+        vrmHelperConfigDomainDiskSocket(d->conf, job->record->domainUUID) : NULL;
     l.qemuUid = job->qemuUid;
     l.qemuPid = job->qemuPid;
     l.address = offer->address;
@@ -509,6 +514,10 @@ vrmHelperJobsSpawn(vrmHelperDaemon *d, vrmHelperJob *job, const vrmOffer *offer,
         close(job->qemuListenFd);
         job->qemuListenFd = -1;
     }
+    if (job->diskListenFd >= 0) {
+        close(job->diskListenFd);
+        job->diskListenFd = -1;
+    }
     job->pid = pid;
     job->engineUid = l.dropPrivileges ? l.uid : geteuid();
     if (l.dropPrivileges)
@@ -517,9 +526,9 @@ vrmHelperJobsSpawn(vrmHelperDaemon *d, vrmHelperJob *job, const vrmOffer *offer,
     job->childWatch = g_child_watch_add_full(G_PRIORITY_DEFAULT, pid,
                                              vrmHelperJobsChildExited,
                                              vrmHelperJobRefNew(d, job), g_free);
-    VRM_INFO("job %llu: engine pid %d: %s %s, %u channel(s), allowance %llu bytes",
+    VRM_INFO("job %llu: engine pid %d: %s %s, %u channel(s), %u disk channel(s), allowance %llu bytes",
              job->record->id, (int)pid, source ? "source" : "destination",
-             job->record->socketPath, l.channels, l.allowance);
+             job->record->socketPath, l.channels, l.diskChannels, l.allowance);
     vrmHelperJobsSave(d, job);
     return 0;
 }

@@ -288,16 +288,19 @@ vrmRemoveDirAt(int parentFd, const char *name, const char *shown)
 int
 vrmRunDirDomainCreate(vrmRunDir *rd, const char *uuid, uid_t qemuUid,
                       gid_t engineGid, bool listen, vrmDomainDir *dir,
-                      int *listenFd)
+                      int *listenFd, int *diskListenFd)
 {
     g_autofree char *name = g_ascii_strdown(uuid, -1);
     g_autofree char *shown = g_build_filename(rd->path, VRM_HELPER_DOMAIN_DIR,
                                               name, NULL);
     g_autofree char *sockShown = g_build_filename(shown, VRM_HELPER_DOMAIN_SOCKET,
                                                   NULL);
+    g_autofree char *diskShown = g_build_filename(shown, VRM_HELPER_DOMAIN_DISK_SOCKET,
+                                                  NULL);
     struct stat st;
     int fd;
     int lfd = -1;
+    int dfd = -1;
 
     memset(dir, 0, sizeof(*dir));
     dir->fd = -1;
@@ -324,6 +327,10 @@ vrmRunDirDomainCreate(vrmRunDir *rd, const char *uuid, uid_t qemuUid,
         (lfd = vrmListenAt(fd, VRM_HELPER_DOMAIN_SOCKET, sockShown, qemuUid,
                            engineGid, rd->root)) < 0)
         goto error;
+    if (listen && diskListenFd &&
+        (dfd = vrmListenAt(fd, VRM_HELPER_DOMAIN_DISK_SOCKET, diskShown, qemuUid,
+                           engineGid, rd->root)) < 0)
+        goto error;
     if (rd->root && fchown(fd, qemuUid, engineGid) < 0) {
         vrmReportSystemError(errno, _("cannot give the directory %1$s to %2$u:%3$u"),
                              shown, (unsigned int)qemuUid, (unsigned int)engineGid);
@@ -340,11 +347,15 @@ vrmRunDirDomainCreate(vrmRunDir *rd, const char *uuid, uid_t qemuUid,
     dir->ino = st.st_ino;
     if (listenFd)
         *listenFd = lfd;
+    if (diskListenFd)
+        *diskListenFd = dfd;
     return 0;
 
  error:
     if (lfd >= 0)
         close(lfd);
+    if (dfd >= 0)
+        close(dfd);
     close(fd);
     vrmRemoveDirAt(rd->qemuFd, name, shown);
     return -1;

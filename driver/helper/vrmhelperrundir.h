@@ -11,6 +11,8 @@
  *                               engine-group 0660, passed to the engine;
  *                               destination: QEMU's own listener (the
  *                               setgid directory gives it the engine group)
+ *         nbd.sock              the same for QEMU's disk copy (NBD), when
+ *                               the domain has disks to copy
  *     engine/                   engine-user 0700: the engines' stats sockets
  *
  * Every operation below the run directory goes through directory file
@@ -27,10 +29,11 @@
  *                                               root:gid 0660, listening
  *   vrmRunDirCheckSocket(rd, name, gid)         the control socket systemd
  *                                               made: checked and repaired
- *   vrmRunDirDomainCreate(rd, uuid, uid, gid, listen, &dir, &fd)
+ *   vrmRunDirDomainCreate(rd, uuid, uid, gid, listen, &dir, &fd, &diskFd)
  *                                               the per-domain directory;
  *                                               with @listen also its bound
- *                                               listening socket
+ *                                               listening socket, and with
+ *                                               @diskFd the disks' one
  *   vrmRunDirDomainRemove(rd, &dir)             remove it, if still the job's
  *   vrmRunDirDomainAdopt(rd, &dir)              a restarted helper holds it again
  *   vrmRunDirEngineSocket(rd, id)               <run-dir>/engine/job-ID.stats
@@ -70,7 +73,7 @@ int vrmRunDirCheckSocket(vrmRunDir *rd, const char *name, gid_t gid);
 
 int vrmRunDirDomainCreate(vrmRunDir *rd, const char *uuid, uid_t qemuUid,
                           gid_t engineGid, bool listen, vrmDomainDir *dir,
-                          int *listenFd);
+                          int *listenFd, int *diskListenFd);
 void vrmRunDirDomainRemove(vrmRunDir *rd, vrmDomainDir *dir);
 /* After a restart: hold @dir->uuid's directory as it is now (if any) */
 void vrmRunDirDomainAdopt(vrmRunDir *rd, vrmDomainDir *dir);

@@ -436,14 +436,21 @@ vrmSourceStartJob(vrmSourceRequest *req, const vrmDomainFacts *f,
     g_free(offer->device);
     offer->device = g_strdup(device);
     offer->devicePort = devPort;
-    if (vrmHelperJobsReserve(d, job, vrmPinnedBytes(offer->channels, offer->ringDepth,
+    /* a disk channel for each disk QEMU may copy (--copy-storage-all); a
+     * domain with more than a job can carry copies at most that many at
+     * once (QEMU's extra connections are refused with a sentence) */
+    offer->disks = MIN(f->disks, VRM_DISK_CHANNELS_MAX);
+    job->diskChannels = offer->disks;
+    if (vrmHelperJobsReserve(d, job, vrmPinnedBytes(offer->channels + offer->disks,
+                                                    offer->ringDepth,
                                                     offer->chunkSize)) < 0)
         return -1;
     job->token = offer->token;
     job->hasToken = true;
     /* QEMU's socket, bound here while its directory is root's alone */
     if (vrmRunDirDomainCreate(d->runDir, f->uuid, job->qemuUid, d->engineGid,
-                              true, &job->domainDir, &job->qemuListenFd) < 0)
+                              true, &job->domainDir, &job->qemuListenFd,
+                              offer->disks ? &job->diskListenFd : NULL) < 0)
         return -1;
     if (vrmHelperJobsSpawn(d, job, offer, NULL, device) < 0)
         return -1;

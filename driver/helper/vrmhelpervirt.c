@@ -17,6 +17,7 @@
 #include <libvirt/virterror.h>
 
 #include "vrmhelpervirt.h"
+#include "vrmdomainxml.h"
 #include "vrmhelperratelimit.h"
 #include "vrmerror.h"
 #include "vrmi18n.h"
@@ -259,6 +260,18 @@ vrmVirtGetMetadata(virDomainPtr dom, char **xml)
     return -1;
 }
 
+/* The disks QEMU may copy over NBD (--copy-storage-all): the live
+ * definition (no libvirt job needed to read it); unknown counts as none */
+static void
+vrmVirtCountDisks(virDomainPtr dom, vrmDomainFacts *facts)
+{
+    g_autofree char *xml = virDomainGetXMLDesc(dom, 0);
+
+    if (!xml || vrmDomainXMLCountCopyDisks(xml, &facts->disks) < 0)
+        VRM_DEBUG("domain %s: its disks could not be counted: %s", facts->name,
+                  xml ? vrmGetLastErrorMessage() : virGetLastErrorMessage());
+}
+
 /* The <job> of libvirt's status XML: async job and its flags */
 static void
 vrmVirtStatusJob(const char *name, vrmDomainFacts *facts, bool *migratingOut)
@@ -406,6 +419,7 @@ vrmVirtDomainFacts(vrmHelperVirt *v, virConnectPtr conn, vrmDomainFacts *facts)
     }
     if (facts->active)
         vrmVirtQemuProcess(facts->name, facts->uuid, facts);
+    vrmVirtCountDisks(dom, facts);
     virDomainFree(dom);
 }
 

@@ -58,6 +58,7 @@ typedef struct {
     bool pinAllFlag;            /* VIR_MIGRATE_RDMA_PIN_ALL among them */
     long long qemuPid;          /* -1 unknown */
     long long qemuUid;          /* -1 unknown */
+    unsigned int disks;         /* disks --copy-storage-all could copy */
 } vrmDomainFacts;
 
 void vrmDomainFactsFree(vrmDomainFacts *facts);

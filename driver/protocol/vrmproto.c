@@ -177,7 +177,7 @@ vrmProtoConnRepDecode(const void *buf, size_t len, vrmProtoConnRep *rep)
 }
 
 int
-vrmProtoConnReqCheck(const vrmProtoConnReq *req, guint32 channels)
+vrmProtoConnReqCheck(const vrmProtoConnReq *req, guint32 channels, guint32 disks)
 {
     if (req->version != VRM_PROTOCOL_VERSION) {
         if (req->version < VRM_PROTOCOL_VERSION)
@@ -189,6 +189,17 @@ vrmProtoConnReqCheck(const vrmProtoConnReq *req, guint32 channels)
                            _("a peer speaking protocol version %1$u was refused: this engine speaks version %2$d; install the same virt-rdma on both hosts"),
                            req->version, VRM_PROTOCOL_VERSION);
         return VRM_REJECT_VERSION;
+    }
+    if (req->channel >= VRM_DISK_CHANNEL_BASE) {
+        /* a disk channel: only between engines that both carry disks */
+        if (!(req->flags & VRM_CAP_DISKS) || req->channels < 1 ||
+            (guint32)(req->channel - VRM_DISK_CHANNEL_BASE) >= disks) {
+            vrmReportError(VRM_ERR_PROTOCOL,
+                           _("the peer asked for disk channel %1$u, this job carries %2$u disk channels"),
+                           (unsigned)(req->channel - VRM_DISK_CHANNEL_BASE), disks);
+            return VRM_REJECT_CHANNEL;
+        }
+        return VRM_REJECT_NONE;
     }
     if (req->channels < 1 || req->channel >= MIN(channels, req->channels)) {
         vrmReportError(VRM_ERR_PROTOCOL,

@@ -107,7 +107,9 @@ int vrmProtoConnRepDecode(const void *buf, size_t len, vrmProtoConnRep *rep);
 /* Check a connect request against the listener's settings: the version,
  * then the channel index against @channels. Returns VRM_REJECT_NONE or the
  * reason, and reports it. */
-int vrmProtoConnReqCheck(const vrmProtoConnReq *req, guint32 channels);
+/* @channels: our most migration channels; @disks: our disk channels
+ * (0 unless we carry disks), numbered from VRM_DISK_CHANNEL_BASE */
+int vrmProtoConnReqCheck(const vrmProtoConnReq *req, guint32 channels, guint32 disks);
 
 /* A fresh nonce from getrandom(); -1 reported */
 int vrmProtoNonce(guint8 nonce[VRM_PROTO_NONCE_LEN]);

@@ -109,7 +109,9 @@ static const vrmChannelRule vrmChannelRules[VRM_MSG_LAST] = {
     [VRM_MSG_EOF] = { VRM_RULE_RX, VRM_ENGINE_FOR_BOTH, RX(STREAM) },
     [VRM_MSG_EOF_ACK] = { VRM_RULE_TX, VRM_ENGINE_FOR_BOTH, TX(EOF_SENT) },
     [VRM_MSG_KEEPALIVE] = { VRM_RULE_RX, VRM_ENGINE_FOR_BOTH, RX_ANY },
-    [VRM_MSG_CHANNEL_CONNECT] = { VRM_RULE_RX, VRM_ENGINE_FOR_DESTINATION, RX(STREAM) },
+    /* before channel 0's own stream too: QEMU connects its disks (NBD)
+     * before it starts the migration stream */
+    [VRM_MSG_CHANNEL_CONNECT] = { VRM_RULE_RX, VRM_ENGINE_FOR_DESTINATION, RX(OPEN) | RX(STREAM) },
 };
 
 #undef RX
@@ -242,7 +244,7 @@ struct _vrmChannel {
     bool unauthenticated;       /* source: the peer failed to prove itself */
 
     /* source, channel 0: connections QEMU opened, to announce */
-    guint32 announce[VRM_CHANNELS_MAX];
+    guint32 announce[VRM_SLOTS_MAX];
     guint32 nannounce;
 
     /* the end of QEMU's stream, when the owner must say whether QEMU lives */
@@ -257,8 +259,9 @@ struct _vrmChannel {
     int mbCode;                 /* and why, for the ERROR to the peer */
     char *mbReason;
     bool mbPeerGone;
-    guint32 mbAnnounce[VRM_CHANNELS_MAX];
+    guint32 mbAnnounce[VRM_SLOTS_MAX];
     guint32 mbNannounce;
+    bool mbClosed;              /* the stream ended: nothing more is read */
     int mbVerdict;              /* 0 none, 1 QEMU alive, 2 gone */
     int mbQemuPid;              /* (gone) its pid */
     vrmChannelEvents ev;        /* for the owner */
@@ -655,14 +658,54 @@ vrmChannelPeerGone(vrmChannel *ch)
     vrmChannelWake(ch);
 }
 
-void
+/* Source, channel 0: QEMU opened connection @index after the main
+ * connection's stream had ended: too late to announce it */
+static void
+vrmChannelReportLateConnection(guint32 index)
+{
+    vrmReportError(VRM_ERR_PROTOCOL,
+                   _("QEMU opened connection %1$u after it had closed its main connection"),
+                   index);
+}
+
+int
 vrmChannelAnnounce(vrmChannel *ch, guint32 index)
 {
+    bool closed;
+
     g_mutex_lock(&ch->lock);
-    g_assert(ch->mbNannounce < G_N_ELEMENTS(ch->mbAnnounce));
-    ch->mbAnnounce[ch->mbNannounce++] = index;
+    closed = ch->mbClosed;
+    if (!closed) {
+        g_assert(ch->mbNannounce < G_N_ELEMENTS(ch->mbAnnounce));
+        ch->mbAnnounce[ch->mbNannounce++] = index;
+    }
     g_mutex_unlock(&ch->lock);
+    if (closed) {
+        vrmChannelReportLateConnection(index);
+        return -1;
+    }
     vrmChannelWake(ch);
+    return 0;
+}
+
+int
+vrmChannelCloseMailbox(vrmChannel *ch)
+{
+    guint32 n, first = 0;
+
+    g_mutex_lock(&ch->lock);
+    ch->mbClosed = true;
+    n = ch->mbNannounce;
+    if (n)
+        first = ch->mbAnnounce[0];
+    g_mutex_unlock(&ch->lock);
+    if (n) {
+        /* announced after our last look at the mailbox: it can no longer
+         * go before our EOF, so the peer would never connect it */
+        vrmChannelReportLateConnection(first);
+        return -1;
+    }
+    return 0;
 }
 
 void
@@ -887,6 +930,24 @@ vrmChannelFaults(vrmChannel *ch, bool *progress)
     return 0;
 }
 
+/* Source, channel 0: the connections QEMU opened since our last look
+ * (CHANNEL_CONNECT each), once the peer has our description: disk
+ * connections come before QEMU's main stream, multifd ones during it */
+static int
+vrmChannelSendAnnouncements(vrmChannel *ch, bool *progress)
+{
+    while (ch->nannounce && vrmChannelSqFree(ch) > 0) {
+        guint32 k = ch->announce[0];
+
+        if (vrmChannelPostPair(ch, VRM_MSG_CHANNEL_CONNECT, k, false) < 0)
+            return -1;
+        memmove(ch->announce, ch->announce + 1, --ch->nannounce * sizeof(*ch->announce));
+        VRM_DEBUG("channel %u: CHANNEL_CONNECT %u sent", ch->cfg.index, k);
+        *progress = true;
+    }
+    return 0;
+}
+
 /* Everything except data WRITEs: a switch on our direction's state, then
  * the answers the peer's direction is owed, while there is room */
 static int
@@ -922,6 +983,8 @@ vrmChannelPumpControl(vrmChannel *ch, bool *progress)
             vrmChannelSetTx(ch, VRM_CHANNEL_TX_WAIT_OPEN);
         break;
     case VRM_CHANNEL_TX_WAIT_OPEN:
+        if (vrmChannelSendAnnouncements(ch, progress) < 0)
+            return -1;
         if (ch->sock >= 0) {
             /* the source announces the open once the peer is described */
             vrmChannelSetTx(ch, source ? VRM_CHANNEL_TX_OPEN : VRM_CHANNEL_TX_STREAM);
@@ -929,6 +992,8 @@ vrmChannelPumpControl(vrmChannel *ch, bool *progress)
         }
         break;
     case VRM_CHANNEL_TX_OPEN:
+        if (vrmChannelSendAnnouncements(ch, progress) < 0)
+            return -1;
         if (ch->rx != VRM_CHANNEL_RX_OPEN || vrmChannelSqFree(ch) == 0)
             break;
         if (vrmChannelPostPair(ch, VRM_MSG_CHANNEL_OPEN, ch->cfg.index, false) < 0)
@@ -940,17 +1005,10 @@ vrmChannelPumpControl(vrmChannel *ch, bool *progress)
         *progress = true;
         break;
     case VRM_CHANNEL_TX_STREAM:
-        /* source, channel 0: the connections QEMU opened since, each
-         * before this stream's EOF (vrmChannelPumpTx waits for them) */
-        while (ch->nannounce && vrmChannelSqFree(ch) > 0) {
-            guint32 k = ch->announce[0];
-
-            if (vrmChannelPostPair(ch, VRM_MSG_CHANNEL_CONNECT, k, false) < 0)
-                return -1;
-            memmove(ch->announce, ch->announce + 1, --ch->nannounce * sizeof(*ch->announce));
-            VRM_DEBUG("channel %u: CHANNEL_CONNECT %u sent", ch->cfg.index, k);
-            *progress = true;
-        }
+        /* each announcement before this stream's EOF (vrmChannelPumpTx
+         * waits for them) */
+        if (vrmChannelSendAnnouncements(ch, progress) < 0)
+            return -1;
         break;                          /* data: vrmChannelPumpTx */
     case VRM_CHANNEL_TX_EOF_SENT:       /* waiting for EOF_ACK */
     case VRM_CHANNEL_TX_DONE:
@@ -1811,9 +1869,7 @@ vrmChannelMailbox(vrmChannel *ch)
     if (stop)
         return VRM_CHANNEL_STOPPED;
     if (n && ch->tx > VRM_CHANNEL_TX_STREAM) {
-        vrmReportError(VRM_ERR_PROTOCOL,
-                       _("QEMU opened connection %1$u after it had closed its main connection"),
-                       ch->announce[0]);
+        vrmChannelReportLateConnection(ch->announce[0]);
         return -1;
     }
     if (verdict && ch->end == VRM_CHANNEL_END_ASKED) {
@@ -2049,6 +2105,10 @@ vrmChannelThread(gpointer opaque)
             /* wait for the last signaled sends, but not forever */
             if (ch->retiredSeq == ch->postSeq || ch->peerGone ||
                 now - ch->doneSince > VRM_CHANNEL_END_WAIT_US) {
+                if (vrmChannelCloseMailbox(ch) < 0) {
+                    vrmChannelFailed(ch);
+                    break;
+                }
                 VRM_INFO("channel %u ended: %" G_GUINT64_FORMAT " bytes sent, %"
                          G_GUINT64_FORMAT " received", ch->cfg.index, ch->txTotal,
                          ch->rxf.bytes);

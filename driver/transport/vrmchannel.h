@@ -31,7 +31,10 @@
  *   vrmChannelGiveSocket(ch, fd)   QEMU's connection (mailbox)
  *   vrmChannelStop(ch, code, why)  the job ends: send ERROR, stop (mailbox)
  *   vrmChannelPeerGone(ch)         the peer disconnected (mailbox)
- *   vrmChannelAnnounce(ch0, k)     source: ask the peer to connect channel k
+ *   vrmChannelAnnounce(ch0, k)     source: ask the peer to connect channel k;
+ *                                  -1 once ch0's stream has ended
+ *   vrmChannelCloseMailbox(ch)     the thread, at its clean end: -1 if an
+ *                                  announcement came too late to be sent
  *   vrmChannelStreamVerdict(ch, alive, pid)  QEMU is (not) there after its stream ended
  *   vrmChannelTakeEvents(ch, &ev)  what the owner must act on (mailbox)
  *   vrmChannelStep(ch, &progress)  one round of the logic (tests, the thread)
@@ -76,7 +79,8 @@ VRM_ENUM_DECL(vrmChannelRx);
 
 typedef struct {
     vrmEngineRole role;
-    guint32 index;                  /* channel number = QEMU connection order */
+    guint32 index;                  /* on the wire: QEMU connection order; disks
+                                     * from VRM_DISK_CHANNEL_BASE */
     guint32 chunkSize;              /* our rings */
     guint32 ringDepth;
     bool pinAll;                    /* register our rings at set-up */
@@ -98,7 +102,7 @@ typedef struct {
     bool authenticated;             /* the peer proved it holds the token */
     bool authFailed;                /* source: it did not (the thread ended) */
     bool openRequested;             /* destination: CHANNEL_OPEN arrived */
-    guint32 connect[VRM_CHANNELS_MAX];  /* destination, channel 0: CHANNEL_CONNECTs */
+    guint32 connect[VRM_SLOTS_MAX];     /* destination, channel 0: CHANNEL_CONNECTs */
     guint32 nconnect;
     bool streamEnded;               /* QEMU's stream ended (checkEnd): a verdict is awaited */
     bool qemuGone;                  /* QEMU had gone when its stream ended */
@@ -129,7 +133,8 @@ void vrmChannelGiveSocket(vrmChannel *ch, int fd);
 void vrmChannelStop(vrmChannel *ch, int code, const char *reason);
 void vrmChannelPeerGone(vrmChannel *ch);
 /* Source, channel 0: QEMU opened connection @index (CHANNEL_CONNECT) */
-void vrmChannelAnnounce(vrmChannel *ch, guint32 index);
+int vrmChannelAnnounce(vrmChannel *ch, guint32 index);
+int vrmChannelCloseMailbox(vrmChannel *ch);
 /* The owner's verdict after streamEnded: is QEMU still there? One that
  * has gone (@qemuPid, named in the error) fails the channel: qemuGone */
 void vrmChannelStreamVerdict(vrmChannel *ch, bool qemuAlive, int qemuPid);

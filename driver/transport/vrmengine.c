@@ -65,6 +65,7 @@ struct _vrmEngineSlot {
     guint32 index;
     vrmChannel *ch;
     struct rdma_cm_id *id;      /* the channel's rdma_cm id */
+    bool disk;                  /* carries an NBD connection (--copy-storage-all) */
     bool wanted;                /* source: QEMU opened it; destination: asked for */
     bool setUp;                 /* its memory counts against the allowance */
     bool connected;             /* ESTABLISHED seen */
@@ -77,6 +78,7 @@ struct _vrmEngineSlot {
     gint64 openDeadline;        /* destination: QEMU socket connect deadline */
     guint openSource;           /* destination: pending socket retry */
     bool openRequested;         /* destination: CHANNEL_OPEN arrived */
+    bool opened;                /* destination: connected to QEMU's socket */
     bool done;                  /* ended cleanly */
     vrmStats sample;            /* snapshot of the last tick */
     double mbpsCurrent;
@@ -90,11 +92,13 @@ struct _vrmEngine {
     struct rdma_cm_id *listenId;    /* source */
     GPtrArray *devices;         /* vrmRdmaDevice, one per verbs context */
     GPtrArray *asyncSources;    /* GSource ids of device async fds */
-    vrmEngineSlot *slots;       /* s.channels entries */
+    vrmEngineSlot *slots;       /* migration channels, then disk channels */
+    guint32 nslots;             /* s.channels + s.diskChannels */
     guint32 agreed;             /* channels agreed with the peer, 0 before */
     guint32 established;        /* channels connected and authenticated */
     guint32 setUpChannels;      /* channels whose memory is registered */
     guint32 acceptedSocks;      /* source: QEMU connections accepted */
+    guint32 acceptedDisks;      /* source: ... of them to copy disks (NBD) */
     guint32 nextConnect;        /* destination: the next channel the source may ask for */
     guint32 nextOpen;           /* destination: next socket to connect */
     guint32 rejects;            /* source: connection requests refused */
@@ -104,6 +108,8 @@ struct _vrmEngine {
     guint logCount;             /* ... and how many in it */
     int unixFd;                 /* source: QEMU's listening socket */
     bool unixOwn;               /* we bound it (--qemu-path): unlink at the end */
+    int diskFd;                 /* source: QEMU's NBD client's listening socket */
+    bool diskOwn;               /* we bound it (--disk-path): unlink at the end */
     pid_t qemuPid;              /* QEMU: source --qemu-pid, destination the listener */
     bool qemuGone;              /* it had exited when its stream ended */
     char *portStr;              /* rdma_cm port as text, for rdma_getaddrinfo */
@@ -235,7 +241,7 @@ vrmEngineFail(vrmEngine *e, int code, const char *reason)
         return;
     /* the program prints the reason once, at exit */
     VRM_INFO("the job is failing: %s", reason);
-    for (i = 0; i < e->s.channels; i++)
+    for (i = 0; i < e->nslots; i++)
         vrmChannelStop(e->slots[i].ch, code, reason);
     vrmEngineWake(e);
 }
@@ -426,6 +432,18 @@ vrmEngineDevice(vrmEngine *e, struct ibv_context *ctx)
 
 /* ------------------------------------------------------------------ */
 /* Slots                                                               */
+
+/* The slot of the channel numbered @index on the wire, or NULL: migration
+ * channels from 0, disk channels from VRM_DISK_CHANNEL_BASE */
+static vrmEngineSlot *
+vrmEngineSlotOf(vrmEngine *e, guint32 index)
+{
+    if (index < e->s.channels)
+        return &e->slots[index];
+    if (index >= VRM_DISK_CHANNEL_BASE && index - VRM_DISK_CHANNEL_BASE < e->s.diskChannels)
+        return &e->slots[e->s.channels + index - VRM_DISK_CHANNEL_BASE];
+    return NULL;
+}
 
 static vrmChannel *
 vrmEngineNewChannel(vrmEngine *e, vrmEngineSlot *slot)
@@ -721,10 +739,12 @@ vrmEngineAccept(vrmEngine *e, struct rdma_cm_event *ev)
         reason = VRM_REJECT_MALFORMED;
     } else {
         channels = e->agreed ? e->agreed : e->s.channels;
-        reason = vrmProtoConnReqCheck(&req, channels);
+        reason = vrmProtoConnReqCheck(&req, channels,
+                                      (e->caps & VRM_CAP_DISKS) ? e->s.diskChannels : 0);
     }
     if (reason == VRM_REJECT_NONE) {
-        slot = &e->slots[req.channel];
+        slot = vrmEngineSlotOf(e, req.channel);
+        g_assert(slot);
         if (e->agreed && req.channels < e->agreed) {
             vrmReportError(VRM_ERR_PROTOCOL,
                            _("the peer asked for channel %1$u with a maximum of %2$u channels after %3$u were agreed"),
@@ -1104,20 +1124,50 @@ vrmEngineQemuAllowed(vrmEngine *e, const struct ucred *cred)
     return e->s.qemuPid < 0 || cred->pid == e->s.qemuPid;
 }
 
-static gboolean
-vrmEngineUnixAccept(gint fd, GIOCondition cond, gpointer opaque)
+/* Source: the slot for a connection QEMU just opened on the migration
+ * socket (@disk false: main, then multifd, in order) or on the disk
+ * socket (NBD, one per disk it copies); NULL reported if there is none */
+static vrmEngineSlot *
+vrmEngineNextQemuSlot(vrmEngine *e, bool disk)
 {
-    vrmEngine *e = opaque;
+    guint32 max = e->agreed ? e->agreed : e->s.channels;
+
+    if (!disk) {
+        if (e->acceptedSocks >= max) {
+            vrmReportError(VRM_ERR_PROTOCOL,
+                           _("QEMU opened more connections than the %1$u channels of this job"),
+                           max);
+            return NULL;
+        }
+        return &e->slots[e->acceptedSocks++];
+    }
+    if (e->acceptedDisks >= e->s.diskChannels) {
+        vrmReportError(VRM_ERR_RESOURCE,
+                       _("QEMU opened more disk connections than the %1$u disk channels of this job (one per disk of the domain that is neither read-only nor shareable, at most 16): name at most that many with --migrate-disks"),
+                       e->s.diskChannels);
+        return NULL;
+    }
+    if (e->agreed && !(vrmChannelCaps(e->slots[0].ch) & VRM_CAP_DISKS)) {
+        vrmReportError(VRM_ERR_VERSION,
+                       _("QEMU copies a disk (--copy-storage-all) but the destination's virt-rdma engine cannot carry disks; install the same virt-rdma on both hosts"));
+        return NULL;
+    }
+    return &e->slots[e->s.channels + e->acceptedDisks++];
+}
+
+/* Source: QEMU's connections on one of its sockets */
+static void
+vrmEngineAcceptQemu(vrmEngine *e, int fd, bool disk)
+{
     vrmEngineSlot *slot;
     struct ucred cred;
-    guint32 max = e->agreed ? e->agreed : e->s.channels;
     int conn;
 
     while ((conn = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0) {
         if (vrmEnginePeerCred(conn, &cred) < 0) {
             close(conn);
             vrmEngineFailLast(e);
-            return G_SOURCE_CONTINUE;
+            return;
         }
         if (!vrmEngineQemuAllowed(e, &cred)) {
             /* not QEMU: refused, QEMU's own connections go on */
@@ -1128,24 +1178,24 @@ vrmEngineUnixAccept(gint fd, GIOCondition cond, gpointer opaque)
             close(conn);
             continue;
         }
-        if (e->acceptedSocks >= max) {
+        if (!(slot = vrmEngineNextQemuSlot(e, disk))) {
             close(conn);
-            vrmReportError(VRM_ERR_PROTOCOL,
-                           _("QEMU opened more connections than the %1$u channels of this job"),
-                           max);
             vrmEngineFailLast(e);
-            return G_SOURCE_CONTINUE;
+            return;
         }
-        slot = &e->slots[e->acceptedSocks++];
-        VRM_INFO("QEMU connection %u accepted (pid %d, uid %u)", slot->index,
-                 (int)cred.pid, (unsigned)cred.uid);
+        /* what an operator reads in the helper's log (tests read the stats) */
+        VRM_INFO("QEMU connection %u accepted (%s, pid %d, uid %u)", slot->index,
+                 disk ? "a disk's" : "migration", (int)cred.pid, (unsigned)cred.uid);
         slot->qemuFd = conn;
         if (slot->index > 0) {
             /* lazily: the destination connects the channel now */
             slot->wanted = true;
             slot->connectDeadline = g_get_monotonic_time() +
                                     (gint64)e->s.deadlineConnect * G_USEC_PER_SEC;
-            vrmChannelAnnounce(e->slots[0].ch, slot->index);
+            if (vrmChannelAnnounce(e->slots[0].ch, slot->index) < 0) {
+                vrmEngineFailLast(e);
+                return;
+            }
         }
         if (slot->authenticated) {
             vrmChannelGiveSocket(slot->ch, slot->qemuFd);
@@ -1156,13 +1206,26 @@ vrmEngineUnixAccept(gint fd, GIOCondition cond, gpointer opaque)
         vrmReportSystemError(errno, _("cannot accept a connection from QEMU"));
         vrmEngineFailLast(e);
     }
+}
+
+static gboolean
+vrmEngineUnixAccept(gint fd, GIOCondition cond, gpointer opaque)
+{
+    vrmEngineAcceptQemu(opaque, fd, false);
+    return G_SOURCE_CONTINUE;
+}
+
+static gboolean
+vrmEngineDiskAccept(gint fd, GIOCondition cond, gpointer opaque)
+{
+    vrmEngineAcceptQemu(opaque, fd, true);
     return G_SOURCE_CONTINUE;
 }
 
 /* Destination: is the listener QEMU of this domain? Its uid is QEMU's (or
  * root) and, when the domain is known, its command line names it. */
 static int
-vrmEngineCheckListener(vrmEngine *e, int fd)
+vrmEngineCheckListener(vrmEngine *e, int fd, const char *sockPath)
 {
     g_autofree char *path = NULL;
     g_autofree char *cmdline = NULL;
@@ -1175,7 +1238,7 @@ vrmEngineCheckListener(vrmEngine *e, int fd)
     if (cred.uid != 0 && cred.uid != vrmEngineQemuUid(e)) {
         vrmReportError(VRM_ERR_AUTH,
                        _("QEMU's socket %1$s is served by pid %2$d of uid %3$u, not by QEMU's user (uid %4$u) or root; refusing to send it the migration"),
-                       e->s.qemuPath, (int)cred.pid, (unsigned)cred.uid,
+                       sockPath, (int)cred.pid, (unsigned)cred.uid,
                        (unsigned)vrmEngineQemuUid(e));
         return -1;
     }
@@ -1194,7 +1257,7 @@ vrmEngineCheckListener(vrmEngine *e, int fd)
         if (!named) {
             vrmReportError(VRM_ERR_AUTH,
                            _("QEMU's socket %1$s is served by pid %2$d, whose command line does not carry -uuid %3$s: not QEMU of this domain; refusing to send it the migration"),
-                           e->s.qemuPath, (int)cred.pid, e->s.domainUUID);
+                           sockPath, (int)cred.pid, e->s.domainUUID);
             return -1;
         }
     }
@@ -1214,53 +1277,82 @@ vrmEngineOpenRetry(gpointer opaque)
     return G_SOURCE_REMOVE;
 }
 
-/* Destination: connect QEMU's sockets strictly in channel order, without
+/* Destination: connect @slot's channel to QEMU's socket at @path, without
  * ever blocking: a listener that does not take connections (its backlog
- * full) is retried until the deadline like one that is not there yet */
+ * full) is retried until the deadline like one that is not there yet.
+ * 1: connected, 0: a retry is scheduled, -1: the job fails. */
+static int
+vrmEngineOpenSlot(vrmEngine *e, vrmEngineSlot *slot, const char *path)
+{
+    struct sockaddr_un sun = { .sun_family = AF_UNIX };
+    int fd;
+
+    if (!slot->openDeadline)
+        slot->openDeadline = g_get_monotonic_time() +
+                             (gint64)e->s.deadlineConnect * G_USEC_PER_SEC;
+    g_strlcpy(sun.sun_path, path, sizeof(sun.sun_path));
+    if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0) {
+        vrmReportSystemError(errno, _("cannot create a UNIX socket"));
+        return -1;
+    }
+    if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
+        int err = errno;
+
+        close(fd);
+        if ((err == ENOENT || err == ECONNREFUSED || err == EAGAIN || err == EINTR) &&
+            g_get_monotonic_time() < slot->openDeadline) {
+            slot->openSource = g_timeout_add(VRM_ENGINE_OPEN_RETRY_MS,
+                                             vrmEngineOpenRetry, slot);
+            return 0;
+        }
+        vrmReportSystemError(err,
+                             _("could not connect channel %1$u to QEMU at %2$s within %3$u seconds"),
+                             slot->index, path, e->s.deadlineConnect);
+        return -1;
+    }
+    if (vrmEngineCheckListener(e, fd, path) < 0) {
+        close(fd);
+        return -1;
+    }
+    VRM_INFO("channel %u connected to QEMU (pid %d) at %s", slot->index, (int)e->qemuPid,
+             path);
+    vrmChannelGiveSocket(slot->ch, fd);
+    slot->opened = true;
+    return 1;
+}
+
+/* Destination: the channels whose CHANNEL_OPEN arrived. Migration
+ * channels strictly in channel order (QEMU takes its main connection
+ * first); disk channels each as it comes (every NBD connection stands
+ * alone). */
 static void
 vrmEngineOpenNext(vrmEngine *e)
 {
+    guint32 i;
+    int rc;
+
     while (e->nextOpen < e->s.channels && !vrmEngineFailed(e)) {
         vrmEngineSlot *slot = &e->slots[e->nextOpen];
-        struct sockaddr_un sun = { .sun_family = AF_UNIX };
-        int fd;
 
         if (!slot->openRequested || slot->openSource)
-            return;
-        if (!slot->openDeadline)
-            slot->openDeadline = g_get_monotonic_time() +
-                                 (gint64)e->s.deadlineConnect * G_USEC_PER_SEC;
-
-        g_strlcpy(sun.sun_path, e->s.qemuPath, sizeof(sun.sun_path));
-        if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0) {
-            vrmReportSystemError(errno, _("cannot create a UNIX socket"));
+            break;
+        if ((rc = vrmEngineOpenSlot(e, slot, e->s.qemuPath)) < 0) {
             vrmEngineFailLast(e);
             return;
         }
-        if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
-            int err = errno;
-
-            close(fd);
-            if ((err == ENOENT || err == ECONNREFUSED || err == EAGAIN || err == EINTR) &&
-                g_get_monotonic_time() < slot->openDeadline) {
-                slot->openSource = g_timeout_add(VRM_ENGINE_OPEN_RETRY_MS,
-                                                 vrmEngineOpenRetry, slot);
-                return;
-            }
-            vrmReportSystemError(err,
-                                 _("could not connect channel %1$u to QEMU at %2$s within %3$u seconds"),
-                                 slot->index, e->s.qemuPath, e->s.deadlineConnect);
-            vrmEngineFailLast(e);
-            return;
-        }
-        if (vrmEngineCheckListener(e, fd) < 0) {
-            close(fd);
-            vrmEngineFailLast(e);
-            return;
-        }
-        VRM_INFO("channel %u connected to QEMU (pid %d)", slot->index, (int)e->qemuPid);
-        vrmChannelGiveSocket(slot->ch, fd);
+        if (rc == 0)
+            break;
         e->nextOpen++;
+    }
+    for (i = e->s.channels; i < e->nslots && !vrmEngineFailed(e); i++) {
+        vrmEngineSlot *slot = &e->slots[i];
+
+        if (!slot->openRequested || slot->openSource || slot->opened)
+            continue;
+        if (vrmEngineOpenSlot(e, slot, e->s.diskPath) < 0) {
+            vrmEngineFailLast(e);
+            return;
+        }
     }
 }
 
@@ -1302,7 +1394,7 @@ vrmEngineGetStats(vrmEngine *e, vrmEngineStats *st)
     }
     g_mutex_unlock(&e->lock);
 
-    for (i = 0; i < e->s.channels; i++) {
+    for (i = 0; i < e->nslots; i++) {
         if (e->slots[i].connected) {
             caps = vrmChannelCaps(e->slots[i].ch);
             break;
@@ -1316,18 +1408,22 @@ vrmEngineGetStats(vrmEngine *e, vrmEngineStats *st)
     st->established = e->established;
     st->qemuConnections = e->s.role == VRM_ENGINE_ROLE_SOURCE ?
         e->acceptedSocks : e->nextOpen;
+    for (i = e->s.channels; i < e->nslots; i++)
+        st->diskConnections += e->s.role == VRM_ENGINE_ROLE_SOURCE ?
+            e->slots[i].wanted : e->slots[i].opened;
     st->qemuGone = e->qemuGone;
     st->rdmaPort = e->rdmaPort;
     st->chunkSize = e->s.chunkSize;
     st->ringDepth = e->s.ringDepth;
-    st->pinnedBound = vrmPinnedBytes(st->channels, e->s.ringDepth, e->s.chunkSize);
+    st->pinnedBound = vrmPinnedBytes(st->channels + e->s.diskChannels, e->s.ringDepth,
+                                     e->s.chunkSize);
     st->elapsedS = e->startUs ? (now - e->startUs) / 1e6 : 0;
     /* The engine's own CPU time (all threads): what RDMA costs the host */
     if (getrusage(RUSAGE_SELF, &ru) == 0) {
         st->cpuUserS = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6;
         st->cpuSystemS = ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
     }
-    for (i = 0; i < e->s.channels; i++) {
+    for (i = 0; i < e->nslots; i++) {
         gint64 first, last;
         vrmStats snap;
 
@@ -1396,7 +1492,7 @@ vrmEngineCheckDeadlines(vrmEngine *e, gint64 now)
 {
     guint32 i;
 
-    for (i = 0; i < e->s.channels; i++) {
+    for (i = 0; i < e->nslots; i++) {
         vrmEngineSlot *slot = &e->slots[i];
 
         if (!slot->wanted || slot->authenticated || now <= slot->connectDeadline)
@@ -1423,7 +1519,7 @@ vrmEngineTick(gpointer opaque)
     guint64 sum = 0;
     guint32 i;
 
-    for (i = 0; i < e->s.channels; i++) {
+    for (i = 0; i < e->nslots; i++) {
         vrmEngineSlot *slot = &e->slots[i];
         gint64 first, last;
         vrmStats snap;
@@ -1438,7 +1534,7 @@ vrmEngineTick(gpointer opaque)
         sum += snap.v[VRM_STAT_BYTES_SENT] + snap.v[VRM_STAT_BYTES_RECEIVED] +
                snap.v[VRM_STAT_REGISTRATIONS];
     }
-    sum += e->established + e->acceptedSocks + e->nextOpen;
+    sum += e->established + e->acceptedSocks + e->acceptedDisks + e->nextOpen;
     if (sum != e->lastProgressSum) {
         e->lastProgressSum = sum;
         e->lastProgressUs = now;
@@ -1471,32 +1567,47 @@ vrmEngineConnectRequested(vrmEngine *e, guint32 k)
 {
     vrmEngineSlot *slot;
 
-    /* QEMU opens its connections one after the other: so must they come */
-    if (k != e->nextConnect || k >= e->agreed) {
-        vrmReportError(VRM_ERR_PROTOCOL,
-                       _("the source asked for channel %1$u where channel %2$u of %3$u was next"),
-                       k, e->nextConnect, e->agreed);
-        return -1;
+    if (k >= VRM_DISK_CHANNEL_BASE) {
+        /* a disk: QEMU opens those in any order, each once */
+        slot = vrmEngineSlotOf(e, k);
+        if (!slot || slot->wanted) {
+            if (!e->s.diskChannels)
+                vrmReportError(VRM_ERR_PROTOCOL,
+                               _("the source's QEMU copies a disk, but this job carries no disks: the destination's virt-rdmad found no disk to copy in the domain's definition"));
+            else
+                vrmReportError(VRM_ERR_PROTOCOL,
+                               _("the source asked for disk channel %1$u, which is connected already or beyond the %2$u disk channels of this job"),
+                               k - VRM_DISK_CHANNEL_BASE, e->s.diskChannels);
+            return -1;
+        }
+    } else {
+        /* QEMU opens its migration connections one after the other: so
+         * must they come */
+        if (k != e->nextConnect || k >= e->agreed) {
+            vrmReportError(VRM_ERR_PROTOCOL,
+                           _("the source asked for channel %1$u where channel %2$u of %3$u was next"),
+                           k, e->nextConnect, e->agreed);
+            return -1;
+        }
+        slot = &e->slots[k];
+        e->nextConnect++;
     }
-    slot = &e->slots[k];
     slot->wanted = true;
     slot->connectDeadline = g_get_monotonic_time() +
                             (gint64)e->s.deadlineConnect * G_USEC_PER_SEC;
-    e->nextConnect++;
     VRM_INFO("channel %u: QEMU opened it on the source, connecting", k);
     return vrmEngineConnectChannel(e, slot);
 }
 
-/* Every channel QEMU opened has ended, the main one too */
+/* Every channel QEMU opened has ended, the main one too (it is wanted
+ * from the start), and every disk connection */
 static bool
 vrmEngineAllDone(vrmEngine *e)
 {
-    guint32 wanted = e->s.role == VRM_ENGINE_ROLE_SOURCE ?
-        MAX(e->acceptedSocks, 1) : e->nextConnect;
     guint32 i;
 
-    for (i = 0; i < wanted; i++) {
-        if (!e->slots[i].done)
+    for (i = 0; i < e->nslots; i++) {
+        if (e->slots[i].wanted && !e->slots[i].done)
             return false;
     }
     return true;
@@ -1512,11 +1623,18 @@ vrmEngineWoken(gint fd, GIOCondition cond, gpointer opaque)
 
     if (read(fd, &junk, sizeof(junk)) < 0 && errno != EAGAIN)
         VRM_DEBUG("engine eventfd: %s", g_strerror(errno));
-    for (i = 0; i < e->s.channels && !vrmEngineFailed(e); i++) {
+    for (i = 0; i < e->nslots; i++) {
         vrmEngineSlot *slot = &e->slots[i];
         vrmChannelEvents ev;
 
         vrmChannelTakeEvents(slot->ch, &ev);
+        /* a fact for the final stats even when the job is failing: a
+         * channel reports QEMU gone and fails the job at once, so the
+         * failure is often seen first */
+        if (ev.qemuGone)
+            e->qemuGone = true;
+        if (vrmEngineFailed(e))
+            continue;
         if (ev.authFailed) {
             vrmEngineSlotReset(e, slot, VRM_REJECT_TOKEN,
                                _("the peer could not prove it holds this job's token"));
@@ -1542,8 +1660,6 @@ vrmEngineWoken(gint fd, GIOCondition cond, gpointer opaque)
         }
         if (ev.streamEnded)
             vrmEngineStreamEnded(e, slot);
-        if (ev.qemuGone)
-            e->qemuGone = true;
         slot->done = ev.done;
     }
     if (vrmEngineFailed(e)) {
@@ -1570,23 +1686,27 @@ vrmEngineNew(const vrmEngineSettings *settings, const vrmToken *token)
     e->portStr = g_strdup_printf("%u", e->s.port);
     g_mutex_init(&e->lock);
     e->unixFd = -1;
+    e->diskFd = -1;
     e->statsFd = -1;
     e->wakefd = -1;
     e->qemuPid = e->s.qemuPid > 0 ? (pid_t)e->s.qemuPid : 0;
     e->devices = g_ptr_array_new_with_free_func((GDestroyNotify)vrmRdmaDeviceFree);
     e->asyncSources = g_ptr_array_new();
-    e->slots = g_new0(vrmEngineSlot, e->s.channels);
-    for (i = 0; i < e->s.channels; i++) {
+    e->nslots = e->s.channels + e->s.diskChannels;
+    e->slots = g_new0(vrmEngineSlot, e->nslots);
+    for (i = 0; i < e->nslots; i++) {
         vrmEngineSlot *slot = &e->slots[i];
 
         slot->engine = e;
-        slot->index = i;
+        slot->disk = i >= e->s.channels;
+        slot->index = slot->disk ? VRM_DISK_CHANNEL_BASE + i - e->s.channels : i;
         slot->qemuFd = -1;
         slot->ch = vrmEngineNewChannel(e, slot);
     }
     e->nextConnect = 1;
     e->caps = (e->s.pinAll ? VRM_CAP_PIN_ALL : 0) |
-              (e->s.noWriteImm ? 0 : VRM_CAP_WRITE_IMM);
+              (e->s.noWriteImm ? 0 : VRM_CAP_WRITE_IMM) |
+              (e->s.diskChannels ? VRM_CAP_DISKS : 0);
     return e;
 }
 
@@ -1617,28 +1737,44 @@ vrmEngineLinger(vrmEngine *e)
     }
 }
 
+/* One of QEMU's listening sockets: closed, and unlinked if we bound it */
+static void
+vrmEngineCloseListener(int *fd, bool own, const char *path)
+{
+    if (*fd < 0)
+        return;
+    close(*fd);
+    *fd = -1;
+    if (own)
+        unlink(path);
+}
+
 static void
 vrmEngineTeardown(vrmEngine *e)
 {
     guint32 i;
 
     /* 1. stop the progress threads (each bounded: poll interval + ERROR wait) */
-    for (i = 0; i < e->s.channels; i++)
+    for (i = 0; i < e->nslots; i++)
         vrmChannelStop(e->slots[i].ch, VRM_ERR_CANCELLED, _("the job ended"));
-    for (i = 0; i < e->s.channels; i++) {
+    for (i = 0; i < e->nslots; i++) {
+        vrmChannelEvents ev;
+
         vrmChannelJoin(e->slots[i].ch);
         vrmEngineDrainCM(e);
+        /* the channel's last word, final now that its thread has ended:
+         * "QEMU gone" comes just before the failure it causes, which can
+         * end the main loop before the loop has read it */
+        vrmChannelTakeEvents(e->slots[i].ch, &ev);
+        if (ev.qemuGone)
+            e->qemuGone = true;
     }
     e->endUs = g_get_monotonic_time();
     /* 2. QEMU's listening socket and the sockets not handed over */
-    if (e->unixFd >= 0) {
-        close(e->unixFd);
-        e->unixFd = -1;
-        if (e->unixOwn)
-            unlink(e->s.qemuPath);
-    }
+    vrmEngineCloseListener(&e->unixFd, e->unixOwn, e->s.qemuPath);
+    vrmEngineCloseListener(&e->diskFd, e->diskOwn, e->s.diskPath);
     /* 3. disconnect; queue pairs, registrations and ids go in vrmEngineFree */
-    for (i = 0; i < e->s.channels; i++) {
+    for (i = 0; i < e->nslots; i++) {
         vrmEngineSlot *slot = &e->slots[i];
 
         if (slot->qemuFd >= 0)
@@ -1663,11 +1799,12 @@ vrmEngineFree(vrmEngine *e)
 
     if (!e)
         return;
-    for (i = 0; e->slots && i < e->s.channels; i++) {
+    for (i = 0; e->slots && i < e->nslots; i++) {
         /* the channel (queue pair, memory) before its rdma_cm id */
         vrmChannelFree(e->slots[i].ch);
         if (e->slots[i].id && rdma_destroy_id(e->slots[i].id) < 0)
-            VRM_WARN("rdma_destroy_id on channel %u failed: %s", i, g_strerror(errno));
+            VRM_WARN("rdma_destroy_id on channel %u failed: %s", e->slots[i].index,
+                     g_strerror(errno));
         if (e->slots[i].qemuFd >= 0)
             close(e->slots[i].qemuFd);
     }
@@ -1682,13 +1819,12 @@ vrmEngineFree(vrmEngine *e)
         g_ptr_array_free(e->devices, TRUE);
     if (e->cm)
         rdma_destroy_event_channel(e->cm);
-    if (e->unixFd >= 0) {
-        close(e->unixFd);
-        if (e->unixOwn)
-            unlink(e->s.qemuPath);
-    }
+    vrmEngineCloseListener(&e->unixFd, e->unixOwn, e->s.qemuPath);
     if (e->s.qemuListenFd >= 0)
         close(e->s.qemuListenFd);
+    vrmEngineCloseListener(&e->diskFd, e->diskOwn, e->s.diskPath);
+    if (e->s.diskListenFd >= 0)
+        close(e->s.diskListenFd);
     if (e->statsFd >= 0) {
         close(e->statsFd);
         unlink(e->s.statsSocket);
@@ -1738,6 +1874,24 @@ vrmEngineListenRdma(vrmEngine *e)
     return 0;
 }
 
+/* Source: QEMU's listening socket, inherited (*@inherited, from the
+ * launcher, which owns its path) or bound at @path here (*@own) */
+static int
+vrmEngineTakeListener(int *inherited, const char *path, int *fd, bool *own)
+{
+    if (*inherited >= 0) {
+        *fd = *inherited;
+        *inherited = -1;
+        if (vrmSetNonBlock(*fd) < 0 || fcntl(*fd, F_SETFD, FD_CLOEXEC) < 0)
+            return -1;
+        return 0;
+    }
+    if ((*fd = vrmUnixListen(path)) < 0)
+        return -1;
+    *own = true;
+    return 0;
+}
+
 static int vrmEngineRunInner(vrmEngine *e);
 
 int
@@ -1755,7 +1909,7 @@ vrmEngineRun(vrmEngine *e)
 static int
 vrmEngineRunInner(vrmEngine *e)
 {
-    guint sources[8];
+    guint sources[10];
     guint nsources = 0;
     guint32 i;
     int flags;
@@ -1789,19 +1943,16 @@ vrmEngineRunInner(vrmEngine *e)
     if (e->s.role == VRM_ENGINE_ROLE_SOURCE) {
         if (vrmEngineListenRdma(e) < 0)
             return -1;
-        if (e->s.qemuListenFd >= 0) {
-            /* inherited from the launcher, which owns its path */
-            e->unixFd = e->s.qemuListenFd;
-            e->s.qemuListenFd = -1;
-            if (vrmSetNonBlock(e->unixFd) < 0 ||
-                fcntl(e->unixFd, F_SETFD, FD_CLOEXEC) < 0)
-                return -1;
-        } else {
-            if ((e->unixFd = vrmUnixListen(e->s.qemuPath)) < 0)
-                return -1;
-            e->unixOwn = true;
-        }
+        if (vrmEngineTakeListener(&e->s.qemuListenFd, e->s.qemuPath,
+                                  &e->unixFd, &e->unixOwn) < 0)
+            return -1;
         sources[nsources++] = g_unix_fd_add(e->unixFd, G_IO_IN, vrmEngineUnixAccept, e);
+        if (e->s.diskChannels) {
+            if (vrmEngineTakeListener(&e->s.diskListenFd, e->s.diskPath,
+                                      &e->diskFd, &e->diskOwn) < 0)
+                return -1;
+            sources[nsources++] = g_unix_fd_add(e->diskFd, G_IO_IN, vrmEngineDiskAccept, e);
+        }
         if (e->s.fault == VRM_ENGINE_FAULT_FAIL) {
             vrmReportError(VRM_ERR_INTERNAL, _("test hook: failing right after listening"));
             vrmEngineFailLast(e);
@@ -1816,6 +1967,7 @@ vrmEngineRunInner(vrmEngine *e)
     sources[nsources++] = g_timeout_add(VRM_ENGINE_TICK_MS, vrmEngineTick, e);
     sources[nsources++] = g_unix_signal_add(SIGINT, vrmEngineSignal, e);
     sources[nsources++] = g_unix_signal_add(SIGTERM, vrmEngineSignal, e);
+    g_assert(nsources <= G_N_ELEMENTS(sources));
 
     if (!vrmEngineFailed(e))
         g_main_loop_run(e->loop);

@@ -153,18 +153,28 @@ typedef struct {
     int wire;                   /* work requests carried per round and way */
 } StreamCase;
 
+/* A new pair that has carried @fwd bytes one way and @back the other, both
+ * checked; the caller clears @s and frees the pair */
+static vrmFakePair *
+pairStreamed(const vrmFakePairConfig *cfg, Streams *s, gsize fwd, gsize back, int wire)
+{
+    vrmFakePair *p;
+
+    vrmFakeViolationReset();
+    p = vrmFakePairNew(cfg);
+    streamsInit(s, fwd, back);
+    runStreams(p, s, wire);
+    assertStreams(p, s);
+    return p;
+}
+
 static void
 testStream(gconstpointer data)
 {
     const StreamCase *c = data;
-    vrmFakePair *p;
     Streams s;
+    vrmFakePair *p = pairStreamed(&c->cfg, &s, c->fwd, c->back, c->wire);
 
-    vrmFakeViolationReset();
-    p = vrmFakePairNew(&c->cfg);
-    streamsInit(&s, c->fwd, c->back);
-    runStreams(p, &s, c->wire);
-    assertStreams(p, &s);
     streamsClear(&s);
     vrmFakePairFree(p);
     g_assert_null(vrmFakeViolation());
@@ -276,18 +286,44 @@ testAnnounce(void)
     g_assert_null(vrmFakeViolation());
 }
 
+/* Once channel 0's stream has ended its thread reads no more announcements:
+ * one made after that is refused at once, and one made just before its
+ * last look fails the channel; neither waits for the connect deadline */
+static void
+testAnnounceAfterEnd(void)
+{
+    vrmFakePairConfig cfg = { 4, 4, K64, false, true };
+    guint32 round;
+
+    for (round = 0; round < 2; round++) {
+        Streams s;
+        vrmFakePair *p = pairStreamed(&cfg, &s, 100 * 1024, 0, 64);
+
+        g_assert_cmpint(vrmChannelTxState(p->ch[0]), ==, VRM_CHANNEL_TX_DONE);
+        vrmResetLastError();
+        if (round == 0) {
+            g_assert_cmpint(vrmChannelCloseMailbox(p->ch[0]), ==, 0);
+            g_assert_cmpint(vrmChannelAnnounce(p->ch[0], 1), ==, -1);
+        } else {
+            g_assert_cmpint(vrmChannelAnnounce(p->ch[0], 1), ==, 0);
+            g_assert_cmpint(vrmChannelCloseMailbox(p->ch[0]), ==, -1);
+        }
+        g_assert_nonnull(strstr(vrmGetLastErrorMessage(),
+                                "QEMU opened connection 1 after it had closed its main connection"));
+        streamsClear(&s);
+        vrmFakePairFree(p);
+        g_assert_null(vrmFakeViolation());
+    }
+}
+
 /* With checkEnd, the EOF of QEMU's stream waits for the owner's verdict */
 static void
 testStreamVerdict(void)
 {
     vrmFakePairConfig cfg = { 4, 4, K64, false, true, .checkEnd = true };
-    vrmFakePair *p = vrmFakePairNew(&cfg);
     Streams s;
+    vrmFakePair *p = pairStreamed(&cfg, &s, 300 * 1024, 7, 64);
 
-    vrmFakeViolationReset();
-    streamsInit(&s, 300 * 1024, 7);
-    runStreams(p, &s, 64);
-    assertStreams(p, &s);
     streamsClear(&s);
     vrmFakePairFree(p);
 }
@@ -522,7 +558,8 @@ testIllegal(void)
                     side == 0)
                     g_assert_nonnull(strstr(err, "a source engine never receives it"));
                 if (type == VRM_MSG_CHANNEL_CONNECT)
-                    g_assert_cmpint(rc, ==, side == 1 && rx == VRM_CHANNEL_RX_STREAM ? 0 : -1);
+                    g_assert_cmpint(rc, ==, side == 1 && (rx == VRM_CHANNEL_RX_OPEN ||
+                                                         rx == VRM_CHANNEL_RX_STREAM) ? 0 : -1);
                 if (type == VRM_MSG_EOF_ACK && tx != VRM_CHANNEL_TX_EOF_SENT)
                     g_assert_cmpint(rc, ==, -1);
                 if ((type == VRM_MSG_DATA || type == VRM_MSG_EOF ||
@@ -607,14 +644,11 @@ static void
 testDoorbells(void)
 {
     vrmFakePairConfig cfg = { 8, 8, K64, true, true };
-    vrmFakePair *p = vrmFakePairNew(&cfg);
     vrmStats snap;
     gint64 first, last;
     Streams s;
+    vrmFakePair *p = pairStreamed(&cfg, &s, 4 * 1024 * 1024, 0, 64);
 
-    streamsInit(&s, 4 * 1024 * 1024, 0);
-    runStreams(p, &s, 64);
-    assertStreams(p, &s);
     vrmChannelStats(p->ch[0], &snap, &first, &last);
     g_assert_cmpuint(snap.v[VRM_STAT_DOORBELLS], >, 0);
     g_assert_cmpuint(snap.v[VRM_STAT_DOORBELLS], <, snap.v[VRM_STAT_CHUNKS_WRITTEN]);
@@ -736,6 +770,7 @@ main(int argc, char **argv)
     g_test_add_func("/channel/auth/refused", testAuthRefused);
     g_test_add_func("/channel/auth/first", testAuthFirst);
     g_test_add_func("/channel/announce", testAnnounce);
+    g_test_add_func("/channel/announce/after-end", testAnnounceAfterEnd);
     g_test_add_func("/channel/stream-verdict", testStreamVerdict);
     g_test_add_func("/channel/stream-verdict/qemu-gone", testStreamVerdictGone);
     g_test_add_func("/channel/stream-verdict/qemu-gone-destination", testStreamVerdictGoneDestination);

@@ -100,28 +100,49 @@ testConnReqCheck(void)
 {
     vrmProtoConnReq req = { .version = 2, .flags = 3, .channel = 1, .channels = 4 };
 
-    g_assert_cmpint(vrmProtoConnReqCheck(&req, 4), ==, VRM_REJECT_NONE);
+    g_assert_cmpint(vrmProtoConnReqCheck(&req, 4, 0), ==, VRM_REJECT_NONE);
     /* the agreed maximum is the smaller one */
-    g_assert_cmpint(vrmProtoConnReqCheck(&req, 9), ==, VRM_REJECT_NONE);
+    g_assert_cmpint(vrmProtoConnReqCheck(&req, 9, 0), ==, VRM_REJECT_NONE);
     req.channel = 3;
-    g_assert_cmpint(vrmProtoConnReqCheck(&req, 3), ==, VRM_REJECT_CHANNEL);
+    g_assert_cmpint(vrmProtoConnReqCheck(&req, 3, 0), ==, VRM_REJECT_CHANNEL);
     req.channel = 4;
-    g_assert_cmpint(vrmProtoConnReqCheck(&req, 9), ==, VRM_REJECT_CHANNEL);
+    g_assert_cmpint(vrmProtoConnReqCheck(&req, 9, 0), ==, VRM_REJECT_CHANNEL);
     req.channel = 0;
     req.channels = 0;
-    g_assert_cmpint(vrmProtoConnReqCheck(&req, 9), ==, VRM_REJECT_CHANNEL);
+    g_assert_cmpint(vrmProtoConnReqCheck(&req, 9, 0), ==, VRM_REJECT_CHANNEL);
     req.channels = 4;
+
+    /* disk channels: numbered from VRM_DISK_CHANNEL_BASE, only when the
+     * request offers the capability and this job carries that many */
+    req.flags = 3 | VRM_CAP_DISKS;
+    req.channel = VRM_DISK_CHANNEL_BASE;
+    g_assert_cmpint(vrmProtoConnReqCheck(&req, 4, 2), ==, VRM_REJECT_NONE);
+    req.channel = VRM_DISK_CHANNEL_BASE + 1;
+    g_assert_cmpint(vrmProtoConnReqCheck(&req, 1, 2), ==, VRM_REJECT_NONE);
+    req.channel = VRM_DISK_CHANNEL_BASE + 2;
+    g_assert_cmpint(vrmProtoConnReqCheck(&req, 4, 2), ==, VRM_REJECT_CHANNEL);
+    g_assert_nonnull(strstr(vrmGetLastErrorMessage(), "disk channel 2, this job carries 2"));
+    req.channel = VRM_DISK_CHANNEL_BASE;
+    g_assert_cmpint(vrmProtoConnReqCheck(&req, 4, 0), ==, VRM_REJECT_CHANNEL);
+    req.flags = 3;
+    g_assert_cmpint(vrmProtoConnReqCheck(&req, 4, 2), ==, VRM_REJECT_CHANNEL);
+    /* between the two ranges: neither */
+    req.flags = 3 | VRM_CAP_DISKS;
+    req.channel = VRM_DISK_CHANNEL_BASE - 1;
+    g_assert_cmpint(vrmProtoConnReqCheck(&req, 4, 2), ==, VRM_REJECT_CHANNEL);
+    req.channel = 0;
+    req.flags = 3;
 
     /* version 1 (nothing released speaks it) and versions from the future */
     req.version = 1;
-    g_assert_cmpint(vrmProtoConnReqCheck(&req, 4), ==, VRM_REJECT_VERSION);
+    g_assert_cmpint(vrmProtoConnReqCheck(&req, 4, 0), ==, VRM_REJECT_VERSION);
     g_assert_cmpint(vrmGetLastErrorCode(), ==, VRM_ERR_VERSION);
     g_assert_nonnull(strstr(vrmGetLastErrorMessage(), "protocol version 1 was refused"));
     g_assert_nonnull(strstr(vrmGetLastErrorMessage(), "install the same virt-rdma on both hosts"));
     req.version = 3;
-    g_assert_cmpint(vrmProtoConnReqCheck(&req, 4), ==, VRM_REJECT_VERSION);
+    g_assert_cmpint(vrmProtoConnReqCheck(&req, 4, 0), ==, VRM_REJECT_VERSION);
     req.version = 0;
-    g_assert_cmpint(vrmProtoConnReqCheck(&req, 4), ==, VRM_REJECT_VERSION);
+    g_assert_cmpint(vrmProtoConnReqCheck(&req, 4, 0), ==, VRM_REJECT_VERSION);
 }
 
 /* Known answers, computed independently (Python hmac/hashlib) */

@@ -124,7 +124,7 @@ fuzzConnData(const uint8_t *data, size_t size)
         vrmProtoConnReqEncode(&req, again);
         if (memcmp(again, data, VRM_PROTO_REQ_LEN) != 0)
             fuzzFail("an accepted REQ does not encode back");
-        vrmProtoConnReqCheck(&req, 1 + (data[0] % 64));
+        vrmProtoConnReqCheck(&req, 1 + (data[0] % 64), data[0] % (VRM_DISK_CHANNELS_MAX + 1));
         if (vrmGetLastErrorCode() == VRM_ERR_INTERNAL)
             fuzzFail("an internal error");
         vrmProtoMacDestination(&token, req.nonce, req.nonce, req.flags, req.channel,

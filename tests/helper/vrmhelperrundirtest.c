@@ -110,31 +110,38 @@ testDomainDir(vrmRunFixture *f, gconstpointer data)
     g_autofree char *dir = g_build_filename(f->run, "qemu",
                                             "7b9c1a2e-3f4d-4e5f-8a6b-0c1d2e3f4a5b", NULL);
     g_autofree char *sock = g_build_filename(dir, "migrate.sock", NULL);
+    g_autofree char *nbd = g_build_filename(dir, "nbd.sock", NULL);
     g_autofree char *junk = g_build_filename(dir, "junk", NULL);
     vrmDomainDir d1 = { 0 };
     vrmDomainDir d2 = { 0 };
     int lfd = -1;
+    int dfd = -1;
 
     g_assert_nonnull(rd);
     /* what a killed job left */
     g_assert_cmpint(g_mkdir_with_parents(dir, 0777), ==, 0);
     g_assert_true(g_file_set_contents(junk, "x", 1, NULL));
     g_assert_cmpint(vrmRunDirDomainCreate(rd, uuid, geteuid(), getegid(), true,
-                                          &d1, &lfd), ==, 0);
+                                          &d1, &lfd, &dfd), ==, 0);
     g_assert_cmpint(lfd, >=, 0);
+    /* the disks' socket too: bound, listening, the same mode */
+    g_assert_cmpint(dfd, >=, 0);
+    g_assert_cmpint(modeOf(nbd), ==, 0660);
+    close(dfd);
     g_assert_false(g_file_test(junk, G_FILE_TEST_EXISTS));
     g_assert_cmpint(modeOf(dir), ==, geteuid() == 0 ? 02750 : 0700);
     g_assert_cmpint(modeOf(sock), ==, 0660);
     close(lfd);
     /* a later job made it again: the first job must not remove it */
     g_assert_cmpint(vrmRunDirDomainCreate(rd, uuid, geteuid(), getegid(), false,
-                                          &d2, NULL), ==, 0);
+                                          &d2, NULL, NULL), ==, 0);
+    g_assert_false(g_file_test(nbd, G_FILE_TEST_EXISTS));
     vrmRunDirDomainRemove(rd, &d1);
     g_assert_true(g_file_test(dir, G_FILE_TEST_IS_DIR));
     vrmRunDirDomainRemove(rd, &d2);
     g_assert_false(g_file_test(dir, G_FILE_TEST_EXISTS));
     vrmResetLastError();
-    g_assert_cmpint(vrmRunDirDomainCreate(rd, "../../etc", 0, 0, false, &d1, NULL), ==, -1);
+    g_assert_cmpint(vrmRunDirDomainCreate(rd, "../../etc", 0, 0, false, &d1, NULL, NULL), ==, -1);
 }
 
 /* In a child as @uid: 0 if @path could be unlinked and rebound */
@@ -175,9 +182,11 @@ testGroupMemberCannotReplace(vrmRunFixture *f, gconstpointer data)
     g_autofree char *sock = g_build_filename(f->run, "virt-rdmad.sock", NULL);
     g_autofree char *dom = NULL;
     g_autofree char *domSock = NULL;
+    g_autofree char *diskSock = NULL;
     vrmDomainDir d = { 0 };
     int fd;
     int lfd = -1;
+    int dfd = -1;
 
     if (geteuid() != 0) {
         g_test_skip("needs root: CI runs the unit tests as root");
@@ -196,14 +205,19 @@ testGroupMemberCannotReplace(vrmRunFixture *f, gconstpointer data)
     /* the per-domain directory of a QEMU user (nobody) and the engine
      * group (nogroup): the member cannot replace the socket there either */
     g_assert_cmpint(vrmRunDirDomainCreate(rd, "7b9c1a2e-3f4d-4e5f-8a6b-0c1d2e3f4a5b",
-                                          65534, 65534, true, &d, &lfd), ==, 0);
+                                          65534, 65534, true, &d, &lfd, &dfd), ==, 0);
     dom = g_build_filename(f->run, "qemu", d.uuid, NULL);
     domSock = g_build_filename(dom, "migrate.sock", NULL);
+    diskSock = g_build_filename(dom, "nbd.sock", NULL);
     g_assert_cmpint(tryReplaceAs(member->pw_uid, member->pw_gid, domSock), ==, 1);
+    g_assert_cmpint(tryReplaceAs(member->pw_uid, member->pw_gid, diskSock), ==, 1);
     {
         struct stat st;
 
         g_assert_cmpint(stat(domSock, &st), ==, 0);
+        g_assert_cmpuint(st.st_uid, ==, 65534);
+        g_assert_cmpuint(st.st_gid, ==, 65534);
+        g_assert_cmpint(stat(diskSock, &st), ==, 0);
         g_assert_cmpuint(st.st_uid, ==, 65534);
         g_assert_cmpuint(st.st_gid, ==, 65534);
         g_assert_cmpint(stat(dom, &st), ==, 0);
@@ -211,6 +225,7 @@ testGroupMemberCannotReplace(vrmRunFixture *f, gconstpointer data)
         g_assert_cmpint(st.st_mode & 07777, ==, 02750);
     }
     close(lfd);
+    close(dfd);
     vrmRunDirDomainRemove(rd, &d);
 }
 

@@ -55,7 +55,10 @@ expect 2 "--tunnelled cannot be used with virt-rdma: a tunnelled migration" migr
 expect 2 "--direct cannot be used with virt-rdma" migrate -c "$nowhere" --direct web1 qemu:///x
 expect 2 'use --migrateuri "$(virt-rdma uri DOMAIN)"' migrate -c "$nowhere" --migrateuri unix:///x web1 qemu:///x
 expect 2 "--listen-address cannot be used with virt-rdma" migrate -c "$nowhere" --listen-address 192.0.2.1 web1 qemu:///x
-expect 2 "--copy-storage-all cannot be used with virt-rdma: libvirt copies disks over an NBD connection" migrate -c "$nowhere" --copy-storage-all web1 qemu:///x
+expect 2 "--disks-uri cannot be used with virt-rdma: virt-rdma sets the disks URI to the domain's own socket" migrate -c "$nowhere" --copy-storage-all --disks-uri unix:///x web1 qemu:///x
+expect 2 "--disks-port cannot be used with virt-rdma" migrate -c "$nowhere" --copy-storage-all --disks-port 49153 web1 qemu:///x
+expect 2 "--migrate-disks needs --copy-storage-all or --copy-storage-inc" migrate -c "$nowhere" --migrate-disks vda web1 qemu:///x
+expect 2 "libvirt cannot encrypt the copy of disks over a UNIX socket" migrate -c "$nowhere" --copy-storage-all --tls web1 qemu+tcp://b/system
 # virsh's pass-through options (issue 17), checked before any connection
 expect 2 "--auto-converge-initial takes a percentage from 0 to 100, not '101'" migrate -c "$nowhere" --auto-converge --auto-converge-initial 101 web1 qemu:///x
 expect 2 "--auto-converge-increment needs --auto-converge" migrate -c "$nowhere" --auto-converge-increment 10 web1 qemu:///x

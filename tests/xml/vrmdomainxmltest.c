@@ -196,6 +196,32 @@ testOutsideMetadataIgnored(void)
     g_assert_null(def);
 }
 
+/* What --copy-storage-all would copy: one disk channel each */
+static void
+testCountCopyDisks(void)
+{
+    const char *xml =
+        "<domain type='kvm'><name>d</name><devices>\n"
+        "  <disk type='file' device='disk'><source file='/var/lib/a.img'/>"
+        "<target dev='vda' bus='virtio'/></disk>\n"
+        "  <disk type='block' device='lun'><source dev='/dev/sdb'/></disk>\n"
+        "  <disk type='file'><source file='/b.qcow2'/></disk>\n"
+        "  <disk type='file' device='cdrom'><source file='/x.iso'/><readonly/></disk>\n"
+        "  <disk type='file' device='disk'><source file='/ro.img'/><readonly/></disk>\n"
+        "  <disk type='file' device='disk'><source file='/s.img'/><shareable/></disk>\n"
+        "  <disk type='file' device='disk'><target dev='vdz'/></disk>\n"
+        "  <disk type='file' device='floppy'><source file='/f.img'/></disk>\n"
+        "</devices></domain>";
+    unsigned int n = 99;
+
+    g_assert_cmpint(vrmDomainXMLCountCopyDisks(xml, &n), ==, 0);
+    g_assert_cmpuint(n, ==, 4);
+    g_assert_cmpint(vrmDomainXMLCountCopyDisks("<domain><devices/></domain>", &n), ==, 0);
+    g_assert_cmpuint(n, ==, 0);
+    g_assert_cmpint(vrmDomainXMLCountCopyDisks("<domain>", &n), ==, -1);
+    g_assert_cmpuint(n, ==, 0);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -224,5 +250,6 @@ main(int argc, char **argv)
     }
     g_test_add_func("/domainxml/anywhere-in-metadata", testAnywhereInMetadata);
     g_test_add_func("/domainxml/outside-metadata-ignored", testOutsideMetadataIgnored);
+    g_test_add_func("/domainxml/count-copy-disks", testCountCopyDisks);
     return g_test_run();
 }

@@ -51,6 +51,9 @@ static const vrmMigrateFlagOption vrmMigrateFlagTable[] = {
     { "compressed", VIR_MIGRATE_COMPRESSED, N_("compress the memory (with --parallel: multifd zlib or zstd)") },
     { "abort-on-error", VIR_MIGRATE_ABORT_ON_ERROR, N_("abort on a soft error during the migration") },
     { "unsafe", VIR_MIGRATE_UNSAFE, N_("force the migration even if it may be unsafe") },
+    { "copy-storage-all", VIR_MIGRATE_NON_SHARED_DISK, N_("copy the disks that are not shared (through the domain's nbd.sock, over RDMA)") },
+    { "copy-storage-inc", VIR_MIGRATE_NON_SHARED_INC, N_("copy the top images of disks whose backing images are shared (through nbd.sock, over RDMA)") },
+    { "copy-storage-synchronous-writes", VIR_MIGRATE_NON_SHARED_SYNCHRONOUS_WRITES, N_("the guest's disk writes wait for the copy (the copy converges whatever the guest writes)") },
     { "rdma-pin-all", VIR_MIGRATE_RDMA_PIN_ALL, NULL /* the capability table's */ },
 };
 
@@ -90,6 +93,9 @@ static const vrmMigratePassOption vrmMigratePassTable[] = {
       N_("rename the domain to NAME during the migration"), N_("NAME") },
     { "xml", VIR_MIGRATE_PARAM_DEST_XML, VRM_PASS_FILE, 0, NULL,
       N_("FILE holds an updated domain XML for the destination"), N_("FILE") },
+    { "migrate-disks", VIR_MIGRATE_PARAM_MIGRATE_DISKS, VRM_PASS_LIST,
+      VIR_MIGRATE_NON_SHARED_DISK | VIR_MIGRATE_NON_SHARED_INC, "--copy-storage-all or --copy-storage-inc",
+      N_("comma-separated list of the disks (targets, e.g. vda) to copy"), N_("DISKS") },
     { "persistent-xml", VIR_MIGRATE_PARAM_PERSIST_XML, VRM_PASS_FILE,
       VIR_MIGRATE_PERSIST_DEST, "--persistent",
       N_("FILE holds the domain XML to persist on the destination"), N_("FILE") },
@@ -181,18 +187,16 @@ typedef struct {
     const char *why;            /* N_() */
 } vrmMigrateRefusedOption;
 
-#define VRM_DISK_COPY_WHY \
-    N_("libvirt copies disks over an NBD connection of their own, which virt-rdma does not carry yet; use shared storage, or migrate such a guest without virt-rdma")
+#define VRM_DISK_URI_WHY \
+    N_("virt-rdma sets the disks URI to the domain's own socket (nbd.sock next to its migration socket); for plain virsh use --disks-uri with the path 'virt-rdma uri --disks DOMAIN' prints")
 
 static const vrmMigrateRefusedOption vrmMigrateRefusedTable[] = {
     { "tunnelled", false, N_("a tunnelled migration goes through libvirtd's own connection, not through QEMU's sockets that virt-rdma carries; leave it out") },
     { "direct", false, N_("a direct migration is a hypervisor-native transport, not QEMU's sockets that virt-rdma carries; leave it out") },
     { "migrateuri", true, N_("virt-rdma sets the migration URI to the domain's own socket; for plain virsh use --migrateuri \"$(virt-rdma uri DOMAIN)\"") },
     { "listen-address", true, N_("the destination QEMU listens on the domain's socket, not on an address; the RDMA address is virt-rdmad's ([rdma] address) or --rdma-address") },
-    { "copy-storage-all", false, VRM_DISK_COPY_WHY },
-    { "copy-storage-inc", false, VRM_DISK_COPY_WHY },
-    { "migrate-disks", true, VRM_DISK_COPY_WHY },
-    { "disks-uri", true, VRM_DISK_COPY_WHY },
+    { "disks-uri", true, VRM_DISK_URI_WHY },
+    { "disks-port", true, VRM_DISK_URI_WHY },
 };
 
 static const vrmMigrateRefusedOption *

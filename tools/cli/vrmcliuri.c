@@ -5,7 +5,8 @@
  * client: `virsh migrate --migrateuri "$(virt-rdma uri web1)" ...`. It is
  * the per-domain path under the helper's run directory, from the domain's
  * UUID (every domain name libvirt accepts works, the length is fixed), the
- * same string on every host with the same [paths] run-dir.
+ * same string on every host with the same [paths] run-dir. With --disks:
+ * the disks URI next to it, for --copy-storage-all (libvirt's NBD copy).
  */
 #include <config.h>
 
@@ -24,9 +25,12 @@ int
 vrmCmdUri(int argc, char **argv)
 {
     g_autofree char *connectURI = NULL;
+    gboolean disks = FALSE;
     GOptionEntry entries[] = {
         { "connect", 'c', 0, G_OPTION_ARG_STRING, &connectURI,
           N_("libvirt URI (default: libvirt's)"), N_("URI") },
+        { "disks", 0, 0, G_OPTION_ARG_NONE, &disks,
+          N_("print the disks URI (virsh migrate --copy-storage-all --disks-uri) instead"), NULL },
         { NULL, 0, 0, 0, NULL, NULL, NULL },
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new(_("DOMAIN - print the migration URI of a domain's RDMA migration"));
@@ -41,7 +45,9 @@ vrmCmdUri(int argc, char **argv)
     g_option_context_set_summary(ctx,
         _("Prints unix://PATH, PATH being the domain's per-domain socket under virt-rdmad's\n"
           "run directory. Give it to any libvirt client as the migration URI:\n"
-          "  virsh migrate --live --p2p --migrateuri \"$(virt-rdma uri web1)\" web1 qemu+tls://dst/system"));
+          "  virsh migrate --live --p2p --migrateuri \"$(virt-rdma uri web1)\" web1 qemu+tls://dst/system\n"
+          "With --disks, the URI of its disks' socket, for disks that are not shared:\n"
+          "  virsh migrate ... --copy-storage-all --disks-uri \"$(virt-rdma uri --disks web1)\" ..."));
     if (!g_option_context_parse(ctx, &argc, &argv, &err)) {
         vrmCliError("%s", err->message);
         return 2;
@@ -64,7 +70,8 @@ vrmCmdUri(int argc, char **argv)
         vrmCliError("%s", virGetLastErrorMessage());
         return 1;
     }
-    path = vrmHelperConfigDomainSocket(conf, uuid);
+    path = disks ? vrmHelperConfigDomainDiskSocket(conf, uuid) :
+        vrmHelperConfigDomainSocket(conf, uuid);
     printf("unix://%s\n", path);
     return 0;
 }

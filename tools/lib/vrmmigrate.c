@@ -253,6 +253,30 @@ vrmMigrateChannels(virTypedParameterPtr params, int nparams, unsigned int flags,
     return 0;
 }
 
+/* Disks that are not shared (--copy-storage-all, --copy-storage-inc):
+ * libvirt copies them over NBD, which virt-rdma carries through the
+ * domain's nbd.sock next to its migration socket; -1 if this migration
+ * cannot copy disks that way */
+static int
+vrmMigrateCheckDiskCopy(virTypedParameterPtr params, unsigned int nparams,
+                        unsigned int flags)
+{
+    if (!(flags & (VIR_MIGRATE_NON_SHARED_DISK | VIR_MIGRATE_NON_SHARED_INC)))
+        return 0;
+    if (virTypedParamsGet(params, nparams, VIR_MIGRATE_PARAM_DISKS_URI) ||
+        virTypedParamsGet(params, nparams, VIR_MIGRATE_PARAM_DISKS_PORT)) {
+        vrmReportError(VRM_ERR_INVALID_ARG,
+                       _("virt-rdma sets the disks URI to the domain's own socket (nbd.sock next to its migration socket); leave the disks URI and port out"));
+        return -1;
+    }
+    if (flags & VIR_MIGRATE_TLS) {
+        vrmReportError(VRM_ERR_INVALID_ARG,
+                       _("libvirt cannot encrypt the copy of disks over a UNIX socket (\"NBD migration with TLS is not supported over UNIX socket\"): migrate without TLS over a network you trust, or use shared storage"));
+        return -1;
+    }
+    return 0;
+}
+
 int
 vrmMigrateOverridesFromParams(virTypedParameterPtr params, int nparams,
                               unsigned int flags, vrmMigrationParams *o,
@@ -276,6 +300,8 @@ vrmMigrateOverridesFromParams(virTypedParameterPtr params, int nparams,
     /* libvirt's own flag for pin-all, as `virsh migrate --rdma-pin-all` */
     if (flags & VIR_MIGRATE_RDMA_PIN_ALL)
         o->capsOn |= VRM_CAP_PIN_ALL;
+    if (vrmMigrateCheckDiskCopy(params, nparams, flags) < 0)
+        return -1;
     return vrmMigrateChannels(params, nparams, flags, o);
 }
 
@@ -348,10 +374,11 @@ vrmMigrateRegister(vrmMigrateJob *job, virDomainPtr domain,
     return 0;
 }
 
-/* libvirt's parameters: the caller's minus ours, with URI=unix://P */
+/* libvirt's parameters: the caller's minus ours, with URI=unix://P and,
+ * when disks are copied, DISKS_URI=unix://DIR/nbd.sock */
 static int
 vrmMigrateLibvirtParams(vrmMigrateJob *job, virTypedParameterPtr params,
-                        unsigned int nparams)
+                        unsigned int nparams, unsigned int flags)
 {
     unsigned int i;
 
@@ -367,6 +394,14 @@ vrmMigrateLibvirtParams(vrmMigrateJob *job, virTypedParameterPtr params,
     if (virTypedParamsAddString(&job->params, &job->nparams, &job->maxparams,
                                 VIR_MIGRATE_PARAM_URI, job->uri) < 0)
         goto error;
+    if (flags & (VIR_MIGRATE_NON_SHARED_DISK | VIR_MIGRATE_NON_SHARED_INC)) {
+        g_autofree char *dir = g_path_get_dirname(job->uri);
+        g_autofree char *disks = g_strconcat(dir, "/" VRM_HELPER_DOMAIN_DISK_SOCKET, NULL);
+
+        if (virTypedParamsAddString(&job->params, &job->nparams, &job->maxparams,
+                                    VIR_MIGRATE_PARAM_DISKS_URI, disks) < 0)
+            goto error;
+    }
     return 0;
 
  error:
@@ -388,7 +423,7 @@ vrmMigratePrepare(virDomainPtr domain, virTypedParameterPtr params,
     job->helperSocket = helperSocket ? g_strdup(helperSocket) : vrmHelperSocketPath();
     if (vrmMigrateRegister(job, domain, overrides) < 0)
         return NULL;
-    if (vrmMigrateLibvirtParams(job, params, nparams) < 0) {
+    if (vrmMigrateLibvirtParams(job, params, nparams, flags) < 0) {
         vrmMigrateJobCancel(job);
         return NULL;
     }
