@@ -48,7 +48,7 @@ count_meson() {
         not_passed "the tests of $1 (no $log)"
         return
     fi
-    counts=$(python3 - "$log" "$out/not-passed" <<'PY'
+    counts=$(python3 - "$log" "$out/not-passed" "$out/why-not-passed" <<'PY'
 import json, sys
 ok = bad = 0
 for line in open(sys.argv[1]):
@@ -64,6 +64,19 @@ for line in open(sys.argv[1]):
         print("  not passed: %s (%s)" % (r.get("name"), r.get("result")), file=sys.stderr)
         with open(sys.argv[2], "a") as f:
             print("not passed: %s (%s)" % (r.get("name"), r.get("result")), file=f)
+        # why, next to the summary: the test's lines that say FAIL (with
+        # the 4 lines before them, where a failed command printed its
+        # error, and the 3 after, the context its fail() prints) or a
+        # kernel panic, else the end of its output
+        lines = (r.get("stdout") or "").splitlines()
+        why = [i for i, l in enumerate(lines)
+               if "FAIL" in l or "panic" in l.lower() or "timed out" in l]
+        keep = sorted({j for i in why for j in range(max(i - 4, 0), min(i + 4, len(lines)))})
+        excerpt = [lines[j] for j in keep][:60] or lines[-20:]
+        with open(sys.argv[3], "a") as f:
+            print("== why %s failed (excerpt of its output):" % r.get("name"), file=f)
+            for l in excerpt:
+                print("   " + l[:300], file=f)
 print(ok, bad)
 PY
 )
@@ -168,6 +181,7 @@ fi
 
 echo
 # what failed, next to the summary (a CI page shows only the end of the log)
+[ -s "$out/why-not-passed" ] && cat "$out/why-not-passed"
 [ -s "$out/not-passed" ] && cat "$out/not-passed"
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

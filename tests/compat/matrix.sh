@@ -6,7 +6,7 @@
 #
 # It takes the sandbox lock (/tmp/vrm-sandbox.lock) itself for the whole
 # run: do not wrap it in flock. VRM_COMPAT_DISTROS ("12 13") and
-# VRM_COMPAT_ENTRIES ("unit migrate native tcp") narrow it.
+# VRM_COMPAT_ENTRIES ("unit migrate negotiation native tcp") narrow it.
 set -u -o pipefail
 src=${VRM_SOURCE_DIR:?}
 build=${VRM_BUILD_DIR:?}
@@ -30,10 +30,11 @@ entry() {  # DISTRO NAME ARGS...
 
 for d in ${VRM_COMPAT_DISTROS:-12 13}; do
     [ "$d" = 13 ] && entry 13 root root
-    for e in ${VRM_COMPAT_ENTRIES:-unit migrate native tcp}; do
+    for e in ${VRM_COMPAT_ENTRIES:-unit migrate negotiation native tcp}; do
         case "$e" in
             unit) entry "$d" unit unit ;;
             migrate) entry "$d" one-channel+parallel-4+pin-all migrate one-channel parallel pin-all ;;
+            negotiation) entry "$d" negotiation-migrations negotiation migrations ;;
             native) entry "$d" native-rdma-reference native ;;
             tcp) entry "$d" tcp-baseline tcp ;;
             *) echo "matrix.sh: unknown entry '$e'" >&2; exit 2 ;;

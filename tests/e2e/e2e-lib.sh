@@ -70,13 +70,29 @@ define_guest() {
     say "guest $1 running, RAM filled"
 }
 
-# wait_data_moved NAME: the running migration of NAME has moved a MiB
+# wait_data_moved NAME [SECONDS]: the running migration of NAME has moved a
+# MiB within SECONDS (120)
 wait_data_moved() {
-    local deadline=$((SECONDS + 120))
+    local deadline=$((SECONDS + ${2:-120}))
     until virsh domjobinfo "$1" 2>/dev/null | grep -qE "^Data processed: +[0-9.]+ MiB"; do
-        [ $SECONDS -ge $deadline ] && { echo "the migration of $1 moved no data in 120 s"; return 1; }
+        [ $SECONDS -ge $deadline ] && { echo "the migration of $1 moved no data in ${2:-120} s"; return 1; }
         nap 0.2
     done
+}
+
+# hold_migration NAME: once the running migration of NAME moves data, cap
+# it at 64 KiB/s through QEMU's monitor, so that it runs until `virsh
+# migrate-setspeed NAME MIB` lifts the cap: libvirt's smallest cap, 1 MiB/s,
+# lets a small guest's first pass end within a minute, and nothing after
+# the first pass holds (the guest stops dirtying while it verifies its RAM,
+# so QEMU finds nothing left to send and completes at any downtime limit).
+# Tainting the domain ("custom-monitor") is fine in a test.
+hold_migration() {
+    # four starting at once under load took up to 140 s to move data
+    wait_data_moved "$1" 300 || return 1
+    virsh -q qemu-monitor-command "$1" \
+        '{"execute":"migrate-set-parameters","arguments":{"max-bandwidth":65536}}' > /dev/null ||
+        { echo "cannot cap the migration of $1 through QEMU's monitor"; return 1; }
 }
 
 # check_migrated_source NAME: gone from here (defined, shut off), with a
@@ -360,6 +376,90 @@ check_verifies() {
 # serial file when it started, so every line in it was printed on this host.
 check_arrived() {
     check_verifies "$1" 0
+}
+
+# ---- disks that are not shared (--copy-storage-all, issue 17) -------------
+# The image lives at the same path on both hosts, as libvirt requires
+# (it copies into an image that exists on the destination, of the same
+# size); the guest rewrites sectors 1..1024 all the time and keeps in its
+# RAM which generation each holds; the rest of the 64 MiB is random bytes
+# that only the copy can bring.
+disk_dir=/var/lib/vrm-disks
+disk_sectors=1024
+
+disk_img() { echo "$disk_dir/$1.img"; }   # disk_img NAME: the image's path
+
+disk_image() {   # disk_image NAME random|empty [MIB (64)]
+    local img mib=${3:-64}
+    img=$(disk_img "$1")
+    mkdir -p "$disk_dir" && rm -f "$img" || return 1
+    if [ "$2" = random ]; then
+        head -c $((mib << 20)) /dev/urandom > "$img"
+    else
+        truncate -s "${mib}M" "$img"
+    fi
+}
+
+disk_sum() {     # disk_sum NAME...: the SHA-256 of each whole image, on one line
+    local n imgs=()
+    for n in "$@"; do imgs+=("$(disk_img "$n")"); done
+    sha256sum "${imgs[@]}" | cut -d' ' -f1 | paste -sd' '
+}
+
+# define_disk_guest NAME MIB CMDLINE [DATA]: a persistent domain running
+# the e2e guest with its image (disk_image NAME random) as IDE disk hda,
+# writing sectors 1..$disk_sectors all the time; with DATA, the image
+# disk_image DATA as a second disk, hdb, that nothing writes
+define_disk_guest() {
+    local disks="<disk type='file' device='disk'><driver name='qemu' type='raw'/><source file='$(disk_img "$1")'/><target dev='hda' bus='ide'/></disk>"
+    [ -n "${4:-}" ] && disks+="<disk type='file' device='disk'><driver name='qemu' type='raw'/><source file='$(disk_img "$4")'/><target dev='hdb' bus='ide'/></disk>"
+    sed -e "s|@NAME@|$1|g" -e "s|@MEM@|$2|" -e "s|@KERNEL@|$VRM_GUEST_ELF|" \
+        -e "s|@CMDLINE@|$3 disk_sectors=$disk_sectors|" -e "s|@MEMTUNE@||" \
+        -e "s|<devices>|<devices>$disks|" \
+        "$E2E_DIR/guest.xml.in" > "/tmp/$1.xml"
+    virsh -q define "/tmp/$1.xml" > /dev/null && virsh -q start "$1" > /dev/null || fail "cannot start $1"
+    wait_serial "$1" "disk $disk_sectors sectors written" 120
+    say "guest $1 running, RAM filled, its disk written"
+}
+
+# engine_record_disks N MIN_BYTES: this host's newest engine record is a
+# completed job that carried N disk connections and sent more than
+# MIN_BYTES
+engine_record_disks() {
+    local rec
+    rec=$(ls -t /var/lib/virt-rdma/job-*.stats.json 2>/dev/null | head -1)
+    [ -n "$rec" ] || { echo "no engine record"; return 1; }
+    /usr/bin/python3 - "$rec" "$1" "$2" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+print("engine: state %s, disk connections %s, bytes sent %s"
+      % (s["state"], s.get("disk-connections"), s["bytes-sent"]))
+sys.exit(0 if s["state"] == "completed" and s.get("disk-connections") == int(sys.argv[2])
+         and s["bytes-sent"] > int(sys.argv[3]) else 1)
+PY
+}
+
+# disk_writes NAME: the sector writes of the guest's last complete disk
+# verify line here. A line without its newline is left out: the source
+# QEMU stops when the migration ends, perhaps in the middle of a number
+# ("writes 1" of "writes 1216"; CI at stop 31), and the guest prints the
+# rest on the destination.
+disk_writes() {
+    local log=$GUEST_SERIAL_DIR/$1.serial
+    { if [ -n "$(tail -c 1 "$log" 2>/dev/null)" ]; then sed '$d' "$log"; else cat "$log"; fi; } 2>/dev/null |
+        grep -o "disk verify [0-9]* sectors [0-9]* ok writes [0-9]*" |
+        awk '{ n = $NF } END { print n + 0 }'
+}
+
+# wait_disk_verifies NAME N: the guest printed N disk verifications here
+wait_disk_verifies() {
+    local deadline=$((SECONDS + 180)) log=$GUEST_SERIAL_DIR/$1.serial n
+    until n=$(grep -c "disk verify [0-9]* sectors $disk_sectors ok" "$log" 2>/dev/null) && [ "$n" -ge "$2" ]; do
+        grep -q "FAIL" "$log" 2>/dev/null && { grep vrm-guest "$log" | tail -3; fail "guest $1 reports a corrupted disk or memory"; }
+        [ $SECONDS -ge $deadline ] && fail "guest $1 did not verify its disk $2 times within 180 s"
+        nap 0.2
+    done
+    say "guest $1 verified its disk here: $(grep 'disk verify' "$log" | tail -1)"
 }
 
 # check_no_leftovers: no engine process and no job socket left behind.

@@ -11,10 +11,71 @@
 # switches to postcopy). On Debian 13 (libvirt 11.3, QEMU 10.0) the return
 # path works without it, and with it the destination QEMU refuses the rdma:
 # URI ("Migration requires multi-channel URIs (e.g. tcp)"): there it is 0.
+#
+# Two attempts, each bounded: QEMU's RDMA code over Soft-RoCE under TCG
+# fails now and then on its own (the recipe's 9 of 10; stop 30's CI saw a
+# virsh migrate that hung for more than 400 s on Debian 13). This is the
+# reference, not virt-rdma: one such failure is printed with QEMU's words
+# and the migration is tried once more; two fail the test.
 set -u
 . "$(dirname "$0")/e2e-lib.sh"
 postcopy=()
 [ "${VRM_NATIVE_RDMA_POSTCOPY:-1}" = 1 ] && postcopy=(--postcopy)
-virsh_scenario "with QEMU's rdma: transport" 512 --live --p2p --persistent \
-    --rdma-pin-all "${postcopy[@]}" --migrateuri "rdma://$VRM_PEER_ADDR:49152" \
-    --listen-address "$VRM_PEER_ADDR"
+what="with QEMU's rdma: transport"
+attempt_limit=180   # s; a 128 MiB guest takes well under a minute
+
+# native_attempt N: one virsh migrate, aborted (domjobabort) if it runs
+# longer than $attempt_limit s; prints what virsh and QEMU said when it
+# fails
+native_attempt() {
+    local pid deadline aborted= rc
+    say "migrating $what (attempt $1)"
+    virsh migrate --live --p2p --persistent --rdma-pin-all "${postcopy[@]}" \
+        --migrateuri "rdma://$VRM_PEER_ADDR:49152" --listen-address "$VRM_PEER_ADDR" \
+        g1 "qemu+tcp://$VRM_PEER_ADDR/system" > /tmp/native.out 2>&1 &
+    pid=$!
+    deadline=$((SECONDS + attempt_limit))
+    while kill -0 "$pid" 2>/dev/null; do
+        if [ $SECONDS -ge $deadline ] && [ -z "$aborted" ]; then
+            say "attempt $1 still runs after $attempt_limit s; libvirt's job, then virsh domjobabort:"
+            virsh domjobinfo g1
+            virsh domjobabort g1
+            aborted=1
+            deadline=$((SECONDS + 60))
+        elif [ $SECONDS -ge $deadline ]; then
+            kill -9 "$pid"
+            fail "attempt $1: virsh migrate did not end within 60 s of domjobabort"
+        fi
+        nap 0.5
+    done
+    wait "$pid"; rc=$?
+    cat /tmp/native.out
+    [ "$rc" = 0 ] && return 0
+    say "attempt $1 failed (status $rc); the end of the source QEMU's log:"
+    tail -n 8 /var/log/libvirt/qemu/g1.log 2>/dev/null | sed 's/^/    /'
+    return 1
+}
+
+start_libvirt
+if [ "$VRM_SANDBOX_HOST" = a ]; then
+    define_guest g1 128 "dirty_kb=2048" 512
+    wait_flag libvirt-b 120
+    if ! native_attempt 1; then
+        [ "$(virsh domstate g1)" = running ] ||
+            fail "after the failed attempt g1 is '$(virsh domstate g1)' on a, not running"
+        # the destination's libvirt removes its incoming domain when told
+        # of the failure
+        nap 5
+        native_attempt 2 || fail "virsh migrate ($what) failed twice"
+    fi
+    check_migrated_source g1
+    flag migrated
+    wait_flag verified-b 240
+else
+    flag libvirt-b
+    # two bounded attempts, each with up to 60 s for its abort
+    wait_flag migrated $((2 * (attempt_limit + 60) + 60))
+    check_arrived g1
+    flag verified-b
+fi
+say "done"

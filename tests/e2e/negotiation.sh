@@ -18,7 +18,20 @@
 #               plain virsh --tls, b->a virt-rdma migrate
 #               --tls (a tap on the wire finds the guest's plaintext in the
 #               first migration and not in these two); migrations-no-tls
-#               is the same without the last two (by hand: a quicker run)
+#               is the same without the last two (by hand: a quicker run);
+#               migrations-compat without steps 3 and 4 (the compat suite
+#               in CI: libvirt-python calls the API virsh calls, and the
+#               compat suite's migrate entry runs pin-all and parallel 4);
+#               then (not in migrations-compat) the storage steps below
+#   storage     disks that are not shared (issue 17): a guest that keeps
+#               writing its IDE disk hda and has a second one, hdb; a->b
+#               plain virsh --copy-storage-all --disks-uri "$(virt-rdma
+#               uri --disks g2)" --suspend (the guest stays paused on b:
+#               a's images and b's are compared byte for byte, then it
+#               runs and verifies its disk and memory), b->a virt-rdma
+#               migrate --copy-storage-inc --migrate-disks hda,hdb
+#               --suspend (the same comparison, then the guest verifies
+#               both on a); each job carries two disk channels
 #   refusals    helper channel with another cluster key; a peer asking for
 #               a domain that runs but is not migrating; destination helper
 #               down; source helper down; a migration aborted mid-way; the
@@ -102,6 +115,68 @@ arrived_on_a() {
     virt-rdma jobinfo g1 | grep -E '^RDMA (job|bytes received)' || fail "no RDMA job of g1 on a"
 }
 
+# ---- disks that are not shared (issue 17) ----------------------------------
+storage_steps() {
+    local disks mig sum_a sum_b w0 w1
+    # and a second disk, hdb (16 MiB of random bytes, nothing writes it):
+    # two NBD connections, two disk channels of one RDMA job
+    disk_image g2 random && disk_image g2-data random 16 || fail "cannot make the disk images on a"
+    remote "disk_image g2 empty && disk_image g2-data empty 16" || fail "cannot make the empty disk images on b"
+    define_disk_guest g2 64 "dirty_kb=512" g2-data
+    enable_rdma g2
+    disks=$(virt-rdma uri --disks g2) || fail "virt-rdma uri --disks failed"
+    [ "$disks" = "unix:///run/virt-rdma/qemu/$(virsh domuuid g2)/nbd.sock" ] ||
+        fail "virt-rdma uri --disks printed '$disks'"
+
+    # 9. a -> b: plain virsh, the disk copied over RDMA while the guest
+    #    writes it; --suspend: on b the guest stays paused where it left a
+    mig=$(virt-rdma uri g2) || fail "virt-rdma uri g2 failed"
+    w0=$(disk_writes g2)
+    say "virsh migrate --live --p2p --persistent --copy-storage-all --suspend --migrateuri $mig --disks-uri $disks g2 $dest_b"
+    timed virsh migrate --live --p2p --persistent --copy-storage-all --suspend \
+        --migrateuri "$mig" --disks-uri "$disks" g2 "$dest_b" ||
+        fail "virsh migrate --copy-storage-all a->b failed"
+    [ "$(virsh domstate g2)" = "shut off" ] || fail "after the copy g2 is '$(virsh domstate g2)' on a"
+    # the guest's last report on a, from the pre-copy's end
+    w1=$(disk_writes g2)
+    say "the guest wrote $((w1 - w0)) sectors on a while its disk was copied (writes $w0 -> $w1)"
+    [ "$w1" -gt "$w0" ] || fail "the guest did not write its disk during the copy"
+    virt-rdma jobinfo --completed g2 > /tmp/jobinfo.txt || fail "virt-rdma jobinfo --completed g2 failed on a"
+    grep -E "^(Memory processed|File processed|Disk|RDMA (job|bytes sent|channels)):" /tmp/jobinfo.txt | sed 's/^/  [a] /'
+    engine_record_disks 2 $((80 << 20)) | sed 's/^/  [a] /'; [ "${PIPESTATUS[0]}" = 0 ] ||
+        fail "a's engine did not carry the disks (two disk connections, more than the 80 MiB of images sent)"
+    sum_a=$(disk_sum g2 g2-data)
+    sum_b=$(remote "[ \"\$(virsh domstate g2)\" = paused ] && disk_sum g2 g2-data") ||
+        fail "g2 is not paused on b after --suspend"
+    sum_b=${sum_b#  \[b\] }
+    say "disk images' SHA-256 (hda hdb): a $sum_a, b $sum_b"
+    [ -n "$sum_a" ] && [ "$sum_a" = "$sum_b" ] || fail "b's disk images are not a's"
+    remote "virsh -q resume g2 && check_arrived g2 && wait_disk_verifies g2 2" ||
+        fail "g2 did not verify its disk and memory on b"
+    leftovers_both
+
+    # 10. b -> a: virt-rdma migrate, the disk named (--migrate-disks) and
+    #     copied with --copy-storage-inc (a raw image has no backing file:
+    #     all of it is the top layer), paused on a for the comparison
+    timed remote "virt-rdma migrate --live --p2p --persistent --copy-storage-inc --migrate-disks hda,hdb --suspend g2 $dest_a" ||
+        fail "virt-rdma migrate --copy-storage-inc --migrate-disks hda,hdb b->a failed"
+    [ "$(virsh domstate g2)" = paused ] || fail "g2 is '$(virsh domstate g2)' on a after --suspend, not paused"
+    sum_b=$(remote "[ \"\$(virsh domstate g2)\" = 'shut off' ] && disk_sum g2 g2-data") ||
+        fail "g2 is not shut off on b after the migration"
+    sum_b=${sum_b#  \[b\] }
+    sum_a=$(disk_sum g2 g2-data)
+    say "disk images' SHA-256 (hda hdb): b $sum_b, a $sum_a"
+    [ -n "$sum_a" ] && [ "$sum_a" = "$sum_b" ] || fail "a's disk images are not b's"
+    virsh -q resume g2 || fail "cannot resume g2 on a"
+    check_arrived g2
+    wait_disk_verifies g2 2
+    remote "engine_record_disks 2 0" ||
+        fail "b's engine did not carry the two disks"
+    leftovers_both
+    virsh -q destroy g2 > /dev/null
+    virsh -q undefine g2 > /dev/null
+}
+
 timed() {
     local start=$SECONDS
     "$@"
@@ -123,10 +198,11 @@ say "virt-rdma uri g1: $uri"
 
 # migrations-no-tls: the same without the TLS migrations (steps 7 and 8)
 # and the wire tap they need
-tls=1
+tls=1 api_steps=1
 [ "$scenario" = migrations-no-tls ] && tls=0
+[ "$scenario" = migrations-compat ] && api_steps=0
 case "$scenario" in
-migrations|migrations-no-tls)
+migrations|migrations-no-tls|migrations-compat)
     # 1. a -> b: plain virsh, one channel; the wire tap's control (step 7):
     #    without TLS the guest's plaintext is on the wire
     start_xml_watch
@@ -150,10 +226,12 @@ migrations|migrations-no-tls)
     no_token
     leftovers_both
 
-    # 3. a -> b: libvirt-python, as a management application, parallel 4
-    start_xml_watch
-    say "libvirt-python: dom.migrateToURI3('$dest_b', {'migrate_uri': '$uri', 'parallel.connections': 4}, LIVE|PEER2PEER|PERSIST_DEST|PARALLEL)"
-    timed /usr/bin/python3 - "$dest_b" "$uri" <<'PY' || fail "libvirt-python migrateToURI3 failed"
+    # 3 and 4 (not in migrations-compat)
+    if [ $api_steps = 1 ]; then
+        # 3. a -> b: libvirt-python, as a management application, parallel 4
+        start_xml_watch
+        say "libvirt-python: dom.migrateToURI3('$dest_b', {'migrate_uri': '$uri', 'parallel.connections': 4}, LIVE|PEER2PEER|PERSIST_DEST|PARALLEL)"
+        timed /usr/bin/python3 - "$dest_b" "$uri" <<'PY' || fail "libvirt-python migrateToURI3 failed"
 import sys, libvirt
 conn = libvirt.open("qemu:///system")
 dom = conn.lookupByName("g1")
@@ -163,21 +241,22 @@ dom.migrateToURI3(sys.argv[1], {libvirt.VIR_MIGRATE_PARAM_URI: sys.argv[2],
                                 libvirt.VIR_MIGRATE_PARAM_PARALLEL_CONNECTIONS: 4}, flags)
 print("migrateToURI3 returned")
 PY
-    stop_xml_watch
-    arrived_on_b "libvirt-python a->b" 5
-    no_token
-    leftovers_both
+        stop_xml_watch
+        arrived_on_b "libvirt-python a->b" 5
+        no_token
+        leftovers_both
 
-    # 4. b -> a: plain virsh, parallel 4, pin-all from virsh's own flag
-    start_xml_watch
-    timed remote "virsh migrate --live --p2p --persistent --parallel --parallel-connections 4 --rdma-pin-all --migrateuri $uri g1 $dest_a" ||
-        fail "virsh migrate --rdma-pin-all b->a failed"
-    stop_xml_watch
-    arrived_on_a "virsh --rdma-pin-all b->a" 5
-    remote "grep -l 'capabilities=\"0x0000000[13]\"' \$(ls -t /var/lib/virt-rdma/job-*.xml | head -1)" ||
-        fail "the pin-all flag of virsh did not reach the offer"
-    no_token
-    leftovers_both
+        # 4. b -> a: plain virsh, parallel 4, pin-all from virsh's own flag
+        start_xml_watch
+        timed remote "virsh migrate --live --p2p --persistent --parallel --parallel-connections 4 --rdma-pin-all --migrateuri $uri g1 $dest_a" ||
+            fail "virsh migrate --rdma-pin-all b->a failed"
+        stop_xml_watch
+        arrived_on_a "virsh --rdma-pin-all b->a" 5
+        remote "grep -l 'capabilities=\"0x0000000[13]\"' \$(ls -t /var/lib/virt-rdma/job-*.xml | head -1)" ||
+            fail "the pin-all flag of virsh did not reach the offer"
+        no_token
+        leftovers_both
+    fi
 
     # 5. a -> b: plain virsh with postcopy (issue 17). Pre-copy is capped
     # at 4 MiB/s, below the guest's dirty rate, so it cannot converge; once
@@ -249,6 +328,10 @@ PY
         remote "plaintext_check 'virt-rdma migrate --tls b->a' tls" || fail "b->a: the guest's memory crossed the wire in clear text"
         leftovers_both
     fi
+    [ $api_steps = 1 ] && storage_steps
+    ;;
+storage)
+    storage_steps
     ;;
 refusals)
     # refused LABEL EXPECTED ARGS...: virsh migrate ARGS fails with one line

@@ -33,6 +33,13 @@
 #                 address set) negotiate it, the engines run as
 #                 virt-rdma-engine, the guest is RDMA-enabled by its
 #                 metadata
+#                 -- and copies the guest's disk, which is not shared
+#                 (--copy-storage-all --suspend): a 64 MiB raw image of
+#                 random bytes that the guest keeps writing, labelled by
+#                 libvirt for QEMU, its NBD socket nbd.sock beside
+#                 migrate.sock under the guest's profile; the image's
+#                 SHA-256 on b (the guest paused there) must be a's, then
+#                 the guest resumes and verifies its memory and its disk
 #   parallel      the same with --parallel --parallel-connections 4
 #   auto-converge the same with --auto-converge (initial 40 %, increment
 #                 20 %) for a guest that dirties faster than the 4 MiB/s
@@ -293,7 +300,7 @@ tunnel_port=49200
 
 # on_b SCENARIO: host b's part of one scenario
 on_b() {
-    local scenario=$1 uuid sock tunnel=
+    local scenario=$1 uuid sock tunnel= sum
     wait_flag "guest-a-$scenario" 300
     uuid=$(cat "$SHARED/guest-uuid-$scenario")
     sock=/run/virt-rdma/qemu/$uuid/migrate.sock
@@ -302,9 +309,21 @@ on_b() {
         python3 "$E2E_DIR/unix-tunnel.py" destination "$VRM_SELF_ADDR:$tunnel_port" "$sock" virt-rdma-engine > /tmp/tunnel.log 2>&1 &
         tunnel=$!
     fi
+    # the destination's image: there, of the same size (libvirt copies into it)
+    if [ "$scenario" = one-channel ]; then
+        disk_image "$guest" empty || fail "cannot make $guest's empty image"
+    fi
     flag "ready-b-$scenario"
     wait_flag "migrated-$scenario" 600
+    if [ "$scenario" = one-channel ]; then
+        [ "$(virsh domstate "$guest")" = paused ] || fail "$guest is '$(virsh domstate "$guest")' on b after --suspend, not paused"
+        sum=$(disk_sum "$guest")
+        say "disk image SHA-256: a $(cat "$SHARED/disk-sum-$scenario"), b $sum"
+        [ "$sum" = "$(cat "$SHARED/disk-sum-$scenario")" ] || fail "b's copy of $guest's disk is not a's"
+        virsh -q resume "$guest" || fail "cannot resume $guest on b"
+    fi
     check_arrived "$guest"
+    [ "$scenario" = one-channel ] && wait_disk_verifies "$guest" 2
     check_guest_confined "$guest"
     if [ -n "$tunnel" ]; then
         kill "$tunnel"; wait "$tunnel" 2>/dev/null
@@ -316,6 +335,7 @@ on_b() {
     no_denials
     # the next scenario's guest gets the CPU
     virsh -q destroy "$guest" && virsh -q undefine "$guest" || fail "cannot remove $guest"
+    rm -f "$(disk_img "$guest")"
     flag "verified-b-$scenario"
 }
 
@@ -333,6 +353,9 @@ on_a() {
     # the guest; b learns its UUID, which names its migration socket
     if [ "$scenario" = auto-converge ]; then
         define_guest "$guest" 32 "dirty_kb=8192 verify_every=8"
+    elif [ "$scenario" = one-channel ]; then
+        disk_image "$guest" random || fail "cannot make $guest's image"
+        define_disk_guest "$guest" 64 "dirty_kb=512"
     else
         define_guest "$guest" 128 "dirty_kb=2048"
     fi
@@ -363,6 +386,7 @@ on_a() {
         one-channel|parallel)
             opts=(--live --p2p --persistent --verbose)
             [ "$scenario" = parallel ] && opts+=(--parallel --parallel-connections 4)
+            [ "$scenario" = one-channel ] && opts+=(--copy-storage-all --suspend)
             say "as $user: virt-rdma migrate -c qemu:///system ${opts[*]} $guest $dest"
             out=$(runuser -u "$user" -- virt-rdma migrate -c qemu:///system "${opts[@]}" "$guest" "$dest" 2>&1); rc=$?
             echo "$out" | tr '\r' '\n' | grep -v '^$' | tail -12
@@ -373,7 +397,12 @@ on_a() {
             fi
             # --keep-completed: check_migrated_source reads the same job after it
             runuser -u "$user" -- virt-rdma jobinfo -c qemu:///system --completed --keep-completed "$guest" ||
-                fail "virt-rdma jobinfo --completed failed" ;;
+                fail "virt-rdma jobinfo --completed failed"
+            if [ "$scenario" = one-channel ]; then
+                engine_record_disks 1 $((64 << 20)) ||
+                    fail "a's engine did not carry the disk (one disk connection, more than the 64 MiB image sent)"
+                disk_sum "$guest" > "$SHARED/disk-sum-$scenario"
+            fi ;;
         auto-converge)
             # and XBZRLE: the pages sent again go as deltas against QEMU's cache
             opts=(--live --p2p --persistent --auto-converge --auto-converge-initial 40
@@ -400,6 +429,7 @@ on_a() {
     flag "migrated-$scenario"
     wait_flag "verified-b-$scenario" 300
     virsh -q undefine "$guest" || fail "cannot remove the shut-off $guest"
+    rm -f "$(disk_img "$guest")"
 }
 
 for scenario in "${scenarios[@]}"; do

@@ -14,12 +14,33 @@
  * dirty page p at generation g: {p, g, H(p)^g x 1022}. A page that was
  * lost, moved or altered in transit fails the check.
  *
+ * With disk_sectors=N it also writes sectors [1, 1+N) of the primary IDE
+ * master (sector 0 is left alone): all of them at start, then a batch of
+ * 16 each sweep, round-robin, each batch flushed, so that a migration
+ * copying the disk (--copy-storage-all) has writes under it; each pass
+ * reads them all back after the memory verify. Sector s at generation g
+ * is {s, g, H(s)^g x 126}; the generation each sector was last written
+ * with is kept in guest RAM, so the destination checks the disk it got
+ * against the guest it got.
+ *
+ *   vrm-guest: disk <N> sectors written
+ *   vrm-guest: disk verify <n> sectors <N> ok writes <sector writes so far>
+ *   vrm-guest: disk verify <n> FAIL sector <s> word <w> value <v> expected <e>
+ *   vrm-guest: disk FAIL <command> sector <s> status <st> error <err>
+ *
+ * (no "verify <n> ok" in a disk line: the tests count those lines as
+ * memory verifies). A failure halts the guest.
+ *
  * Kernel command line (libvirt <cmdline>): dirty_kb=N (default 2048),
  * verify_every=N sweeps (default 4), pause=N busy-loop iterations between
  * dirty pages (default 0) to bound the dirty rate, corrupt_page=N flips a
  * bit of static page N after the first verify (the verifier's own test),
- * idle=1 halts the CPU once RAM is filled (no dirtying, no verifying: the
- * benchmark's idle guest, checked from outside by hashing guest memory).
+ * idle=1 halts the CPU once RAM is filled (no dirtying, no verifying, no
+ * disk: the benchmark's idle guest, checked from outside by hashing guest
+ * memory), disk_sectors=N (default 0: no disk; at most 4096),
+ * corrupt_sector=S writes the second half of sector S at another
+ * generation after the first disk verify, behind the table's back (the
+ * disk verifier's test).
  */
 
 typedef unsigned int u32;
@@ -192,15 +213,37 @@ reportFail(u32 pass, u32 page, u32 word, u32 value, u32 expected)
     serialPuts("\n");
 }
 
-/* After a failure: the runs of words of page p and what each run holds
- * (the generation it was written at, for a dirty page), so that a log
- * tells a torn page (two generations, split at one word) from a lost or
- * moved one; at most 8 runs */
+/* The runs of words [2, count) of w and what each run holds (xored with
+ * hash: the generation it was written at, for a dirty page or a sector),
+ * so that a log tells a torn page (two generations, split at one word)
+ * from a lost or moved one; at most 8 runs */
+static void
+describeRuns(const u32 *w, u32 count, u32 hash, const char *what)
+{
+    u32 i = 2, runs = 0;
+
+    while (i < count && runs < 8) {
+        u32 v = w[i] ^ hash, j = i;
+
+        while (j < count && (w[j] ^ hash) == v)
+            j++;
+        serialPuts(runs ? ", " : ": ");
+        serialPutu(i);
+        serialPuts("..");
+        serialPutu(j - 1);
+        serialPuts(what);
+        serialPutx(v);
+        i = j;
+        runs++;
+    }
+    serialPuts(i < count ? ", ...\n" : "\n");
+}
+
+/* After a failure: page p's first words and its runs */
 static void
 describePage(u32 p, u32 dirty, u32 gen)
 {
     const u32 *w = (const u32 *)(p * PAGE_SIZE);
-    u32 i = 2, runs = 0;
 
     serialPuts("vrm-guest: page ");
     serialPutx(p);
@@ -210,21 +253,7 @@ describePage(u32 p, u32 dirty, u32 gen)
     serialPutx(w[1]);
     serialPuts(" guest gen ");
     serialPutu(gen);
-    while (i < PAGE_WORDS && runs < 8) {
-        u32 v = w[i] ^ pageHash(p), j = i;
-
-        while (j < PAGE_WORDS && (w[j] ^ pageHash(p)) == v)
-            j++;
-        serialPuts(runs ? ", " : ": ");
-        serialPutu(i);
-        serialPuts("..");
-        serialPutu(j - 1);
-        serialPuts(dirty ? " gen " : " xor ");
-        serialPutx(v);
-        i = j;
-        runs++;
-    }
-    serialPuts(i < PAGE_WORDS ? ", ...\n" : "\n");
+    describeRuns(w, PAGE_WORDS, pageHash(p), dirty ? " gen " : " xor ");
 }
 
 /* Make the emulator log a write it might miss: drop its translation of
@@ -240,11 +269,265 @@ logWrite(volatile u32 *addr)
     *addr = *addr;
 }
 
+/* The disk: the primary ATA channel's master (QEMU pc's IDE), legacy PIO,
+ * LBA28, polled: interrupts stay off (cli) and nIEN is set. */
+#define ATA_DATA 0x1f0
+#define ATA_ERROR 0x1f1
+#define ATA_COUNT 0x1f2
+#define ATA_LBA0 0x1f3
+#define ATA_LBA1 0x1f4
+#define ATA_LBA2 0x1f5
+#define ATA_DRIVE 0x1f6
+#define ATA_STATUS 0x1f7        /* the command register when written */
+#define ATA_CONTROL 0x3f6       /* the alternate status when read */
+#define ATA_NIEN 0x02
+#define ATA_BSY 0x80
+#define ATA_DRDY 0x40
+#define ATA_DF 0x20
+#define ATA_DRQ 0x08
+#define ATA_ERR 0x01
+#define ATA_READ_SECTORS 0x20
+#define ATA_WRITE_SECTORS 0x30
+#define ATA_FLUSH_CACHE 0xe7
+#define ATA_IDENTIFY 0xec
+/* Status polls before giving up on the drive: counted, not timed, so
+ * that a vCPU stopped for a migration's switchover uses none; an inb
+ * takes about 0.5 us under TCG (so 100 s), more under KVM (an exit to
+ * QEMU). */
+#define ATA_POLLS 200000000u
+
+#define SECTOR_WORDS (512u / 4)
+#define DISK_MAX_SECTORS 4096u
+#define DISK_BATCH 16u          /* sectors rewritten each sweep */
+
+/* The generation sector s was last written with, at diskGen[s]: in RAM,
+ * so the destination checks the disk it got against the guest it got.
+ * Entries [1, 1+N) are set by the first writes (the .bss is not cleared
+ * by start.S). */
+static u32 diskGen[1 + DISK_MAX_SECTORS];
+static u32 diskBuf[SECTOR_WORDS];
+static volatile u32 diskWrites; /* sector writes so far */
+
+static inline void
+outsw(unsigned short port, const u32 *buf, u32 words)
+{
+    __asm__ volatile("cld; rep outsw"
+                     : "+S"(buf), "+c"(words)
+                     : "d"(port)
+                     : "memory");
+}
+
+static inline void
+insw(unsigned short port, u32 *buf, u32 words)
+{
+    __asm__ volatile("cld; rep insw"
+                     : "+D"(buf), "+c"(words)
+                     : "d"(port)
+                     : "memory");
+}
+
+static void
+halt(void)
+{
+    for (;;)
+        __asm__ volatile("hlt");
+}
+
+static void
+diskFail(const char *what, u32 sector, u8 status)
+{
+    serialPuts("vrm-guest: disk FAIL ");
+    serialPuts(what);
+    serialPuts(" sector ");
+    serialPutu(sector);
+    serialPuts(" status ");
+    serialPutx(status);
+    serialPuts(" error ");
+    serialPutx(inb(ATA_ERROR));
+    serialPuts("\n");
+    halt();
+}
+
+/* Wait for the drive to be done with the last step (BSY clear), then
+ * for DRQ if @drq (it wants or has a sector) or for its absence (the
+ * command is over); ERR or DF is a failure. */
+static void
+ataWait(u32 drq, const char *what, u32 sector)
+{
+    u32 i;
+    u8 st = 0;
+
+    for (i = 0; i < ATA_POLLS; i++) {
+        st = inb(ATA_STATUS);
+        if (st & ATA_BSY)
+            continue;
+        if (st & (ATA_ERR | ATA_DF))
+            break;
+        if (!drq && (st & ATA_DRQ))
+            break;
+        if (!drq || (st & ATA_DRQ))
+            return;
+    }
+    diskFail(what, sector, st);
+}
+
+/* Start @cmd on @count sectors (1..256) from @lba once the drive is ready */
+static void
+ataCommand(u8 cmd, u32 lba, u32 count, const char *what)
+{
+    u32 i;
+    u8 st = 0;
+
+    outb(ATA_DRIVE, 0xe0 | ((lba >> 24) & 0x0f));    /* master, LBA */
+    for (i = 0; i < ATA_POLLS; i++) {
+        st = inb(ATA_STATUS);
+        if ((st & (ATA_BSY | ATA_DRDY | ATA_DRQ)) == ATA_DRDY)
+            break;
+    }
+    if (i == ATA_POLLS || (st & (ATA_ERR | ATA_DF)))
+        diskFail(what, lba, st);
+    outb(ATA_COUNT, count & 0xff);      /* 0 is 256 */
+    outb(ATA_LBA0, lba & 0xff);
+    outb(ATA_LBA1, (lba >> 8) & 0xff);
+    outb(ATA_LBA2, (lba >> 16) & 0xff);
+    outb(ATA_STATUS, cmd);
+}
+
+static void
+sectorFill(u32 *w, u32 s, u32 gen)
+{
+    w[0] = s;
+    w[1] = gen;
+    fillWords(w + 2, pageHash(s) ^ gen, SECTOR_WORDS - 2);
+}
+
+/* Write sectors [first, first+count) (count <= 256) at generation gen,
+ * their second halves at tailGen (gen but for corrupt_sector), and flush
+ * the drive's cache: the write is done once this returns. */
+static void
+diskWrite(u32 first, u32 count, u32 gen, u32 tailGen)
+{
+    u32 s;
+
+    ataCommand(ATA_WRITE_SECTORS, first, count, "write");
+    ataWait(1, "write", first);
+    for (s = first; s < first + count; s++) {
+        sectorFill(diskBuf, s, gen);
+        if (tailGen != gen)
+            fillWords(diskBuf + SECTOR_WORDS / 2, pageHash(s) ^ tailGen,
+                      SECTOR_WORDS / 2);
+        outsw(ATA_DATA, diskBuf, SECTOR_WORDS * 2);
+        /* an error now is the write of sector s failing */
+        ataWait(s + 1 < first + count, "write", s);
+    }
+    ataCommand(ATA_FLUSH_CACHE, 0, 0, "flush");
+    ataWait(0, "flush", first + count - 1);
+    diskWrites += count;
+    logWrite(&diskWrites);
+}
+
+/* Rewrite [first, first+count) at gen, and only then record it (logged,
+ * as the dirty pages are: a table entry the destination misses would be
+ * a false failure there) */
+static void
+diskRewrite(u32 first, u32 count, u32 gen)
+{
+    u32 s;
+
+    diskWrite(first, count, gen, gen);
+    for (s = first; s < first + count; s++) {
+        diskGen[s] = gen;
+        logWrite(&diskGen[s]);
+    }
+}
+
+/* Check the drive is there and holds sectors [0, 1+sectors): a
+ * misconfigured test fails here, not as a write error later */
+static void
+diskIdentify(u32 sectors)
+{
+    u32 size;
+    u8 st;
+
+    outb(ATA_CONTROL, ATA_NIEN);
+    outb(ATA_DRIVE, 0xe0);
+    st = inb(ATA_STATUS);
+    if (st == 0 || st == 0xff)
+        diskFail("no drive,", 0, st);
+    ataCommand(ATA_IDENTIFY, 0, 0, "identify");
+    ataWait(1, "identify", 0);
+    insw(ATA_DATA, diskBuf, SECTOR_WORDS * 2);
+    ataWait(0, "identify", 0);
+    size = diskBuf[30];         /* words 60-61: LBA28 sectors */
+    if (size < 1 + sectors) {
+        serialPuts("vrm-guest: disk FAIL ");
+        serialPutu(size);
+        serialPuts(" sectors, too small for ");
+        serialPutu(sectors);
+        serialPuts(" after sector 0\n");
+        halt();
+    }
+}
+
+/* Read back sectors [1, 1+sectors) and check each against the table */
+static u32
+diskVerify(u32 pass, u32 sectors)
+{
+    u32 first, s, w, i, count, want;
+
+    for (first = 1; first < 1 + sectors; first += count) {
+        count = 1 + sectors - first;
+        if (count > 256)
+            count = 256;
+        ataCommand(ATA_READ_SECTORS, first, count, "read");
+        for (s = first; s < first + count; s++) {
+            ataWait(1, "read", s);
+            insw(ATA_DATA, diskBuf, SECTOR_WORDS * 2);
+            want = pageHash(s) ^ diskGen[s];
+            w = 0;
+            if (diskBuf[0] != s) {
+                want = s;
+            } else if (diskBuf[1] != diskGen[s]) {
+                w = 1;
+                want = diskGen[s];
+            } else if ((i = scanWords(diskBuf + 2, want, SECTOR_WORDS - 2)) !=
+                       SECTOR_WORDS - 2) {
+                w = i + 2;
+            } else {
+                continue;
+            }
+            serialPuts("vrm-guest: disk verify ");
+            serialPutu(pass);
+            serialPuts(" FAIL sector ");
+            serialPutu(s);
+            serialPuts(" word ");
+            serialPutu(w);
+            serialPuts(" value ");
+            serialPutx(diskBuf[w]);
+            serialPuts(" expected ");
+            serialPutx(want);
+            serialPuts("\nvrm-guest: sector ");
+            serialPutu(s);
+            serialPuts(" word0 ");
+            serialPutx(diskBuf[0]);
+            serialPuts(" word1 ");
+            serialPutx(diskBuf[1]);
+            serialPuts(" table gen ");
+            serialPutu(diskGen[s]);
+            describeRuns(diskBuf, SECTOR_WORDS, pageHash(s), " gen ");
+            return 1;
+        }
+        ataWait(0, "read", first + count - 1);
+    }
+    return 0;
+}
+
 void
 guestMain(u32 magic, struct mbInfo *mbi)
 {
     u32 memEnd, firstPage, lastPage, dirtyPages, dirtyFirst, p, gen, pass;
     u32 verifyEvery, pause, corruptPage, idle, i;
+    u32 diskSectors, corruptSector, diskNext = 1;
     const char *cmdline = 0;
     volatile u32 spin;
 
@@ -265,6 +548,10 @@ guestMain(u32 magic, struct mbInfo *mbi)
     pause = parseNumber(cmdline, "pause", 0);
     corruptPage = parseNumber(cmdline, "corrupt_page", 0);
     idle = parseNumber(cmdline, "idle", 0);
+    diskSectors = parseNumber(cmdline, "disk_sectors", 0);
+    corruptSector = parseNumber(cmdline, "corrupt_sector", 0);
+    if (diskSectors > DISK_MAX_SECTORS)
+        diskSectors = DISK_MAX_SECTORS;
     if (idle)
         dirtyPages = 0;
     if (dirtyPages > (lastPage - firstPage) / 2)
@@ -297,6 +584,18 @@ guestMain(u32 magic, struct mbInfo *mbi)
         for (;;)
             __asm__ volatile("cli; hlt");
     }
+    if (diskSectors) {
+        diskIdentify(diskSectors);
+        diskWrites = 0;
+        /* generation 1, as the dirty pages: 256 sectors a command */
+        for (p = 1; p < 1 + diskSectors; p += i) {
+            i = 1 + diskSectors - p < 256 ? 1 + diskSectors - p : 256;
+            diskRewrite(p, i, gen);
+        }
+        serialPuts("vrm-guest: disk ");
+        serialPutu(diskSectors);
+        serialPuts(" sectors written\n");
+    }
 
     for (pass = 1;; pass++) {
         u32 sweep, bad = 0;
@@ -318,6 +617,16 @@ guestMain(u32 magic, struct mbInfo *mbi)
                 w[0] = p;
                 for (spin = 0; spin < pause; spin++)
                     ;
+            }
+            if (diskSectors) {
+                u32 count = 1 + diskSectors - diskNext;
+
+                if (count > DISK_BATCH)
+                    count = DISK_BATCH;
+                diskRewrite(diskNext, count, gen);
+                diskNext += count;
+                if (diskNext == 1 + diskSectors)
+                    diskNext = 1;
             }
         }
 
@@ -359,6 +668,24 @@ guestMain(u32 magic, struct mbInfo *mbi)
         } else if (bad) {
             for (;;)
                 __asm__ volatile("hlt");
+        }
+
+        if (diskSectors) {
+            /* corrupt_sector: after the first disk verify, but right
+             * before the second (the sweeps may rewrite the sector): a
+             * torn sector, its second half at a generation not yet used */
+            if (pass == 2 && corruptSector >= 1 &&
+                corruptSector < 1 + diskSectors)
+                diskWrite(corruptSector, 1, diskGen[corruptSector], gen + 1);
+            if (diskVerify(pass, diskSectors))
+                halt();
+            serialPuts("vrm-guest: disk verify ");
+            serialPutu(pass);
+            serialPuts(" sectors ");
+            serialPutu(diskSectors);
+            serialPuts(" ok writes ");
+            serialPutu(diskWrites);
+            serialPuts("\n");
         }
     }
 }

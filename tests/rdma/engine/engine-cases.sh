@@ -387,15 +387,46 @@ time.sleep(60)' "$w/sl.sock" &
     echo "gave up after $(since $t0) s"
 }
 
+# wait_sent SOCKET BYTES SECONDS: the engine's live stats socket shows a
+# QEMU connection and more than BYTES sent, within SECONDS (the engine's
+# interface, not its log's wording)
+wait_sent() {
+    python3 - "$@" <<'PY'
+import json, socket, sys, time
+path, want, limit = sys.argv[1], int(sys.argv[2]), time.monotonic() + float(sys.argv[3])
+j = {}
+while time.monotonic() < limit:
+    try:
+        s = socket.socket(socket.AF_UNIX)
+        s.settimeout(5)
+        s.connect(path)
+        data = b""
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            data += b
+        s.close()
+        j = json.loads(data)
+        if j.get("qemu-connections", 0) >= 1 and j.get("bytes-sent", 0) > want:
+            print("stats socket: %d QEMU connection(s), %d bytes sent" % (j["qemu-connections"], j["bytes-sent"]))
+            sys.exit(0)
+    except (OSError, ValueError):
+        pass
+    time.sleep(0.2)
+print("stats socket %s: no QEMU connection with more than %d bytes sent in time (last: %s)" % (path, want, j))
+sys.exit(1)
+PY
+}
+
 # Issue 13 item 11: QEMU crashes mid-stream; the job fails, named so
 case_qemu_gone_a() {
     # the stand-in itself in the background ($! its pid, not a subshell's)
     ( exec "$streamtest" --role source --unix "$w/qg.sock" --bytes 512M --deadline 60 \
         >"$w/qg-stream.log" 2>&1 ) &
     spid=$!
-    src qg --deadline-connect 60 --qemu-pid $spid --domain-uuid $uuid
-    for _ in $(seq 300); do grep -q "QEMU connection 0 accepted" "$w/qg.log" && break; sleep 0.1; done
-    sleep 3     # bytes flow
+    src qg --deadline-connect 60 --qemu-pid $spid --domain-uuid $uuid --stats-socket "$w/qg-stats.sock"
+    wait_sent "$w/qg-stats.sock" $((1 << 20)) 30 || fail "no bytes of QEMU's stream moved within 30 s"
     kill -9 $spid
     wait $epid
     expect_error "$w/qg.log" "QEMU \(pid $spid\) of domain $uuid exited mid-stream"

@@ -8,6 +8,7 @@
 # Host a runs the source engine and the source stream (QEMU's stand-in),
 # host b the destination engine and the destination stream. Case k uses
 # rdma_cm port 18515+k so that a late case never meets an earlier engine.
+# @DISK@ in either option list is the case's disk socket (QEMU's NBD copy).
 # Every case must end with exit 0 on both programs and byte-exact streams.
 set -u
 engine=$1 streamtest=$2
@@ -21,6 +22,8 @@ for spec in "$@"; do
     IFS='|' read -r name eopts sopts <<<"$spec"
     port=$((18515 + k))
     sock=/tmp/vrm-mig-$k.sock
+    eopts=${eopts//@DISK@//tmp/vrm-disk-$k.sock}
+    sopts=${sopts//@DISK@//tmp/vrm-disk-$k.sock}
     k=$((k + 1))
     echo "=== case $name ($host)"
     if [ "$host" = a ]; then
@@ -87,9 +90,9 @@ PY
         python3 - "$work/stats-$name.json" "$name" "$host" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
-print("stats %s %s: state=%s pin_all=%s write_imm=%s channels=%d/%d elapsed=%.2fs sent=%d received=%d chunks=%d/%d regs=%d reg_ns=%d pinned=%d stalls=%d completions=%d doorbells=%d mbps_avg=%.1f" % (
+print("stats %s %s: state=%s pin_all=%s write_imm=%s channels=%d/%d disks=%d elapsed=%.2fs sent=%d received=%d chunks=%d/%d regs=%d reg_ns=%d pinned=%d stalls=%d completions=%d doorbells=%d mbps_avg=%.1f" % (
     sys.argv[2], sys.argv[3], s["state"], s["pin-all"], s["write-imm"], s["qemu-connections"],
-    s["established"], s["elapsed-s"], s["bytes-sent"], s["bytes-received"], s["chunks"],
+    s["established"], s.get("disk-connections", 0), s["elapsed-s"], s["bytes-sent"], s["bytes-received"], s["chunks"],
     s["chunks-received"], s["registrations"], s["registration-ns"], s["pinned-bytes"],
     s["credit-stalls"], s["completions"], s["doorbells"], s["mbps-average"]))
 PY

@@ -12,11 +12,24 @@
  * on the command line, which the destination engine checks.
  * Like QEMU, which outlives its migration streams, it stays --linger
  * milliseconds (default 1000) after closing them: the engines take a QEMU
- * gone when its stream ends for one that crashed mid-stream.
+ * gone when its stream ends for one that crashed mid-stream. Like QEMU
+ * too, the source ends its main connection (0) only once every other
+ * connection has carried its streams both ways: QEMU's main stream ends
+ * the migration after its multifd channels are synced (a connection that
+ * is merely made may still wait in the engine's listen backlog).
+ *
+ * --disks N with --disk-unix PATH: N more connections on PATH, made before
+ * the first migration connection, as QEMU's NBD client copies the disks
+ * before the migration starts. Each opens with its disk number (4 bytes,
+ * outside the checked stream: the engine connects disk channels in any
+ * order), the destination answers it (the NBD server's greeting), and the
+ * source opens its migration connections only once every disk has
+ * answered: so disk data crosses before the main stream exists.
  */
 #include <config.h>
 
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,12 +112,42 @@ typedef struct {
     guint64 done;           /* bytes moved */
     guint64 sum;            /* FNV-1a 64 */
     char *error;
+    gint answered;          /* reader: the first byte arrived (atomic) */
 } Half;
 
-static gpointer
-writerThread(gpointer opaque)
+#define DISK_CHANNEL_BASE 1000  /* generator channel of disk 0 */
+
+/* Source: every connection is made (or the attempt gave up), and how
+ * many halves of the other connections have ended since */
+static GMutex connectLock;
+static GCond connectCond;
+static gboolean connectOver;
+static int othersToEnd;     /* halves of connections 1..N-1 still going */
+
+static void
+connectsOver(void)
 {
-    Half *h = opaque;
+    g_mutex_lock(&connectLock);
+    connectOver = TRUE;
+    g_cond_broadcast(&connectCond);
+    g_mutex_unlock(&connectLock);
+}
+
+/* A half of a migration connection other than the main one ended */
+static void
+halfEnded(const Half *h)
+{
+    if (h->channel == 0 || h->channel >= DISK_CHANNEL_BASE)
+        return;
+    g_mutex_lock(&connectLock);
+    othersToEnd--;
+    g_cond_broadcast(&connectCond);
+    g_mutex_unlock(&connectLock);
+}
+
+static void
+writerRun(Half *h)
+{
     g_autofree guint8 *buf = g_malloc(BUF_SIZE);
     Gen g;
 
@@ -123,21 +166,34 @@ writerThread(gpointer opaque)
                     continue;
                 h->error = g_strdup_printf("write failed after %" G_GUINT64_FORMAT " bytes: %s",
                                            h->done + off, g_strerror(errno));
-                return NULL;
+                return;
             }
             off += r;
         }
         h->done += n;
     }
+    if (h->channel == 0 && h->dir == 0) {
+        /* the source's main connection ends last (see the top) */
+        g_mutex_lock(&connectLock);
+        while (!connectOver || othersToEnd > 0)
+            g_cond_wait(&connectCond, &connectLock);
+        g_mutex_unlock(&connectLock);
+    }
     if (shutdown(h->fd, SHUT_WR) < 0)
         h->error = g_strdup_printf("shutdown failed: %s", g_strerror(errno));
-    return NULL;
 }
 
 static gpointer
-readerThread(gpointer opaque)
+writerThread(gpointer opaque)
 {
-    Half *h = opaque;
+    writerRun(opaque);
+    halfEnded(opaque);
+    return NULL;
+}
+
+static void
+readerRun(Half *h)
+{
     g_autofree guint8 *want = g_malloc(BUF_SIZE);
     g_autofree guint8 *got = g_malloc(BUF_SIZE);
     guint64 wpos = 0;       /* stream offset of want[0] */
@@ -155,10 +211,11 @@ readerThread(gpointer opaque)
                 continue;
             h->error = g_strdup_printf("read failed after %" G_GUINT64_FORMAT " bytes: %s",
                                        h->done, g_strerror(errno));
-            return NULL;
+            return;
         }
         if (r == 0)
             break;
+        g_atomic_int_set(&h->answered, 1);
         while (i < r) {
             size_t woff = h->done - wpos;
             size_t n = MIN((size_t)(r - i), BUF_SIZE - woff);
@@ -166,7 +223,7 @@ readerThread(gpointer opaque)
             if (h->done + n > h->size) {
                 h->error = g_strdup_printf("size mismatch: more than the %" G_GUINT64_FORMAT
                                            " bytes expected arrived", h->size);
-                return NULL;
+                return;
             }
             if (memcmp(want + woff, got + i, n) != 0) {
                 size_t k = 0;
@@ -174,7 +231,7 @@ readerThread(gpointer opaque)
                     k++;
                 h->error = g_strdup_printf("checksum mismatch: byte %" G_GUINT64_FORMAT
                                            " differs", h->done + k);
-                return NULL;
+                return;
             }
             h->done += n;
             i += n;
@@ -191,6 +248,13 @@ readerThread(gpointer opaque)
     if (h->done != h->size)
         h->error = g_strdup_printf("size mismatch: %" G_GUINT64_FORMAT " bytes arrived, %"
                                    G_GUINT64_FORMAT " expected", h->done, h->size);
+}
+
+static gpointer
+readerThread(gpointer opaque)
+{
+    readerRun(opaque);
+    halfEnded(opaque);
     return NULL;
 }
 
@@ -212,6 +276,131 @@ connectRetry(const char *path, gint64 deadline)
             return -1;
         g_usleep(50 * 1000);
     }
+}
+
+/* Destination: the next connection, by the deadline */
+static int
+acceptBy(int lfd, gint64 deadline)
+{
+    for (;;) {
+        struct pollfd pfd = { .fd = lfd, .events = POLLIN };
+        gint64 left = (deadline - g_get_monotonic_time()) / 1000;
+        int rc;
+
+        if (left <= 0) {
+            errno = ETIMEDOUT;
+            return -1;
+        }
+        rc = poll(&pfd, 1, (int)MIN(left, G_MAXINT));
+        if (rc < 0 && errno != EINTR)
+            return -1;
+        if (rc > 0)
+            return accept(lfd, NULL, NULL);
+    }
+}
+
+/* Both halves of one connection, in threads */
+static void
+startHalves(Half *tx, Half *rx, GThread **threads, int fd, guint32 channel,
+            gboolean source, guint64 fwd, guint64 rev, guint64 seed)
+{
+    /* dir 0 travels source->destination, dir 1 back */
+    *tx = (Half) { .fd = fd, .channel = channel, .dir = source ? 0 : 1,
+                   .size = source ? fwd : rev, .seed = seed };
+    *rx = (Half) { .fd = fd, .channel = channel, .dir = source ? 1 : 0,
+                   .size = source ? rev : fwd, .seed = seed };
+    threads[0] = g_thread_new("writer", writerThread, tx);
+    threads[1] = g_thread_new("reader", readerThread, rx);
+}
+
+/* The disk connections of either end */
+typedef struct {
+    gboolean source;
+    const char *path;
+    int lfd;                /* destination: listening */
+    int n;
+    guint64 fwd, rev, seed;
+    gint64 deadline;
+    Half *tx, *rx;          /* n each, indexed by disk number */
+    GThread **threads;      /* 2n */
+    char *error;
+} Disks;
+
+/* Source: connect every disk, send its number, start its halves */
+static int
+disksConnect(Disks *d)
+{
+    int i;
+
+    for (i = 0; i < d->n; i++) {
+        guint32 hdr = GUINT32_TO_LE((guint32)i);
+        int fd = connectRetry(d->path, d->deadline);
+
+        if (fd < 0 || send(fd, &hdr, sizeof(hdr), MSG_NOSIGNAL) != sizeof(hdr)) {
+            d->error = g_strdup_printf("disk connection %d failed: %s", i, g_strerror(errno));
+            return -1;
+        }
+        startHalves(&d->tx[i], &d->rx[i], &d->threads[2 * i], fd, DISK_CHANNEL_BASE + i,
+                    TRUE, d->fwd, d->rev, d->seed);
+    }
+    /* the destination's answer on every disk first (the NBD greeting) */
+    for (i = 0; i < d->n; i++) {
+        while (!g_atomic_int_get(&d->rx[i].answered) && d->rx[i].size > 0) {
+            if (g_get_monotonic_time() > d->deadline) {
+                d->error = g_strdup_printf("disk %d: no answer by the deadline", i);
+                return -1;
+            }
+            g_usleep(10 * 1000);
+        }
+    }
+    return 0;
+}
+
+/* Destination: accept the disks in whatever order they come */
+static gpointer
+disksAccept(gpointer opaque)
+{
+    Disks *d = opaque;
+    int i;
+
+    for (i = 0; i < d->n; i++) {
+        struct timeval tv = { .tv_sec = 60 };
+        guint32 hdr;
+        int fd = acceptBy(d->lfd, d->deadline);
+
+        if (fd < 0) {
+            d->error = g_strdup_printf("disk connection %d failed: %s", i, g_strerror(errno));
+            return NULL;
+        }
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        if (recv(fd, &hdr, sizeof(hdr), MSG_WAITALL) != sizeof(hdr) ||
+            (hdr = GUINT32_FROM_LE(hdr)) >= (guint32)d->n || d->threads[2 * hdr]) {
+            d->error = g_strdup_printf("disk connection %d: no valid disk number", i);
+            close(fd);
+            return NULL;
+        }
+        tv.tv_sec = 0;
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        startHalves(&d->tx[hdr], &d->rx[hdr], &d->threads[2 * hdr], fd,
+                    DISK_CHANNEL_BASE + hdr, FALSE, d->fwd, d->rev, d->seed);
+    }
+    return NULL;
+}
+
+static int
+listenOn(const char *path)
+{
+    struct sockaddr_un sun = { .sun_family = AF_UNIX };
+    int fd;
+
+    g_strlcpy(sun.sun_path, path, sizeof(sun.sun_path));
+    unlink(path);
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 || listen(fd, 64) < 0) {
+        fprintf(stderr, "vrm-streamtest: cannot listen on %s: %s\n", path, g_strerror(errno));
+        return -1;
+    }
+    return fd;
 }
 
 static gboolean
@@ -241,7 +430,8 @@ int
 main(int argc, char **argv)
 {
     char *role = NULL, *path = NULL, *bytes = NULL, *rbytes = NULL;
-    gint channels = 1, deadline = 60, linger = 1000;
+    char *diskPath = NULL, *diskBytes = NULL, *diskRbytes = NULL;
+    gint channels = 1, deadline = 60, linger = 1000, ndisks = 0;
     gint64 seed = 1;
     GOptionEntry entries[] = {
         { "role", 0, 0, G_OPTION_ARG_STRING, &role, "source or destination", "ROLE" },
@@ -252,6 +442,10 @@ main(int argc, char **argv)
         { "seed", 0, 0, G_OPTION_ARG_INT64, &seed, "stream seed", "N" },
         { "deadline", 0, 0, G_OPTION_ARG_INT, &deadline, "seconds for the connections (default 60)", "SEC" },
         { "linger", 0, 0, G_OPTION_ARG_INT, &linger, "milliseconds to stay after the streams (default 1000)", "MS" },
+        { "disks", 0, 0, G_OPTION_ARG_INT, &ndisks, "disk (NBD) connections before the migration's (default 0)", "N" },
+        { "disk-unix", 0, 0, G_OPTION_ARG_FILENAME, &diskPath, "the engine's disk socket", "PATH" },
+        { "disk-bytes", 0, 0, G_OPTION_ARG_STRING, &diskBytes, "source->destination bytes per disk", "SIZE" },
+        { "disk-reverse-bytes", 0, 0, G_OPTION_ARG_STRING, &diskRbytes, "destination->source bytes per disk (at least 1: the answer)", "SIZE" },
         { NULL },
     };
     g_autoptr(GOptionContext) octx = g_option_context_new(NULL);
@@ -260,6 +454,8 @@ main(int argc, char **argv)
     gint64 start, dl;
     Half *tx, *rx;
     GThread **threads;
+    GThread *diskAcceptor = NULL;
+    Disks disks = { 0 };
     gboolean source;
     int lfd = -1, failed = 0, i;
 
@@ -276,30 +472,37 @@ main(int argc, char **argv)
         fprintf(stderr, "vrm-streamtest: %s\n", err->message);
         return 2;
     }
-    if (!role || !path || channels < 1 ||
-        (bytes && !parseSize(bytes, &fwd)) || (rbytes && !parseSize(rbytes, &rev))) {
+    if (!role || !path || channels < 1 || ndisks < 0 || (ndisks && !diskPath) ||
+        (bytes && !parseSize(bytes, &fwd)) || (rbytes && !parseSize(rbytes, &rev)) ||
+        (diskBytes && !parseSize(diskBytes, &disks.fwd)) ||
+        (diskRbytes && !parseSize(diskRbytes, &disks.rev)) || (ndisks && disks.rev < 1)) {
         fprintf(stderr, "vrm-streamtest: bad arguments (see --help)\n");
         return 2;
     }
     source = g_str_equal(role, "source");
     dl = g_get_monotonic_time() + (gint64)deadline * G_USEC_PER_SEC;
+    disks = (Disks) { .source = source, .path = diskPath, .lfd = -1, .n = ndisks,
+                      .fwd = disks.fwd, .rev = disks.rev, .seed = seed, .deadline = dl,
+                      .tx = g_new0(Half, ndisks), .rx = g_new0(Half, ndisks),
+                      .threads = g_new0(GThread *, 2 * ndisks) };
+    if (ndisks && !source) {
+        if ((disks.lfd = listenOn(diskPath)) < 0)
+            return 1;
+        diskAcceptor = g_thread_new("disks", disksAccept, &disks);
+    } else if (ndisks && disksConnect(&disks) < 0) {
+        fprintf(stderr, "vrm-streamtest: %s\n", disks.error);
+        connectsOver();
+        return 1;
+    }
     tx = g_new0(Half, channels);
     rx = g_new0(Half, channels);
     threads = g_new0(GThread *, 2 * channels);
 
-    if (!source) {
-        struct sockaddr_un sun = { .sun_family = AF_UNIX };
+    if (!source && (lfd = listenOn(path)) < 0)
+        return 1;
 
-        g_strlcpy(sun.sun_path, path, sizeof(sun.sun_path));
-        unlink(path);
-        lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (lfd < 0 || bind(lfd, (struct sockaddr *)&sun, sizeof(sun)) < 0 ||
-            listen(lfd, 64) < 0) {
-            fprintf(stderr, "vrm-streamtest: cannot listen on %s: %s\n", path, g_strerror(errno));
-            return 1;
-        }
-    }
-
+    /* set before any thread runs: the main writer waits for it */
+    othersToEnd = 2 * (channels - 1);
     start = 0;
     for (i = 0; i < channels; i++) {
         int fd;
@@ -307,24 +510,43 @@ main(int argc, char **argv)
         if (source) {
             fd = connectRetry(path, dl);
         } else {
-            fd = accept(lfd, NULL, NULL);
+            fd = acceptBy(lfd, dl);
         }
         if (fd < 0) {
             fprintf(stderr, "vrm-streamtest: connection %d failed: %s\n", i, g_strerror(errno));
+            connectsOver();
             return 1;
         }
         if (!start)
             start = g_get_monotonic_time();
-        /* dir 0 travels source->destination, dir 1 back */
-        tx[i] = (Half) { .fd = fd, .channel = i, .dir = source ? 0 : 1,
-                         .size = source ? fwd : rev, .seed = seed };
-        rx[i] = (Half) { .fd = fd, .channel = i, .dir = source ? 1 : 0,
-                         .size = source ? rev : fwd, .seed = seed };
-        threads[2 * i] = g_thread_new("writer", writerThread, &tx[i]);
-        threads[2 * i + 1] = g_thread_new("reader", readerThread, &rx[i]);
+        startHalves(&tx[i], &rx[i], &threads[2 * i], fd, i, source, fwd, rev, seed);
     }
+    connectsOver();
     for (i = 0; i < 2 * channels; i++)
         g_thread_join(threads[i]);
+    if (diskAcceptor)
+        g_thread_join(diskAcceptor);
+    if (disks.error) {
+        printf("disks: ERROR: %s\n", disks.error);
+        failed = 1;
+    }
+    for (i = 0; i < ndisks; i++) {
+        if (disks.threads[2 * i]) {
+            g_thread_join(disks.threads[2 * i]);
+            g_thread_join(disks.threads[2 * i + 1]);
+        }
+        printf("disk %d: sent %" G_GUINT64_FORMAT " bytes fnv %016" G_GINT64_MODIFIER "x, "
+               "received %" G_GUINT64_FORMAT " bytes fnv %016" G_GINT64_MODIFIER "x%s%s%s%s%s\n",
+               i, disks.tx[i].done, disks.tx[i].sum, disks.rx[i].done, disks.rx[i].sum,
+               disks.threads[2 * i] ? "" : " NEVER-CONNECTED",
+               disks.tx[i].error ? " SEND-ERROR: " : "", disks.tx[i].error ? disks.tx[i].error : "",
+               disks.rx[i].error ? " RECV-ERROR: " : "", disks.rx[i].error ? disks.rx[i].error : "");
+        if (!disks.threads[2 * i] || disks.tx[i].error || disks.rx[i].error)
+            failed = 1;
+        total += disks.tx[i].done + disks.rx[i].done;
+        if (disks.threads[2 * i])
+            close(disks.tx[i].fd);
+    }
 
     for (i = 0; i < channels; i++) {
         printf("channel %d: sent %" G_GUINT64_FORMAT " bytes fnv %016" G_GINT64_MODIFIER "x, "
@@ -346,6 +568,10 @@ main(int argc, char **argv)
     if (lfd >= 0) {
         close(lfd);
         unlink(path);
+    }
+    if (disks.lfd >= 0) {
+        close(disks.lfd);
+        unlink(diskPath);
     }
     fflush(stdout);
     if (linger > 0)
