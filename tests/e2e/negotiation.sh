@@ -29,8 +29,8 @@
 #               uri --disks g2)" --suspend (the guest stays paused on b:
 #               a's images and b's are compared byte for byte, then it
 #               runs and verifies its disk and memory), b->a virt-rdma
-#               migrate --copy-storage-inc --migrate-disks hda,hdb
-#               --suspend (the same comparison, then the guest verifies
+#               migrate --copy-storage-inc --copy-storage-synchronous-writes
+#               --migrate-disks hda,hdb --suspend (the same comparison, then the guest verifies
 #               both on a); each job carries two disk channels
 #   refusals    helper channel with another cluster key; a peer asking for
 #               a domain that runs but is not migrating; destination helper
@@ -157,9 +157,11 @@ storage_steps() {
 
     # 10. b -> a: virt-rdma migrate, the disk named (--migrate-disks) and
     #     copied with --copy-storage-inc (a raw image has no backing file:
-    #     all of it is the top layer), paused on a for the comparison
-    timed remote "virt-rdma migrate --live --p2p --persistent --copy-storage-inc --migrate-disks hda,hdb --suspend g2 $dest_a" ||
-        fail "virt-rdma migrate --copy-storage-inc --migrate-disks hda,hdb b->a failed"
+    #     all of it is the top layer) in libvirt's write-blocking mode
+    #     (--copy-storage-synchronous-writes: the guest's writes wait for
+    #     the copy), paused on a for the comparison
+    timed remote "virt-rdma migrate --live --p2p --persistent --copy-storage-inc --copy-storage-synchronous-writes --migrate-disks hda,hdb --suspend g2 $dest_a" ||
+        fail "virt-rdma migrate --copy-storage-inc --copy-storage-synchronous-writes --migrate-disks hda,hdb b->a failed"
     [ "$(virsh domstate g2)" = paused ] || fail "g2 is '$(virsh domstate g2)' on a after --suspend, not paused"
     sum_b=$(remote "[ \"\$(virsh domstate g2)\" = 'shut off' ] && disk_sum g2 g2-data") ||
         fail "g2 is not shut off on b after the migration"
