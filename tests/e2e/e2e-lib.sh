@@ -488,6 +488,37 @@ check_no_leftovers() {
     say "no engine, per-domain directory, stats socket or open record left behind"
 }
 
+# migrate_bounded LIMIT DOMAIN DESTURI OPTIONS...: virsh migrate OPTIONS
+# DOMAIN DESTURI, printing virsh's output when it ends, with its status.
+# One that still runs after LIMIT s is shown (virsh domjobinfo) and
+# aborted (virsh domjobabort); virsh then has 60 s more to end before the
+# test fails: a hung migration fails the test with its state instead of
+# running into the sandbox's timeout.
+migrate_bounded() {
+    local limit=$1 dom=$2 dest=$3 pid deadline aborted= rc
+    shift 3
+    virsh migrate "$@" "$dom" "$dest" > /tmp/migrate-bounded.out 2>&1 &
+    pid=$!
+    deadline=$((SECONDS + limit))
+    while kill -0 "$pid" 2>/dev/null; do
+        if [ $SECONDS -ge $deadline ] && [ -z "$aborted" ]; then
+            say "virsh migrate of $dom still runs after $limit s; libvirt's job, then virsh domjobabort:"
+            virsh domjobinfo "$dom"
+            virsh domjobabort "$dom"
+            aborted=1
+            deadline=$((SECONDS + 60))
+        elif [ $SECONDS -ge $deadline ]; then
+            kill -9 "$pid"
+            cat /tmp/migrate-bounded.out
+            fail "virsh migrate of $dom did not end within 60 s of virsh domjobabort"
+        fi
+        nap 0.5
+    done
+    wait "$pid"; rc=$?
+    cat /tmp/migrate-bounded.out
+    return $rc
+}
+
 # virsh_scenario DESCRIPTION HARD_LIMIT_MIB VIRSH_MIGRATE_ARGS...: host a
 # starts the guest and migrates it to b with plain `virsh migrate`; b
 # checks that it runs and that its memory verifies.
@@ -499,7 +530,8 @@ virsh_scenario() {
         define_guest g1 128 "dirty_kb=2048" "$limit"
         wait_flag libvirt-b 120
         say "migrating $what"
-        virsh migrate "$@" g1 "qemu+tcp://$VRM_PEER_ADDR/system" || fail "virsh migrate ($what) failed"
+        # 300 s: a 128 MiB guest takes well under a minute; b waits 400
+        migrate_bounded 300 g1 "qemu+tcp://$VRM_PEER_ADDR/system" "$@" || fail "virsh migrate ($what) failed"
         check_migrated_source g1
         flag migrated
         wait_flag verified-b 240

@@ -24,33 +24,15 @@ postcopy=()
 what="with QEMU's rdma: transport"
 attempt_limit=180   # s; a 128 MiB guest takes well under a minute
 
-# native_attempt N: one virsh migrate, aborted (domjobabort) if it runs
-# longer than $attempt_limit s; prints what virsh and QEMU said when it
-# fails
+# native_attempt N: one bounded virsh migrate; prints what virsh and QEMU
+# said when it fails
 native_attempt() {
-    local pid deadline aborted= rc
+    local rc
     say "migrating $what (attempt $1)"
-    virsh migrate --live --p2p --persistent --rdma-pin-all "${postcopy[@]}" \
-        --migrateuri "rdma://$VRM_PEER_ADDR:49152" --listen-address "$VRM_PEER_ADDR" \
-        g1 "qemu+tcp://$VRM_PEER_ADDR/system" > /tmp/native.out 2>&1 &
-    pid=$!
-    deadline=$((SECONDS + attempt_limit))
-    while kill -0 "$pid" 2>/dev/null; do
-        if [ $SECONDS -ge $deadline ] && [ -z "$aborted" ]; then
-            say "attempt $1 still runs after $attempt_limit s; libvirt's job, then virsh domjobabort:"
-            virsh domjobinfo g1
-            virsh domjobabort g1
-            aborted=1
-            deadline=$((SECONDS + 60))
-        elif [ $SECONDS -ge $deadline ]; then
-            kill -9 "$pid"
-            fail "attempt $1: virsh migrate did not end within 60 s of domjobabort"
-        fi
-        nap 0.5
-    done
-    wait "$pid"; rc=$?
-    cat /tmp/native.out
-    [ "$rc" = 0 ] && return 0
+    migrate_bounded "$attempt_limit" g1 "qemu+tcp://$VRM_PEER_ADDR/system" \
+        --live --p2p --persistent --rdma-pin-all "${postcopy[@]}" \
+        --migrateuri "rdma://$VRM_PEER_ADDR:49152" --listen-address "$VRM_PEER_ADDR" && return 0
+    rc=$?
     say "attempt $1 failed (status $rc); the end of the source QEMU's log:"
     tail -n 8 /var/log/libvirt/qemu/g1.log 2>/dev/null | sed 's/^/    /'
     return 1
