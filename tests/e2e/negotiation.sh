@@ -29,8 +29,9 @@
 #               uri --disks g2)" --suspend (the guest stays paused on b:
 #               a's images and b's are compared byte for byte, then it
 #               runs and verifies its disk and memory), b->a virt-rdma
-#               migrate --copy-storage-inc --copy-storage-synchronous-writes
-#               --migrate-disks hda,hdb --suspend (the same comparison, then the guest verifies
+#               migrate --copy-storage-inc
+#               --copy-storage-synchronous-writes --migrate-disks hda,hdb
+#               --suspend (the same comparison, then the guest verifies
 #               both on a); each job carries two disk channels
 #   refusals    helper channel with another cluster key; a peer asking for
 #               a domain that runs but is not migrating; destination helper
