@@ -85,7 +85,7 @@ in_root() {
 # sandbox COMMAND: both hosts run COMMAND with this distribution's build.
 sandbox() {
     local cmd="$native_env VRM_GUEST_ELF=$build/tests/e2e/guest/vrm-guest.elf VRM_BUILD_DIR=$build $1"
-    "$sandbox" "${boot[@]}" --hosts 2 --mem 2048 --timeout "${VRM_COMPAT_TIMEOUT:-900}" \
+    "$sandbox" "${boot[@]}" --hosts 2 --mem 2048 --timeout "${VRM_COMPAT_TIMEOUT:-1400}" \
         --a "$cmd" --b "$cmd"
 }
 
