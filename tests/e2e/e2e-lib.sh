@@ -676,6 +676,18 @@ host_counts() {
         "helper-rss-kB=$(awk '/^VmRSS:/ { print $2 }' /proc/$h/status)"
 }
 
+# job_records: the names of this host's job records, sorted
+job_records() { ls /var/lib/virt-rdma | grep -E '^job-[0-9]+\.xml$' | sort; }
+
+# records_not_completed_since LIST: print the job records that are not in
+# LIST (a job_records of before) and not completed; false if there are
+# none. Records kept from before may have failed on purpose.
+records_not_completed_since() {
+    job_records | comm -13 "$1" - | while read -r r; do
+        grep -q 'state="completed"' "/var/lib/virt-rdma/$r" || echo "$r"
+    done | grep .
+}
+
 # leftovers_both: check_no_leftovers here and on host b (host a only)
 leftovers_both() {
     check_no_leftovers
