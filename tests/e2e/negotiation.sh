@@ -20,11 +20,12 @@
 #               first migration and not in these two), then the storage
 #               steps below (9 and 10); migrations-no-tls is the same
 #               without steps 7 and 8 (by hand: a quicker run);
-#               migrations-compat is steps 1, 6 and 7 (the compat suite
-#               in CI: one channel with the wire tap's control, post-copy
-#               switched by virt-rdma, TLS; libvirt-python calls the API
-#               virsh calls, and the compat suite's migrate entry runs
-#               parallel 4 and pin-all: CI time)
+#               migrations-compat is steps 1 and 11 (the compat suite in
+#               CI, Debian 13: one channel; step 11: b->a virt-rdma
+#               migrate --postcopy as in step 6, with the check that the
+#               RDMA job carried QEMU's postcopy-preempt channel if
+#               libvirt turned it on; the rest runs with compat-matrix:
+#               CI time)
 #   storage     disks that are not shared (issue 17): a guest that keeps
 #               writing its IDE disk hda and has a second one, hdb; a->b
 #               plain virsh --copy-storage-all --disks-uri "$(virt-rdma
@@ -206,24 +207,25 @@ say "virt-rdma uri g1: $uri"
 case "$scenario" in
 migrations) steps="1 2 3 4 5 6 7 8 9 10" ;;
 migrations-no-tls) steps="1 2 3 4 5 6 9 10" ;;
-migrations-compat) steps="1 6 7" ;;
+migrations-compat) steps="1 11" ;;
 *) steps= ;;
 esac
 step() { [[ " $steps " == *" $1 "* ]]; }
+tls_steps() { step 7 || step 8; }
 case "$scenario" in
 migrations|migrations-no-tls|migrations-compat)
     if step 1; then
-        # 1. a -> b: plain virsh, one channel; the wire tap's control (step 7):
-        #    without TLS the guest's plaintext is on the wire
+        # 1. a -> b: plain virsh, one channel; the wire tap's control (steps
+        #    7 and 8): without TLS the guest's plaintext is on the wire
         start_xml_watch
-        step 7 && wire_capture_start
+        tls_steps && wire_capture_start
         say "virsh migrate --live --p2p --persistent --migrateuri $uri g1 $dest_b"
         timed virsh migrate --live --p2p --persistent --migrateuri "$uri" g1 "$dest_b" ||
             fail "plain virsh migrate failed"
-        step 7 && wire_capture_stop
+        tls_steps && wire_capture_stop
         stop_xml_watch
         arrived_on_b "virsh a->b" 1
-        step 7 && plaintext_check "virsh a->b (clear text)" clear
+        tls_steps && plaintext_check "virsh a->b (clear text)" clear
         no_token
         leftovers_both
     fi
@@ -312,14 +314,49 @@ PY
         leftovers_both
     fi
 
+    if step 11; then
+        # 11. b -> a: virt-rdma migrate --postcopy, switched at its --timeout
+        # as in step 6, with QEMU's capabilities read on b while pre-copy
+        # runs (capped below the guest's dirty rate, for 25 s). libvirt has
+        # no flag for QEMU's postcopy-preempt; it turns the capability on
+        # itself where both QEMUs have it, and QEMU then opens a channel of
+        # its own for the page requests. The RDMA job must have carried
+        # exactly QEMU's connections: 2 with postcopy-preempt, 1 without
+        rm -f "$SHARED/postcopy.rc"
+        remote "( virt-rdma migrate --live --p2p --persistent --postcopy --bandwidth 4 --timeout 25 --timeout-postcopy --verbose g1 $dest_a > \$SHARED/postcopy.out 2>&1; echo \$? > \$SHARED/postcopy.rc ) > /dev/null 2>&1 &"
+        say "b: virt-rdma migrate --live --p2p --persistent --postcopy --bandwidth 4 --timeout 25 --timeout-postcopy g1 $dest_a"
+        remote "wait_data_moved g1 && virsh qemu-monitor-command g1 '{\"execute\":\"query-migrate-capabilities\"}' > \$SHARED/postcopy-caps.json" ||
+            fail "b: the post-copy migration never moved data, or QEMU's capabilities could not be read"
+        preempt=$(/usr/bin/python3 -c 'import json, sys; c = {x["capability"]: x["state"] for x in json.load(open(sys.argv[1]))["return"]}; print("on" if c.get("postcopy-preempt") else "off") if c.get("postcopy-ram") else sys.exit(1)' "$SHARED/postcopy-caps.json") ||
+            fail "QEMU on b migrates without postcopy-ram"
+        say "QEMU on b, as libvirt set it up: postcopy-ram on, postcopy-preempt $preempt"
+        deadline=$((SECONDS + 300))
+        until [ -s "$SHARED/postcopy.rc" ]; do
+            [ $SECONDS -ge $deadline ] && fail "virt-rdma migrate --postcopy b->a did not end within 300 s"
+            nap 0.5
+        done
+        tr '\r' '\n' < "$SHARED/postcopy.out" | grep -v '^$' | tail -4 | sed 's/^/  [b] /'
+        [ "$(cat "$SHARED/postcopy.rc")" = 0 ] || fail "virt-rdma migrate --postcopy b->a failed"
+        grep -q 'migration exceeded 25 s, switching to post-copy' "$SHARED/postcopy.out" ||
+            fail "virt-rdma migrate did not switch to post-copy at its --timeout"
+        remote "virsh domjobinfo --completed --keep-completed g1 | grep -E '^(Postcopy requests|Memory processed):'"
+        arrived_on_a "virt-rdma migrate --postcopy b->a (postcopy-preempt $preempt)" \
+            "$([ "$preempt" = on ] && echo 2 || echo 1)" 1048576
+        no_token
+        leftovers_both
+    fi
+
+    if tls_steps; then
+        migration_tls_pki
+        remote migration_tls_pki || fail "host b has no migration TLS certificates"
+    fi
+
     if step 7; then
         # 7. a -> b: plain virsh with QEMU's TLS (issue 17). The engines must
         # carry ciphertext: a tap on a's wire finds the guest's plaintext in
         # none of the RoCE packets (step 1 found it thousands of times). Capped
         # at 8 MiB/s so that QEMU's TLS parameters can be read while it runs,
         # then uncapped (the cap alone made it the longest step: CI time).
-        migration_tls_pki
-        remote migration_tls_pki || fail "host b has no migration TLS certificates"
         wire_capture_start
         say "virsh migrate --live --p2p --persistent --tls --tls-destination sandbox-b --bandwidth 8 --migrateuri $uri g1 $dest_b"
         virsh migrate --live --p2p --persistent --tls --tls-destination sandbox-b \
