@@ -679,11 +679,15 @@ host_counts() {
 # job_records: the names of this host's job records, sorted
 job_records() { ls /var/lib/virt-rdma | grep -E '^job-[0-9]+\.xml$' | sort; }
 
-# records_not_completed_since LIST: print the job records that are not in
-# LIST (a job_records of before) and not completed; false if there are
-# none. Records kept from before may have failed on purpose.
+# job_records_since LIST: the job records that are not in LIST (a
+# job_records of before)
+job_records_since() { job_records | comm -13 "$1" -; }
+
+# records_not_completed_since LIST: print the job records not in LIST that
+# are not completed; false if there are none. Records kept from before
+# may have failed on purpose.
 records_not_completed_since() {
-    job_records | comm -13 "$1" - | while read -r r; do
+    job_records_since "$1" | while read -r r; do
         grep -q 'state="completed"' "/var/lib/virt-rdma/$r" || echo "$r"
     done | grep .
 }

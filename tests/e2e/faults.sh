@@ -490,7 +490,7 @@ soak() {
     say "$name: after migration $n: a: $after_a; b: $after_b"
     counts_not_grown a "$before_a" "$after_a" 8 || fail "$name: something grew on a"
     counts_not_grown b "$before_b" "$after_b" 8 || fail "$name: something grew on b"
-    say "$name: records the soak wrote that are kept: a $(job_records | comm -13 /tmp/soak-records-before - | wc -l), b $(remote 'job_records | comm -13 /tmp/soak-records-before - | wc -l' | sed 's/^  \[b\] //')"
+    say "$name: records the soak wrote that are kept: a $(job_records_since /tmp/soak-records-before | wc -l), b $(remote 'job_records_since /tmp/soak-records-before | wc -l' | sed 's/^  \[b\] //')"
     records_not_completed_since /tmp/soak-records-before && fail "$name: a kept a record of the soak that is not completed"
     remote '! records_not_completed_since /tmp/soak-records-before' || fail "$name: b kept a record of the soak that is not completed"
     printf '%s | virsh + virt-rdma migrate | %d s for %d (median %s ms each) | (all completed, each verified) | - | none; a: %s -> %s; b: %s -> %s\n' \
