@@ -41,6 +41,12 @@
 #define VRM_CHANNEL_KEEPALIVE_US (1000 * 1000) /* probe a silent peer after 1 s */
 #define VRM_CHANNEL_PEER_TIMEOUT_US (5 * 1000 * 1000) /* signaled work unanswered */
 #define VRM_CHANNEL_AUTH_TIMEOUT_US (5 * 1000 * 1000)  /* source: AUTH awaited */
+/* A flushed work request or a send rxe could not transmit usually means
+ * the peer or the link went, before that is known: librdmacm flushes the
+ * queue pair as it hands the engine thread the peer's DISCONNECTED, ahead
+ * of the mailbox; rxe fails the send before its port shows down. Such a
+ * completion waits this long for the cause before it is the error. */
+#define VRM_CHANNEL_FAILED_GRACE_US (1000 * 1000)
 /* A chunk that QEMU's writer left part-filled is posted at once only if
  * fewer chunks than this are in flight; otherwise it waits for more bytes
  * or the next credit, whichever comes first (see vrmChannelHoldPartial) */
@@ -236,6 +242,9 @@ struct _vrmChannel {
     int sock;                   /* QEMU's connection, -1 until given */
     bool faultDone;             /* the test fault fired */
     bool peerGone;              /* the peer disconnected (from the mailbox) */
+    gint64 wcFailedUs;          /* first completion awaiting its cause (see
+                                 * VRM_CHANNEL_FAILED_GRACE_US), or 0 */
+    enum ibv_wc_status wcFailed;    /* and its status */
     gint64 doneSince;           /* both directions ended at (monotonic us) */
     gint64 attachedUs;          /* the queue pair came (monotonic us) */
 
@@ -1711,6 +1720,16 @@ vrmChannelLogicallyDone(const vrmChannel *ch)
     return ch->tx == VRM_CHANNEL_TX_DONE && ch->rx == VRM_CHANNEL_RX_DONE;
 }
 
+/* The link failed under a work request: say so, not the provider's
+ * status for it (rxe completes a send it could not transmit with
+ * LOC_QP_OP_ERR, before its port shows down) */
+static void
+vrmChannelReportPortDown(vrmChannel *ch)
+{
+    vrmReportError(VRM_ERR_NO_DEVICE, _("RDMA device %1$s failed: %2$s"),
+                   ch->qp->dev->name, ibv_event_type_str(IBV_EVENT_PORT_ERR));
+}
+
 static int
 vrmChannelHandleWC(vrmChannel *ch, struct ibv_wc *wc, guint32 *nrepost)
 {
@@ -1724,11 +1743,7 @@ vrmChannelHandleWC(vrmChannel *ch, struct ibv_wc *wc, guint32 *nrepost)
             (vrmChannelLogicallyDone(ch) || ch->peerGone))
             return 0;
         if (vrmRdmaQPPortDown(ch->qp)) {
-            /* the link failed under this work request: say so, not the
-             * provider's status for it (rxe completes a send it could not
-             * transmit with LOC_QP_OP_ERR before the port's async event) */
-            vrmReportError(VRM_ERR_NO_DEVICE, _("RDMA device %1$s failed: %2$s"),
-                           ch->qp->dev->name, ibv_event_type_str(IBV_EVENT_PORT_ERR));
+            vrmChannelReportPortDown(ch);
             return -1;
         }
         if (wid && wid->kind == VRM_WR_RECV &&
@@ -1743,6 +1758,15 @@ vrmChannelHandleWC(vrmChannel *ch, struct ibv_wc *wc, guint32 *nrepost)
                            _("channel %1$u: the peer sent a control message larger than %2$d bytes"),
                            ch->cfg.index, VRM_CONTROL_MESSAGE_MAX);
             return -1;
+        }
+        if (wc->status == IBV_WC_WR_FLUSH_ERR || wc->status == IBV_WC_LOC_QP_OP_ERR) {
+            /* what a lost peer or link looks like before it is known:
+             * vrmChannelRound() names the cause within the grace */
+            if (!ch->wcFailedUs) {
+                ch->wcFailedUs = g_get_monotonic_time();
+                ch->wcFailed = wc->status;
+            }
+            return 0;
         }
         vrmReportError(code, _("channel %1$u: a work request failed: %2$s"),
                        ch->cfg.index, what);
@@ -1939,6 +1963,18 @@ vrmChannelRound(vrmChannel *ch, bool *progress)
         vrmReportError(VRM_ERR_PEER,
                        _("the peer closed channel %1$u before the end of the stream"),
                        ch->cfg.index);
+        return -1;
+    }
+    if (ch->wcFailedUs && vrmRdmaQPPortDown(ch->qp)) {
+        vrmChannelReportPortDown(ch);
+        return -1;
+    }
+    if (ch->wcFailedUs && now - ch->wcFailedUs > VRM_CHANNEL_FAILED_GRACE_US) {
+        const char *what;
+        int code = vrmRdmaWcStatusToError(ch->wcFailed, &what);
+
+        vrmReportError(code, _("channel %1$u: a work request failed: %2$s"),
+                       ch->cfg.index, what);
         return -1;
     }
     if (vrmChannelKeepalive(ch, now) < 0)

@@ -639,6 +639,77 @@ testPortDown(void)
     assertInjectedFailure(true, "RDMA device fake-dst failed: port error");
 }
 
+typedef enum {
+    FLUSH_CAUSE_NONE,
+    FLUSH_CAUSE_PEER_GONE,      /* the mailbox says so after a while */
+    FLUSH_CAUSE_PORT_DOWN,      /* the port shows down after a while */
+} FlushCause;
+
+/* librdmacm flushes the queue pair as it hands the engine the peer's
+ * DISCONNECTED, before the channel's mailbox hears of it (CI saw the
+ * wrong error where the peer had died), and rxe fails a send before its
+ * port shows down (the sandbox's link-down case): such work waits for
+ * its cause, and one that nothing explains fails after a second */
+static void
+flushedRun(FlushCause cause, const char *expect)
+{
+    vrmFakePairConfig cfg = { 4, 4, K64, false, true };
+    vrmFakePair *p = vrmFakePairNew(&cfg);
+    gint64 start, took;
+    Streams s;
+    int i;
+
+    streamsInit(&s, 4 * 1024 * 1024, 0);
+    s.holdOpen[0] = true;
+    for (i = 0; i < 20; i++) {
+        vrmFakePairGiveSockets(p);
+        vrmFakePairStep(p, 4);
+        pumpQemu(p, &s);
+    }
+    g_assert_cmpint(vrmChannelTxState(p->ch[0]), ==, VRM_CHANNEL_TX_STREAM);
+    vrmFakeQPSetError(p->qp[0]);
+    start = g_get_monotonic_time();
+    for (i = 0; i < 20; i++) {
+        vrmFakePairStep(p, 4);
+        pumpQemu(p, &s);
+    }
+    g_assert_cmpint(p->failed[0], ==, 0);
+    if (cause == FLUSH_CAUSE_PEER_GONE)
+        vrmChannelPeerGone(p->ch[0]);
+    if (cause == FLUSH_CAUSE_PORT_DOWN)
+        vrmFakeSetPortDown(p->dev[0], true);
+    while (!p->failed[0] && g_get_monotonic_time() - start < 5 * G_USEC_PER_SEC) {
+        vrmFakePairStepSide(p, 0);
+        vrmFakeQPDeliver(p->qp[0], 4);
+        g_usleep(10 * 1000);
+    }
+    took = g_get_monotonic_time() - start;
+    g_assert_true(p->failed[0]);
+    g_assert_nonnull(strstr(p->error[0], expect));
+    if (cause == FLUSH_CAUSE_NONE)
+        g_assert_cmpint(took, >=, G_USEC_PER_SEC);
+    streamsClear(&s);
+    vrmFakePairFree(p);
+}
+
+static void
+testFlushedPeerGone(void)
+{
+    flushedRun(FLUSH_CAUSE_PEER_GONE, "the peer closed channel 0 before the end of the stream");
+}
+
+static void
+testFlushedPortDown(void)
+{
+    flushedRun(FLUSH_CAUSE_PORT_DOWN, "RDMA device fake-src failed: port error");
+}
+
+static void
+testFlushedAlone(void)
+{
+    flushedRun(FLUSH_CAUSE_NONE, "channel 0: a work request failed: the queue pair was flushed");
+}
+
 /* Doorbells: one per post, however many work requests it carries */
 static void
 testDoorbells(void)
@@ -778,6 +849,9 @@ main(int argc, char **argv)
     g_test_add_func("/channel/oversize", testOversize);
     g_test_add_func("/channel/fault-injection", testFaultInjection);
     g_test_add_func("/channel/port-down", testPortDown);
+    g_test_add_func("/channel/flushed/peer-gone", testFlushedPeerGone);
+    g_test_add_func("/channel/flushed/port-down", testFlushedPortDown);
+    g_test_add_func("/channel/flushed/alone", testFlushedAlone);
     g_test_add_func("/channel/doorbells", testDoorbells);
     g_test_add_func("/channel/partial/alone", testPartialAlone);
     g_test_add_func("/channel/partial/coalesced", testPartialCoalesced);

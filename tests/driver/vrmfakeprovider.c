@@ -321,6 +321,12 @@ vrmFakeSetPortDown(vrmRdmaDevice *dev, bool down)
     ((vrmFakeDevice *)dev)->portDown = down;
 }
 
+void
+vrmFakeQPSetError(vrmRdmaQP *qp)
+{
+    ((vrmFakeQP *)qp)->error = true;
+}
+
 static const vrmRdmaOps vrmFakeOps = {
     .reg = vrmFakeReg,
     .dereg = vrmFakeDereg,

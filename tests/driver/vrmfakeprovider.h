@@ -37,6 +37,9 @@ guint32 vrmFakeQPPending(const vrmRdmaQP *qp);
 /* As if the peer had sent @len bytes (a SEND) / a WRITE_WITH_IMM @imm */
 void vrmFakeQPInject(vrmRdmaQP *qp, const void *buf, size_t len);
 void vrmFakeQPInjectImm(vrmRdmaQP *qp, guint32 imm);
+/* @qp goes to the error state, as librdmacm moves it on the peer's
+ * DISCONNECTED: its work requests complete flushed from now on */
+void vrmFakeQPSetError(vrmRdmaQP *qp);
 /* The status a receive too short for its SEND completes with: the
  * verbs' IBV_WC_LOC_LEN_ERR (the default), or what rxe reports,
  * IBV_WC_LOC_QP_OP_ERR (its copy into the buffer fails as malformed) */

@@ -69,7 +69,7 @@ link-down:a)
     grep -E "KEEPALIVE|failing|established" "$work/engine.log" | tail -4
     [ "$erc" != 0 ] || fail "the engine exited 0"
     grep -E "virt-rdma-engine: error: .*(the peer stopped answering|the peer closed channel 0)" "$work/engine.log" ||
-        fail "the error line does not say that the peer went away"
+        fail "the error line does not say that the peer went away: $(grep -m1 'virt-rdma-engine: error:' "$work/engine.log")"
     [ "$(echo "$took <= 10" | bc)" = 1 ] || fail "the survivor needed $took s (limit 10 s)"
     ;;
 link-down:b)
@@ -112,7 +112,7 @@ kill:a)
     echo "source engine exited $took s after the peer died"
     [ "$erc" != 0 ] || fail "the engine exited 0"
     grep -E "virt-rdma-engine: error: .*(the peer closed channel 0 before the end of the stream|the peer stopped answering)" "$work/engine.log" ||
-        fail "the error line does not say that the peer went away"
+        fail "the error line does not say that the peer went away: $(grep -m1 'virt-rdma-engine: error:' "$work/engine.log")"
     [ "$(echo "$took <= 10" | bc)" = 1 ] || fail "the survivor needed $took s (limit 10 s)"
     ;;
 kill:b)
