@@ -194,7 +194,13 @@ timed() {
 # ---- host a ----------------------------------------------------------------
 start_virt_rdma
 start_libvirt
-define_guest g1 128 "dirty_kb=2048"
+# 64 MiB: under the sandbox's emulation each MiB costs about a quarter of
+# a second of migration and of the guest's verification, and the steps
+# test the negotiation and the transport, not the size (the benchmark and
+# the compat entries migrate 128 MiB); its 2 MiB dirtied still outrun the
+# 4 MiB/s caps of the post-copy steps (0.5 s to send, above the 300 ms
+# downtime), so those never converge
+define_guest g1 64 "dirty_kb=2048"
 enable_rdma g1
 wait_flag ready-b 180
 uri=$(virt-rdma uri g1) || fail "virt-rdma uri failed"
@@ -355,12 +361,12 @@ PY
         # 7. a -> b: plain virsh with QEMU's TLS (issue 17). The engines must
         # carry ciphertext: a tap on a's wire finds the guest's plaintext in
         # none of the RoCE packets (step 1 found it thousands of times). Capped
-        # at 8 MiB/s so that QEMU's TLS parameters can be read while it runs,
+        # at 4 MiB/s so that QEMU's TLS parameters can be read while it runs,
         # then uncapped (the cap alone made it the longest step: CI time).
         wire_capture_start
-        say "virsh migrate --live --p2p --persistent --tls --tls-destination sandbox-b --bandwidth 8 --migrateuri $uri g1 $dest_b"
+        say "virsh migrate --live --p2p --persistent --tls --tls-destination sandbox-b --bandwidth 4 --migrateuri $uri g1 $dest_b"
         virsh migrate --live --p2p --persistent --tls --tls-destination sandbox-b \
-            --bandwidth 8 --migrateuri "$uri" g1 "$dest_b" > /tmp/tls.out 2>&1 &
+            --bandwidth 4 --migrateuri "$uri" g1 "$dest_b" > /tmp/tls.out 2>&1 &
         mpid=$!
         wait_data_moved g1 || fail "the TLS migration a->b never moved data"
         virsh qemu-monitor-command g1 '{"execute":"query-migrate-parameters"}' |
