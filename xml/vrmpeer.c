@@ -67,9 +67,10 @@ static int
 vrmPeerParseRequest(xmlNodePtr node, vrmPeerMessage *msg)
 {
     static const char *const attrs[] = { "version", NULL };
-    static const char *const children[] = { "domain", "requester", "limits", NULL };
+    static const char *const children[] = { "domain", "requester", "limits", "recovery", NULL };
     static const char *const domainAttrs[] = { "name", "uuid", NULL };
     static const char *const limitsAttrs[] = { "max-channels", NULL };
+    static const char *const recoveryAttrs[] = { "job", NULL };
     xmlNodePtr child;
 
     if (vrmXMLCheckAttributes(node, attrs) < 0 ||
@@ -97,6 +98,10 @@ vrmPeerParseRequest(xmlNodePtr node, vrmPeerMessage *msg)
         vrmXMLCheckLeaf(child, limitsAttrs) < 0 ||
         vrmXMLPropUInt(child, "max-channels", true, VRM_CHANNELS_MIN,
                        VRM_CHANNELS_MAX, &msg->maxChannels) < 0)
+        return -1;
+    if ((child = vrmXMLChild(node, "recovery")) &&
+        (vrmXMLCheckLeaf(child, recoveryAttrs) < 0 ||
+         vrmXMLPropULLong(child, "job", true, 1, G_MAXUINT64, &msg->recoveryOf) < 0))
         return -1;
     return 0;
 }
@@ -273,7 +278,13 @@ vrmPeerMessageFormat(const vrmPeerMessage *msg)
         }
         g_string_append(buf, "/>\n  <limits");
         vrmXMLAttrUInt(buf, "max-channels", msg->maxChannels);
-        g_string_append_printf(buf, "/>\n</%s>\n", name);
+        g_string_append(buf, "/>\n");
+        if (msg->recoveryOf) {
+            g_string_append(buf, "  <recovery");
+            vrmXMLAttrULLong(buf, "job", msg->recoveryOf);
+            g_string_append(buf, "/>\n");
+        }
+        g_string_append_printf(buf, "</%s>\n", name);
         break;
     case VRM_PEER_MIGRATION_OFFER:
         g_string_append_printf(buf, "<%s>\n  <socket", name);

@@ -18,6 +18,12 @@
  *   dst -> src  <migration-answer><answer status="accepted" .../></migration-answer>
  *   src -> dst  <migration-result status="ok"/>
  *
+ * A post-copy migration whose connection broke is recovered by a second
+ * exchange of the same four messages: the destination's request then
+ * carries <recovery job="N"/> (N: the destination's failed job), and the
+ * source offers only for a domain paused in post-copy failed whose last
+ * outgoing job went to the requester. An older peer refuses it (schema).
+ *
  * Either side may send <migration-result status="error" code="policy">one
  * line</migration-result> instead of its next message; the exchange ends
  * there. The offer is the only message that carries the token.
@@ -58,6 +64,8 @@ struct _vrmPeerMessage {
     char *domainUUID;
     vrmLocator *requester;          /* the destination's own locator */
     unsigned int maxChannels;       /* the destination's policy */
+    unsigned long long recoveryOf;  /* the destination's failed job of a
+                                     * post-copy to recover, or 0 */
     /* offer */
     char *socketPath;
     vrmOffer *offer;                /* with its token */
