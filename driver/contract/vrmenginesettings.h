@@ -97,6 +97,8 @@ typedef struct {
     int statsFd;                    /* final record, -1: standard output */
     unsigned int deadlineConnect;   /* seconds */
     unsigned int idleTimeout;       /* seconds, 0: never */
+    unsigned int waitStream;        /* seconds for QEMU's stream to begin,
+                                     * 0: the idle timeout's */
     bool verbose;
     bool debug;
     vrmEngineFault fault;

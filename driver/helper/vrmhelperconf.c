@@ -28,6 +28,7 @@ VRM_ENUM_IMPL(vrmPeerAuth, VRM_PEER_AUTH_LAST,
 #define VRM_HELPER_MAX_JOBS 1024
 #define VRM_HELPER_DEFAULT_HISTORY 64
 #define VRM_HELPER_MAX_HISTORY 100000
+#define VRM_HELPER_DEFAULT_RECOVERY_WINDOW 600
 #define VRM_HELPER_PATH_MAX 4096
 /* The host's pinned-memory budget: every running job's allowance together */
 #define VRM_HELPER_DEFAULT_BUDGET (1024ull * 1024 * 1024)
@@ -95,6 +96,8 @@ static const vrmConfKey vrmConfKeys[] = {
       0, G_MAXUINT32 },
     { "limits", "max-clients", VRM_CONF_UINT, OFF(maxClients),
       1, VRM_HELPER_MAX_CLIENTS },
+    { "limits", "recovery-window", VRM_CONF_UINT, OFF(recoveryWindow),
+      0, VRM_HELPER_MAX_RECOVERY_WINDOW },
     { "paths", "run-dir", VRM_CONF_PATH, OFF(runDir), 0, 0 },
     { "paths", "state-dir", VRM_CONF_PATH, OFF(stateDir), 0, 0 },
     { "access", "group", VRM_CONF_NAME, OFF(group), 0, 0 },
@@ -151,6 +154,7 @@ vrmHelperConfigNew(void)
     else
         conf->stateDir = g_strdup("/" VRM_LOCALSTATEDIR);
     conf->historySize = VRM_HELPER_DEFAULT_HISTORY;
+    conf->recoveryWindow = VRM_HELPER_DEFAULT_RECOVERY_WINDOW;
     conf->maxClients = VRM_HELPER_DEFAULT_MAX_CLIENTS;
     conf->group = g_strdup(VRM_HELPER_DEFAULT_GROUP);
     conf->peerAuth = VRM_PEER_AUTH_AUTO;

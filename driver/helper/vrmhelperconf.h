@@ -77,6 +77,10 @@ typedef enum {
 } vrmPeerAuth;
 VRM_ENUM_DECL(vrmPeerAuth);
 
+/* [limits] recovery-window at most: the engines' --wait-stream maximum
+ * (checked in vrmhelperengine.c) */
+#define VRM_HELPER_MAX_RECOVERY_WINDOW 3600
+
 typedef struct _vrmHelperConfig vrmHelperConfig;
 struct _vrmHelperConfig {
     /* [rdma] */
@@ -94,6 +98,9 @@ struct _vrmHelperConfig {
     unsigned int maxRingDepth;
     unsigned int maxBandwidth;      /* Mbit/s, 0: no cap */
     unsigned int maxClients;        /* control-socket clients at once */
+    unsigned int recoveryWindow;    /* s: a post-copy recovery's engines wait
+                                     * this long for --postcopy-resume; 0:
+                                     * no recovery over RDMA */
     /* [paths] */
     char *runDir;
     char *stateDir;

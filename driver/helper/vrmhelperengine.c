@@ -25,6 +25,7 @@
 
 #include "vrmhelperengine.h"
 #include "vrmenginesettings.h"
+#include "vrmhelperconf.h"
 #include "vrmerror.h"
 #include "vrmlimits.h"
 #include "vrmi18n.h"
@@ -159,6 +160,8 @@ vrmHelperEngineMemlock(const vrmEngineLaunch *l)
                         page > 0 ? page : 4096) -
         vrmPinnedBytes(l->channels + l->diskChannels, l->ringDepth, l->chunkSize);
 }
+
+G_STATIC_ASSERT(VRM_HELPER_MAX_RECOVERY_WINDOW <= VRM_ENGINE_DEADLINE_MAX);
 
 /* The contract's settings (driver/contract/vrmenginesettings.h) */
 static void

@@ -1511,6 +1511,14 @@ vrmEngineCheckDeadlines(vrmEngine *e, gint64 now)
     return 0;
 }
 
+/* QEMU has begun: connected on the source, announced on the destination */
+static bool
+vrmEngineStreamBegun(const vrmEngine *e)
+{
+    return e->s.role == VRM_ENGINE_ROLE_SOURCE ? e->acceptedSocks > 0 :
+        e->slots[0].openRequested;
+}
+
 static gboolean
 vrmEngineTick(gpointer opaque)
 {
@@ -1541,6 +1549,13 @@ vrmEngineTick(gpointer opaque)
     }
     if (vrmEngineCheckDeadlines(e, now) < 0) {
         vrmEngineFailLast(e);
+    } else if (e->s.waitStream && !vrmEngineStreamBegun(e)) {
+        if (now - e->startUs > (gint64)e->s.waitStream * G_USEC_PER_SEC) {
+            vrmReportError(VRM_ERR_TIMEOUT,
+                           _("QEMU did not begin its migration stream within %1$u seconds"),
+                           e->s.waitStream);
+            vrmEngineFailLast(e);
+        }
     } else if (e->s.idleTimeout &&
                now - e->lastProgressUs > (gint64)e->s.idleTimeout * G_USEC_PER_SEC) {
         vrmReportError(VRM_ERR_TIMEOUT,
