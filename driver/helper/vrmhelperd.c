@@ -709,6 +709,7 @@ vrmHelperDaemonStart(vrmHelperDaemon *d)
     signal(SIGPIPE, SIG_IGN);
     vrmHelperStartPeers(d);
     d->virt = vrmHelperVirtNew(d->conf->libvirtURI, d->locator);
+    vrmHelperVirtOnPostcopyFailed(d->virt, vrmHelperDestPostcopyFailed, d);
     vrmHelperJobsRecover(d);
     if (vrmHelperListen(d) < 0)
         return -1;

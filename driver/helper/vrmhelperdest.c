@@ -11,6 +11,12 @@
  * answers. When the source confirms, the hook gets its reply (this host's
  * locator for the domain's XML) before the destination QEMU starts; any
  * failure before that is one line for the hook, and libvirt stops there.
+ *
+ * When the connection of a post-copy migration that this helper brought in
+ * breaks, libvirt says so (RESUMED / POSTCOPY_FAILED) and no hook will run
+ * for its recovery: the helper asks the same source helper, the same way,
+ * for a recovery job, whose engines wait up to [limits] recovery-window
+ * for the operator's `virsh migrate --postcopy --postcopy-resume`.
  */
 #include <config.h>
 
@@ -183,6 +189,7 @@ vrmDestPeerReady(vrmPeerConn *pc, gpointer opaque)
     req->domainUUID = g_strdup(job->record->domainUUID);
     req->requester = vrmLocatorCopy(d->locator);
     req->maxChannels = d->conf->maxChannels;
+    req->recoveryOf = job->recoveryOf;
     if (vrmPeerConnSend(pc, req) < 0) {
         vrmDestFailLast(d, job);
         return;
@@ -332,6 +339,8 @@ vrmHelperDestIncoming(vrmHelperDaemon *d, vrmControlMessage *msg,
     vrmMigrationParamsCopy(&job->record->migration->params, &msg->migration->params);
     /* where the domain's helper is once it has arrived: here */
     job->record->migration->locator = vrmLocatorCopy(d->locator);
+    /* and where it was: a recovery asks there again */
+    job->sourceLocator = vrmLocatorCopy(msg->migration->locator);
     job->waiter = c;
     vrmHelperJobsSetPhase(d, job, VRM_PHASE_DST_CONNECTING, d->conf->peerTimeout + 1,
                           vrmDestExpired);
@@ -344,4 +353,118 @@ vrmHelperDestIncoming(vrmHelperDaemon *d, vrmControlMessage *msg,
              msg->domainName, msg->domainUUID, msg->migration->locator->host,
              vrmPeerConnPeerName(job->peer));
     vrmHelperJobsSave(d, job);
+}
+
+
+/* ---- the recovery of a post-copy migration that broke ------------------ */
+
+typedef struct {
+    vrmHelperDaemon *d;
+    char *uuid;
+    unsigned long long broken;      /* the job whose connection broke */
+    unsigned int tries;
+} vrmDestRecovery;
+
+static void
+vrmDestRecoveryFree(gpointer opaque)
+{
+    vrmDestRecovery *r = opaque;
+
+    g_free(r->uuid);
+    g_free(r);
+}
+
+/* The broken job has ended here: ask its source helper for a recovery */
+static void
+vrmDestRecoveryStart(vrmHelperDaemon *d, vrmHelperJob *broken)
+{
+    const vrmJobRecord *was = broken->record;
+    vrmHelperJob *job;
+
+    vrmResetLastError();
+    if (!d->peerCreds) {
+        VRM_WARN(_("cannot ask for the recovery of job %1$llu: %2$s"), was->id, d->peerProblem);
+        return;
+    }
+    if (d->engineProblem) {
+        VRM_WARN(_("cannot ask for the recovery of job %1$llu: %2$s"), was->id, d->engineProblem);
+        return;
+    }
+    if (vrmHelperCheckJobLimit(vrmHelperJobsLive(d, NULL), d->conf->maxJobs) < 0) {
+        VRM_WARN(_("cannot ask for the recovery of job %1$llu: %2$s"), was->id,
+                 vrmGetLastErrorMessage());
+        return;
+    }
+    job = vrmHelperJobsCreate(d, VRM_JOB_ROLE_DESTINATION, was->domainName,
+                              was->domainUUID);
+    job->record->migration = vrmMigrationDefNew();
+    if (was->migration)
+        vrmMigrationParamsCopy(&job->record->migration->params, &was->migration->params);
+    job->record->migration->locator = vrmLocatorCopy(d->locator);
+    job->sourceLocator = vrmLocatorCopy(broken->sourceLocator);
+    job->recoveryOf = was->id;
+    job->waitStream = d->conf->recoveryWindow;
+    vrmHelperJobsSetPhase(d, job, VRM_PHASE_DST_CONNECTING, d->conf->peerTimeout + 1,
+                          vrmDestExpired);
+    if (!(job->peer = vrmPeerConnConnect(d->peerCreds, job->sourceLocator,
+                                         d->conf->peerTimeout, &vrmDestCallbacks, d))) {
+        vrmDestFailLast(d, job);
+        return;
+    }
+    VRM_INFO("job %llu: recovery of job %llu, the post-copy migration of %s (%s) from %s",
+             job->record->id, was->id, was->domainName, was->domainUUID,
+             job->sourceLocator->host);
+    vrmHelperJobsSave(d, job);
+}
+
+/* Until the broken job has ended here (its engine sees the break within
+ * seconds), look again */
+static gboolean
+vrmDestRecoveryTry(gpointer opaque)
+{
+    vrmDestRecovery *r = opaque;
+    vrmHelperJob *broken = vrmHelperJobsGet(r->d, r->broken);
+
+    if (!broken)
+        return G_SOURCE_REMOVE;
+    if (!vrmJobStateIsFinal(broken->record->state)) {
+        if (++r->tries < VRM_HELPER_RECOVERY_TRIES)
+            return G_SOURCE_CONTINUE;
+        VRM_WARN(_("job %1$llu: its post-copy migration broke, but the job did not end within %2$d seconds: no recovery asked"),
+                 r->broken, VRM_HELPER_RECOVERY_TRIES * VRM_HELPER_RECOVERY_POLL_MS / 1000);
+        return G_SOURCE_REMOVE;
+    }
+    vrmDestRecoveryStart(r->d, broken);
+    return G_SOURCE_REMOVE;
+}
+
+void
+vrmHelperDestPostcopyFailed(const char *uuid, gpointer opaque)
+{
+    vrmHelperDaemon *d = opaque;
+    vrmHelperJob *broken = vrmHelperJobsLastOfDomain(d, uuid, VRM_JOB_ROLE_DESTINATION);
+    vrmDestRecovery *r;
+
+    if (!broken || !broken->sourceLocator) {
+        VRM_INFO("the incoming post-copy migration of %s broke; no RDMA job of this virt-rdmad carried it: nothing to recover",
+                 uuid);
+        return;
+    }
+    if (!d->conf->recoveryWindow) {
+        VRM_INFO("job %llu: its post-copy migration broke; [limits] recovery-window is 0: no recovery over RDMA",
+                 broken->record->id);
+        return;
+    }
+    VRM_INFO("job %llu: its post-copy migration broke; asking %s for a recovery",
+             broken->record->id, broken->sourceLocator->host);
+    r = g_new0(vrmDestRecovery, 1);
+    r->d = d;
+    r->uuid = g_strdup(uuid);
+    r->broken = broken->record->id;
+    if (vrmDestRecoveryTry(r) == G_SOURCE_REMOVE) {
+        vrmDestRecoveryFree(r);
+        return;
+    }
+    g_timeout_add_full(G_PRIORITY_DEFAULT, VRM_HELPER_RECOVERY_POLL_MS,
+                       vrmDestRecoveryTry, r, vrmDestRecoveryFree);
 }

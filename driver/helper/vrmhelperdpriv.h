@@ -64,6 +64,11 @@
 #define VRM_HELPER_INTENT_TTL_S 120
 #define VRM_HELPER_INTENTS_MAX 1024
 #define VRM_HELPER_INTENTS_PER_OWNER 32
+/* A post-copy recovery is asked once the broken job has ended on both
+ * hosts (its engines see the break within seconds): each side looks this
+ * often, this many times */
+#define VRM_HELPER_RECOVERY_POLL_MS 1000
+#define VRM_HELPER_RECOVERY_TRIES 30
 
 /* A job by its id: timers and callbacks carry this, never the job */
 typedef struct {
@@ -141,6 +146,9 @@ vrmHelperJob *vrmHelperJobsCreate(vrmHelperDaemon *d, vrmJobRole role,
 vrmHelperJob *vrmHelperJobsGet(vrmHelperDaemon *d, unsigned long long id);
 GPtrArray *vrmHelperJobsSorted(vrmHelperDaemon *d);
 vrmHelperJob *vrmHelperJobsLiveOfDomain(vrmHelperDaemon *d, const char *uuid);
+/* The newest job of @role for the domain, finished or not, or NULL */
+vrmHelperJob *vrmHelperJobsLastOfDomain(vrmHelperDaemon *d, const char *uuid,
+                                        vrmJobRole role);
 unsigned int vrmHelperJobsLive(vrmHelperDaemon *d, GHashTable *ports);
 unsigned long long vrmHelperJobsPinned(vrmHelperDaemon *d);
 int vrmHelperJobsReserve(vrmHelperDaemon *d, vrmHelperJob *job,
@@ -174,3 +182,5 @@ void vrmHelperSourceAccept(vrmPeerConn *pc, gpointer opaque);
 extern const vrmHelperRoleOps vrmHelperDestOps;
 void vrmHelperDestIncoming(vrmHelperDaemon *d, vrmControlMessage *msg,
                            vrmHelperConn *c);
+/* vrmPostcopyFailedFunc (opaque: the daemon) */
+void vrmHelperDestPostcopyFailed(const char *uuid, gpointer opaque);

@@ -195,6 +195,7 @@ vrmEngineLaunchSettings(const vrmEngineLaunch *l, vrmEngineSettings *es)
     es->statsFd = VRM_ENGINE_FD_STATS;
     es->deadlineConnect = l->connectTimeout;
     es->idleTimeout = l->idleTimeout;
+    es->waitStream = l->waitStream;
     es->debug = l->debug;
     es->verbose = !l->debug;
 }

@@ -61,6 +61,7 @@ typedef struct {
     const char *logFile;            /* standard error: for people, never parsed */
     unsigned int connectTimeout;
     unsigned int idleTimeout;
+    unsigned int waitStream;        /* engine --wait-stream, 0: none */
     bool debug;
     bool dropPrivileges;            /* as root: become uid:gid below */
     uid_t uid;

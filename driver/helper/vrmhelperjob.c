@@ -64,6 +64,7 @@ vrmHelperJobFree(vrmHelperJob *job)
         close(job->diskListenFd);
     vrmDomainDirClear(&job->domainDir);
     vrmJobRecordFree(job->record);
+    vrmLocatorFree(job->sourceLocator);
     g_free(job->statsSocket);
     g_free(job->statsFile);
     g_free(job->logFile);

@@ -95,6 +95,12 @@ struct _vrmHelperJob {
     gint64 outcomeDeadline;         /* source: libvirt must tell by then */
     guint outcomeTimer;
     bool unsaved;                   /* its last record did not reach the disk */
+    /* post-copy recovery (issue 17); in memory only: a recovery needs the
+     * helper that ran the broken job */
+    vrmLocator *sourceLocator;      /* destination: the source's helper */
+    unsigned long long recoveryOf;  /* the broken job this one recovers
+                                     * (the destination's id), 0: none */
+    unsigned int waitStream;        /* s its engine waits for QEMU, 0: none */
 };
 
 vrmHelperJob *vrmHelperJobNew(unsigned long long id, vrmJobRole role);

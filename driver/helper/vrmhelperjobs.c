@@ -110,6 +110,26 @@ vrmHelperJobsLiveOfDomain(vrmHelperDaemon *d, const char *uuid)
     return NULL;
 }
 
+vrmHelperJob *
+vrmHelperJobsLastOfDomain(vrmHelperDaemon *d, const char *uuid, vrmJobRole role)
+{
+    vrmHelperJob *last = NULL;
+    GHashTableIter it;
+    gpointer v;
+
+    g_hash_table_iter_init(&it, d->jobs);
+    while (g_hash_table_iter_next(&it, NULL, &v)) {
+        vrmHelperJob *job = v;
+
+        if (job->record->role == role &&
+            g_ascii_strcasecmp(job->record->domainUUID ? job->record->domainUUID : "",
+                               uuid) == 0 &&
+            (!last || job->record->id > last->record->id))
+            last = job;
+    }
+    return last;
+}
+
 unsigned int
 vrmHelperJobsLive(vrmHelperDaemon *d, GHashTable *ports)
 {
@@ -500,6 +520,7 @@ vrmHelperJobsSpawn(vrmHelperDaemon *d, vrmHelperJob *job, const vrmOffer *offer,
     l.logFile = job->logFile;
     l.connectTimeout = d->connectTimeout;
     l.idleTimeout = d->idleTimeout;
+    l.waitStream = job->waitStream;
     l.debug = d->engineDebug;
     /* as root: the engine user, with nothing else (its QEMU socket, token,
      * records and log come as descriptors) */

@@ -11,6 +11,12 @@
  * destination answers; the answer is checked (version, capabilities,
  * sizes within the offer) and the exchange ends with a result. When the
  * engine ends, libvirt is asked how the migration ended (issue 13 item 8).
+ *
+ * A request may ask for the recovery of a post-copy migration whose
+ * connection broke: then the domain must be paused in post-copy failed
+ * (libvirt keeps its outgoing job), and this helper's last outgoing job
+ * of it must have gone to the requester; the engines wait up to
+ * [limits] recovery-window for `virsh migrate --postcopy-resume`.
  */
 #include <config.h>
 
@@ -33,6 +39,7 @@ typedef struct {
     vrmPeerConn *pc;                /* NULL once it failed */
     vrmPeerMessage *request;
     bool querying;                  /* libvirt is being asked */
+    unsigned int tries;             /* a recovery: libvirt asked so often */
 } vrmSourceRequest;
 
 static void
@@ -312,9 +319,41 @@ const vrmHelperRoleOps vrmHelperSourceOps = {
 
 /* ---- a request: libvirt's facts, then the job -------------------------- */
 
+/* A recovery, once the broken job has ended here: is the domain paused
+ * in post-copy failed, and did its last outgoing job go to the requester? */
+static int
+vrmSourceCheckRecovery(vrmHelperDaemon *d, const vrmDomainFacts *f,
+                       const vrmPeerMessage *request)
+{
+    const char *host = d->locator ? d->locator->host : g_get_host_name();
+    vrmHelperJob *last = vrmHelperJobsLastOfDomain(d, f->uuid, VRM_JOB_ROLE_SOURCE);
+
+    if (!d->conf->recoveryWindow) {
+        vrmReportError(VRM_ERR_POLICY,
+                       _("virt-rdmad on %1$s does not recover post-copy migrations over RDMA ([limits] recovery-window is 0)"),
+                       host);
+        return -1;
+    }
+    if (!f->postcopyFailed) {
+        vrmReportError(VRM_ERR_POLICY,
+                       _("the domain '%1$s' on %2$s is not paused in a post-copy migration that failed: nothing to recover"),
+                       f->name, host);
+        return -1;
+    }
+    if (!last || !last->record->migration ||
+        !vrmLocatorEqual(last->record->migration->locator, request->requester)) {
+        vrmReportError(VRM_ERR_POLICY,
+                       _("the last RDMA migration of the domain '%1$s' from %2$s did not go to %3$s: no recovery for it there"),
+                       f->name, host, request->requester->host);
+        return -1;
+    }
+    return 0;
+}
+
 /* Why the domain cannot be migrated out from here, or 0 */
 static int
-vrmSourceCheckFacts(vrmHelperDaemon *d, const vrmDomainFacts *f)
+vrmSourceCheckFacts(vrmHelperDaemon *d, const vrmDomainFacts *f,
+                    const vrmPeerMessage *request)
 {
     const char *host = d->locator ? d->locator->host : g_get_host_name();
     vrmHelperJob *other;
@@ -330,7 +369,10 @@ vrmSourceCheckFacts(vrmHelperDaemon *d, const vrmDomainFacts *f)
                        _("no running domain with UUID %1$s on %2$s"), f->uuid, host);
         return -1;
     }
-    if (!f->migratingOut) {
+    if (request->recoveryOf) {
+        if (vrmSourceCheckRecovery(d, f, request) < 0)
+            return -1;
+    } else if (!f->migratingOut) {
         vrmReportError(VRM_ERR_POLICY,
                        _("the domain '%1$s' runs on %2$s but is not migrating out of it"),
                        f->name, host);
@@ -410,7 +452,12 @@ vrmSourceStartJob(vrmSourceRequest *req, const vrmDomainFacts *f,
     vrmHelperJob *job;
 
     *jobp = job = vrmHelperJobsCreate(d, VRM_JOB_ROLE_SOURCE, f->name, f->uuid);
-    if ((intent = vrmHelperIntentsTake(d, f->uuid, job->record->id))) {
+    if (req->request->recoveryOf) {
+        /* the engines wait for the operator's --postcopy-resume */
+        job->recoveryOf = req->request->recoveryOf;
+        job->waitStream = d->conf->recoveryWindow;
+        intent = NULL;
+    } else if ((intent = vrmHelperIntentsTake(d, f->uuid, job->record->id))) {
         job->record->owner = intent->owner;
         job->record->hasIntent = true;
         job->record->intent = intent->record->id;
@@ -458,6 +505,17 @@ vrmSourceStartJob(vrmSourceRequest *req, const vrmDomainFacts *f,
     return 0;
 }
 
+static void vrmSourceFacts(vrmDomainFacts *facts, gpointer opaque);
+
+static gboolean
+vrmSourceRequeryLater(gpointer opaque)
+{
+    vrmSourceRequest *req = opaque;
+
+    vrmHelperVirtQueryDomain(req->d->virt, req->request->domainUUID, vrmSourceFacts, req);
+    return G_SOURCE_REMOVE;
+}
+
 static void
 vrmSourceFacts(vrmDomainFacts *facts, gpointer opaque)
 {
@@ -472,8 +530,18 @@ vrmSourceFacts(vrmDomainFacts *facts, gpointer opaque)
         vrmSourceRequestFree(req);
         return;
     }
+    if (req->request->recoveryOf && f->migratingOut &&
+        (!f->postcopyFailed || vrmHelperJobsLiveOfDomain(d, f->uuid)) &&
+        ++req->tries < VRM_HELPER_RECOVERY_TRIES) {
+        /* libvirt keeps the outgoing job through post-copy: the break may
+         * reach this side's libvirt and engine later than the
+         * destination's, look again */
+        req->querying = true;
+        g_timeout_add(VRM_HELPER_RECOVERY_POLL_MS, vrmSourceRequeryLater, req);
+        return;
+    }
     vrmResetLastError();
-    if (vrmSourceCheckFacts(d, f) < 0) {
+    if (vrmSourceCheckFacts(d, f, req->request) < 0) {
         vrmHelperJobRefuse(req);
         return;
     }
@@ -493,9 +561,14 @@ vrmSourceFacts(vrmDomainFacts *facts, gpointer opaque)
     vrmHelperJobsSetPhase(d, job, VRM_PHASE_SRC_STARTING, VRM_SOURCE_LISTEN_TIMEOUT_S,
                           vrmSourceListenExpired);
     vrmHelperJobsWatchWaiters(d);
-    VRM_INFO("job %llu: %s (%s) migrates out to %s, owner %u%s", job->record->id,
-             f->name, f->uuid, vrmPeerConnPeerName(job->peer), job->record->owner,
-             job->record->hasIntent ? ", with an intent" : "");
+    if (job->recoveryOf)
+        VRM_INFO("job %llu: recovery of the post-copy migration of %s (%s) to %s (its job %llu); the engines wait %u s for QEMU",
+                 job->record->id, f->name, f->uuid, vrmPeerConnPeerName(job->peer),
+                 job->recoveryOf, job->waitStream);
+    else
+        VRM_INFO("job %llu: %s (%s) migrates out to %s, owner %u%s", job->record->id,
+                 f->name, f->uuid, vrmPeerConnPeerName(job->peer), job->record->owner,
+                 job->record->hasIntent ? ", with an intent" : "");
     vrmSourceRequestFree(req);
 }
 

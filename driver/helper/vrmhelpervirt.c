@@ -63,6 +63,8 @@ struct _vrmHelperVirt {
     bool connected;
     char *error;                /* why not connected */
     vrmRateLimit log;
+    vrmPostcopyFailedFunc postcopyFailed;   /* main loop only */
+    gpointer postcopyFailedOpaque;
 };
 
 static void
@@ -162,11 +164,21 @@ static int
 vrmVirtLifecycle(virConnectPtr conn, virDomainPtr dom, int event, int detail,
                  void *opaque)
 {
+    vrmHelperVirt *v = opaque;
     char uuid[VIR_UUID_STRING_BUFLEN];
 
-    if ((event == VIR_DOMAIN_EVENT_STARTED || event == VIR_DOMAIN_EVENT_RESUMED) &&
-        virDomainGetUUIDString(dom, uuid) == 0)
-        vrmVirtPush(opaque, VRM_VIRT_TASK_LOCATOR, uuid);
+    if ((event != VIR_DOMAIN_EVENT_STARTED && event != VIR_DOMAIN_EVENT_RESUMED) ||
+        virDomainGetUUIDString(dom, uuid) != 0)
+        return 0;
+    /* the destination's side of a post-copy that broke: the guest runs
+     * here, its missing pages wait for a recovery */
+    if (event == VIR_DOMAIN_EVENT_RESUMED &&
+        detail == VIR_DOMAIN_EVENT_RESUMED_POSTCOPY_FAILED) {
+        if (v->postcopyFailed)
+            v->postcopyFailed(uuid, v->postcopyFailedOpaque);
+        return 0;
+    }
+    vrmVirtPush(v, VRM_VIRT_TASK_LOCATOR, uuid);
     return 0;
 }
 
@@ -396,6 +408,12 @@ vrmVirtDomainFacts(vrmHelperVirt *v, virConnectPtr conn, vrmDomainFacts *facts)
     facts->found = true;
     facts->name = g_strdup(virDomainGetName(dom));
     facts->active = virDomainIsActive(dom) == 1;
+    if (facts->active) {
+        int state, reason;
+
+        facts->postcopyFailed = virDomainGetState(dom, &state, &reason, 0) == 0 &&
+            state == VIR_DOMAIN_PAUSED && reason == VIR_DOMAIN_PAUSED_POSTCOPY_FAILED;
+    }
     if (virDomainGetJobStats(dom, &type, &params, &nparams, 0) == 0) {
         int op;
 
@@ -667,6 +685,14 @@ vrmHelperVirtFree(vrmHelperVirt *v)
     g_free(v->error);
     g_mutex_clear(&v->lock);
     g_free(v);
+}
+
+void
+vrmHelperVirtOnPostcopyFailed(vrmHelperVirt *v, vrmPostcopyFailedFunc func,
+                              gpointer opaque)
+{
+    v->postcopyFailed = func;
+    v->postcopyFailedOpaque = opaque;
 }
 
 bool

@@ -18,6 +18,9 @@
  *     (libvirt's status XML: VIR_MIGRATE_RDMA_PIN_ALL), its QEMU process;
  *   - after a source engine ended: how the migration ended for libvirt
  *     (vrmMigrationOutcome());
+ * and what it tells: a domain whose incoming post-copy migration broke
+ * (libvirt's event RESUMED / POSTCOPY_FAILED, libvirt >= 8.5), so that the
+ * helper can ask for a recovery;
  * and what it keeps up to date: the locator in the live metadata of every
  * running RDMA-enabled domain (at start, on STARTED, RESUMED and on a
  * change of our metadata; set only when different, never while the
@@ -29,6 +32,7 @@
  *   vrmHelperVirtStatus(v, &message)      connected? (host-info)
  *   vrmHelperVirtQueryDomain(v, uuid, done, opaque)
  *   vrmHelperVirtQueryOutcome(v, uuid, done, opaque)
+ *   vrmHelperVirtOnPostcopyFailed(v, func, opaque)  the incoming one broke
  *   vrmMigrationOutcome(found, state, reason, jobType)   pure decision
  *   vrmDomainFactsFree(facts)
  */
@@ -51,6 +55,7 @@ typedef struct {
     int jobType;                /* virDomainJobType */
     int operation;              /* VIR_DOMAIN_JOB_OPERATION_*, -1 unknown */
     bool migratingOut;          /* an outgoing migration job right now */
+    bool postcopyFailed;        /* paused: its outgoing post-copy broke */
     bool rdmaEnabled;           /* <rdma:migration> in its live metadata */
     vrmMigrationDef *def;       /* that element, parsed */
     char *defError;             /* present but invalid: why */
@@ -76,7 +81,12 @@ typedef void (*vrmDomainFactsFunc)(vrmDomainFacts *facts, gpointer opaque);
 typedef void (*vrmOutcomeFunc)(vrmOutcome outcome, const char *detail,
                                gpointer opaque);
 
+/* In the main loop: the incoming post-copy migration of @uuid broke */
+typedef void (*vrmPostcopyFailedFunc)(const char *uuid, gpointer opaque);
+
 vrmHelperVirt *vrmHelperVirtNew(const char *uri, const vrmLocator *locator);
+void vrmHelperVirtOnPostcopyFailed(vrmHelperVirt *v, vrmPostcopyFailedFunc func,
+                                   gpointer opaque);
 void vrmHelperVirtFree(vrmHelperVirt *v);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(vrmHelperVirt, vrmHelperVirtFree);
 

@@ -669,6 +669,88 @@ testSourceNotMigrating(void)
     helperFree(src);
 }
 
+typedef struct {
+    vrmPeerMessage *reply;
+    bool failed;
+} PeerReply;
+
+static void
+peerReplyReady(vrmPeerConn *pc, gpointer opaque)
+{
+    g_autoptr(vrmPeerMessage) req = vrmPeerMessageNew(VRM_PEER_MIGRATION_REQUEST);
+
+    req->domainName = g_strdup("test");
+    req->domainUUID = g_strdup(TEST_DOMAIN_UUID);
+    req->requester = vrmLocatorNew("dst.example.org", "127.0.0.1", 16530);
+    req->maxChannels = 4;
+    req->recoveryOf = 7;
+    g_assert_cmpint(vrmPeerConnSend(pc, req), ==, 0);
+    vrmPeerConnExpect(pc, 10);
+}
+
+static void
+peerReplyMessage(vrmPeerConn *pc, vrmPeerMessage *msg, gpointer opaque)
+{
+    PeerReply *pr = opaque;
+
+    vrmPeerMessageFree(pr->reply);
+    pr->reply = msg;
+}
+
+static void
+peerReplyFailed(vrmPeerConn *pc, gpointer opaque)
+{
+    ((PeerReply *)opaque)->failed = true;
+}
+
+static const vrmPeerConnCallbacks peerReplyCallbacks = {
+    .ready = peerReplyReady,
+    .message = peerReplyMessage,
+    .failed = peerReplyFailed,
+};
+
+/* A peer asks a real source helper to recover the post-copy migration of
+ * a domain that runs there and has no migration at all: refused at once
+ * (no waiting for a break that is not there), no engine, no job */
+static void
+testRecoveryRefused(void)
+{
+    Helper *src = helperNew(NULL, NULL);
+    g_autofree char *key = g_build_filename(src->dir, "cluster.key", NULL);
+    g_autoptr(vrmHelperConfig) conf = vrmHelperConfigNew();
+    g_autoptr(vrmPeerCreds) creds = NULL;
+    g_autoptr(vrmLocator) to = NULL;
+    g_autoptr(vrmControlMessage) list = NULL;
+    PeerReply pr = { 0 };
+    vrmPeerConn *pc;
+    gint64 start, deadline;
+
+    helperStart(src);
+    g_free(conf->peerKeyFile);
+    conf->peerKeyFile = g_strdup(key);
+    conf->peerAuth = VRM_PEER_AUTH_PSK;
+    g_assert_cmpint(vrmPeerCredsLoad(conf, &creds), ==, 0);
+    to = vrmLocatorNew("localhost", "127.0.0.1", src->peerPort);
+    start = g_get_monotonic_time();
+    deadline = start + 20 * G_USEC_PER_SEC;
+    pc = vrmPeerConnConnect(creds, to, 5, &peerReplyCallbacks, &pr);
+    g_assert_nonnull(pc);
+    while (!pr.reply && !pr.failed && g_get_monotonic_time() < deadline)
+        g_main_context_iteration(NULL, TRUE);
+    g_assert_nonnull(pr.reply);
+    g_assert_cmpint(pr.reply->type, ==, VRM_PEER_MIGRATION_RESULT);
+    g_assert_cmpint(pr.reply->errorCode, ==, VRM_ERR_POLICY);
+    g_assert_cmpstr(pr.reply->errorMessage, ==,
+                    "the domain 'test' on localhost is not paused in a post-copy migration that failed: nothing to recover");
+    g_assert_cmpint(g_get_monotonic_time() - start, <, 5 * G_USEC_PER_SEC);
+    assertNoEngineStarted(src);
+    list = call(src, vrmControlMessageNew(VRM_CONTROL_JOB_LIST));
+    g_assert_cmpuint(list->jobs->len, ==, 0);
+    vrmPeerConnFree(pc);
+    vrmPeerMessageFree(pr.reply);
+    helperFree(src);
+}
+
 static void
 testWrongKey(void)
 {
@@ -1402,6 +1484,7 @@ main(int argc, char **argv)
     g_test_add_func("/helperd/list-empty", testListEmpty);
     g_test_add_func("/helperd/incoming-accepted", testIncomingAccepted);
     g_test_add_func("/helperd/source-not-migrating", testSourceNotMigrating);
+    g_test_add_func("/helperd/recovery-refused", testRecoveryRefused);
     g_test_add_func("/helperd/wrong-key", testWrongKey);
     g_test_add_func("/helperd/source-down", testSourceDown);
     g_test_add_func("/helperd/dest-down", testDestDown);
