@@ -443,9 +443,12 @@ vrmHelperDestPostcopyFailed(const char *uuid, gpointer opaque)
 {
     vrmHelperDaemon *d = opaque;
     vrmHelperJob *broken = vrmHelperJobsLastOfDomain(d, uuid, VRM_JOB_ROLE_DESTINATION);
+    vrmHelperJob *out = vrmHelperJobsLastOfDomain(d, uuid, VRM_JOB_ROLE_SOURCE);
     vrmDestRecovery *r;
 
-    if (!broken || !broken->sourceLocator) {
+    /* the domain's newest job here must be the incoming one that broke */
+    if (!broken || !broken->sourceLocator ||
+        (out && out->record->id > broken->record->id)) {
         VRM_INFO("the incoming post-copy migration of %s broke; no RDMA job of this virt-rdmad carried it: nothing to recover",
                  uuid);
         return;

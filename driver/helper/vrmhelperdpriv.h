@@ -68,7 +68,8 @@
  * hosts (its engines see the break within seconds): each side looks this
  * often, this many times */
 #define VRM_HELPER_RECOVERY_POLL_MS 1000
-#define VRM_HELPER_RECOVERY_TRIES 30
+#define VRM_HELPER_RECOVERY_TRIES 20   /* within the 15 s + [peers] timeout a
+                                         * request waits for its offer */
 
 /* A job by its id: timers and callbacks carry this, never the job */
 typedef struct {

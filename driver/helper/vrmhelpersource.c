@@ -530,8 +530,9 @@ vrmSourceFacts(vrmDomainFacts *facts, gpointer opaque)
         vrmSourceRequestFree(req);
         return;
     }
-    if (req->request->recoveryOf && f->migratingOut &&
-        (!f->postcopyFailed || vrmHelperJobsLiveOfDomain(d, f->uuid)) &&
+    if (req->request->recoveryOf &&
+        ((f->postcopyFailed && vrmHelperJobsLiveOfDomain(d, f->uuid)) ||
+         (!f->postcopyFailed && f->migratingOut)) &&
         ++req->tries < VRM_HELPER_RECOVERY_TRIES) {
         /* libvirt keeps the outgoing job through post-copy: the break may
          * reach this side's libvirt and engine later than the

@@ -207,14 +207,14 @@ survive() {
 # migration has switched to post-copy (virsh migrate-postcopy while
 # pre-copy, capped at 4 MiB/s, cannot converge). The guest already runs on
 # b, so no failure can leave it running on a: libvirt pauses it on a
-# ("post-copy failed") and b's QEMU waits for the pages it lacks. Recovery
-# through the domain's socket is refused: virt-rdma does not carry a
-# post-copy recovery, so b has no per-domain directory for libvirt's
-# migrate-recover (docs/reliability.rst); the recovery over TCP completes
-# the migration and the guest verifies its whole memory on b. Then g1
-# goes back to a over RDMA, as after every row.
+# ("post-copy failed") and b's QEMU waits for the pages it lacks. b's
+# virt-rdmad, told so by libvirt, asks a's for a recovery; once both
+# engines of the recovery wait (connected), plain `virsh migrate
+# --postcopy-resume` over the domain's socket completes the migration
+# over RDMA and the guest verifies its whole memory on b. Then g1 goes
+# back to a over RDMA, as after every row.
 postcopy_killed() {
-    local name="source engine killed (SIGKILL) in post-copy" deadline state out said
+    local name="source engine killed (SIGKILL) in post-copy" deadline state said
     say "---- fault: $name (virsh)"
     virsh migrate --live --p2p --persistent --postcopy --bandwidth 4 --migrateuri "$uri" \
         g1 "$dest_b" > /tmp/fault.out 2>&1 &
@@ -235,25 +235,36 @@ postcopy_killed() {
     state=$(virsh domstate --reason g1)
     say "$name: g1 on a: $state; on b: $(remote 'virsh domstate --reason g1' | sed 's/^  \[b\] //')"
     [ "$state" = "paused (post-copy failed)" ] || fail "$name: g1 is '$state' on a"
-    # recovery through the domain's socket: refused, with libvirt's words
-    out=$(virsh migrate --live --p2p --persistent --postcopy --postcopy-resume --migrateuri "$uri" \
-        g1 "$dest_b" 2>&1) && fail "$name: the recovery over RDMA succeeded, which virt-rdma does not offer"
-    say "$name: virsh migrate --postcopy-resume over the domain's socket: $out"
-    grep -q "migrate-recover.*migrate.sock" <<<"$out" || fail "$name: the refused recovery does not name the domain's socket"
-    # recovery over TCP: the migration completes
-    say "$name: virsh migrate --postcopy --postcopy-resume --migrateuri tcp://198.18.0.2:49152 g1 $dest_b"
-    virsh migrate --live --p2p --persistent --postcopy --postcopy-resume --migrateuri tcp://198.18.0.2:49152 \
-        g1 "$dest_b" > /tmp/resume.out 2>&1 || fail "$name: the recovery over TCP failed: $(cat /tmp/resume.out)"
+    # the helpers' recovery job: both engines connected, waiting for QEMU
+    deadline=$((SECONDS + 90))
+    until virt-rdma jobinfo g1 2>/dev/null | grep -qE '^RDMA job: +[0-9]+ \(connected\)' &&
+          remote "virt-rdma jobinfo g1 | grep -qE '^RDMA job: +[0-9]+ \(connected\)'" >/dev/null 2>&1; do
+        if [ $SECONDS -ge $deadline ]; then
+            virt-rdma jobinfo g1; remote "virt-rdma jobinfo g1"
+            grep -i recover /tmp/virt-rdmad.log | tail -5
+            remote "grep -i recover /tmp/virt-rdmad.log | tail -5"
+            fail "$name: no recovery job connected on both hosts within 90 s of the break"
+        fi
+        nap 0.5
+    done
+    say "$name: recovery jobs connected: a $(virt-rdma jobinfo g1 | grep -E '^RDMA job:'), b $(remote "virt-rdma jobinfo g1 | grep -E '^RDMA job:'" | sed 's/^  \[b\] //')"
+    grep -E "recovery of" /tmp/virt-rdmad.log | tail -1 | sed 's/^/  [a log] /'
+    # the recovery over the domain's socket: the migration completes
+    say "$name: virsh migrate --live --p2p --persistent --postcopy --postcopy-resume --migrateuri $uri g1 $dest_b"
+    virsh migrate --live --p2p --persistent --postcopy --postcopy-resume --migrateuri "$uri" \
+        g1 "$dest_b" > /tmp/resume.out 2>&1 || fail "$name: the recovery over RDMA failed: $(cat /tmp/resume.out)"
     took=$(( $(date +%s%N) / 1000000 - fault_ms ))
     [ "$(virsh domstate g1)" = "shut off" ] || fail "$name: g1 is '$(virsh domstate g1)' on a after the recovery"
     remote "check_arrived g1" || fail "$name: g1 did not arrive on b intact after the recovery"
-    # the RDMA job (the recovery over TCP had none): failed, and a's
-    # record says why
-    records "$name"
-    said=$(last_record a | sed -n 's/^  error: //p')
-    grep -q "killed by signal 9" <<<"$said" || fail "$name: a's job record does not say that the engine was killed"
+    # the broken job: failed, and a's record says why; the recovery job:
+    # completed on both hosts, with QEMU's connection
+    said=$(grep -l "killed by signal 9" /var/lib/virt-rdma/job-*.xml | head -1 | xargs -r sed -n 's/.*<error>\(.*\)<\/error>.*/\1/p')
+    [ -n "$said" ] || fail "$name: no job record on a says that the engine was killed"
+    virt-rdma jobinfo --completed g1 2>&1 | grep -E "^(RDMA job|RDMA bytes sent|RDMA channels|Postcopy requests):" | sed 's/^/  [a] /'
+    [ "$(last_record a | head -1)" = completed ] || fail "$name: a's newest record is not the completed recovery"
+    [ "$(last_record b | head -1)" = completed ] || fail "$name: b's newest record is not the completed recovery"
     leftovers_both
-    printf '%s | virsh migrate --postcopy | %d.%03d s (to the end of the recovery over TCP) | %s | %s | none\n' \
+    printf '%s | virsh migrate --postcopy | %d.%03d s (to the end of the recovery over RDMA) | %s | %s | none\n' \
         "$name" $((took / 1000)) $((took % 1000)) "$(head -1 /tmp/fault.out)" "$said" >> "$matrix"
     back_to_a "$name"
     leftovers_both
