@@ -100,6 +100,12 @@ vrmMigrationOutcome(bool found, int state, int reason, int jobType)
         return VRM_OUTCOME_PENDING;
     if (state == VIR_DOMAIN_PAUSED && reason == VIR_DOMAIN_PAUSED_MIGRATION)
         return VRM_OUTCOME_PENDING;
+    /* after the switch to post-copy the guest cannot run here again: it
+     * leaves (shut off, migrated) or stays paused for a recovery; libvirt
+     * reports no job for a while after a resumed post-copy completed */
+    if (state == VIR_DOMAIN_PAUSED &&
+        (reason == VIR_DOMAIN_PAUSED_POSTCOPY || reason == VIR_DOMAIN_PAUSED_POSTCOPY_FAILED))
+        return VRM_OUTCOME_PENDING;
     if (state == VIR_DOMAIN_RUNNING || state == VIR_DOMAIN_PAUSED ||
         state == VIR_DOMAIN_SHUTOFF || state == VIR_DOMAIN_CRASHED)
         return VRM_OUTCOME_FAILED;

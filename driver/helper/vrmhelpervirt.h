@@ -100,6 +100,7 @@ void vrmHelperVirtQueryOutcome(vrmHelperVirt *v, const char *uuid,
  * How an outgoing migration ended for libvirt, from what the source sees
  * of the domain: gone (a transient domain that left) or shut off because
  * it migrated = succeeded; running with no job = failed; anything else
- * (paused at the end of the migration, a job still there) = pending.
+ * (paused at the end of the migration or in post-copy, a job still
+ * there) = pending.
  */
 vrmOutcome vrmMigrationOutcome(bool found, int state, int reason, int jobType);

@@ -47,6 +47,14 @@ testOutcomeTable(void)
     g_assert_cmpint(vrmMigrationOutcome(true, VIR_DOMAIN_SHUTOFF,
                                         VIR_DOMAIN_SHUTOFF_CRASHED,
                                         VIR_DOMAIN_JOB_NONE), ==, VRM_OUTCOME_FAILED);
+    /* a resumed post-copy that completed: libvirt reported the domain
+     * paused with no job before it shut it off (CI, fault row 13) */
+    g_assert_cmpint(vrmMigrationOutcome(true, VIR_DOMAIN_PAUSED,
+                                        VIR_DOMAIN_PAUSED_POSTCOPY_FAILED,
+                                        VIR_DOMAIN_JOB_NONE), ==, VRM_OUTCOME_PENDING);
+    g_assert_cmpint(vrmMigrationOutcome(true, VIR_DOMAIN_PAUSED,
+                                        VIR_DOMAIN_PAUSED_POSTCOPY,
+                                        VIR_DOMAIN_JOB_NONE), ==, VRM_OUTCOME_PENDING);
 }
 
 static void
