@@ -360,39 +360,27 @@ vrmHelperDestIncoming(vrmHelperDaemon *d, vrmControlMessage *msg,
 
 typedef struct {
     vrmHelperDaemon *d;
-    char *uuid;
     unsigned long long broken;      /* the job whose connection broke */
     unsigned int tries;
 } vrmDestRecovery;
-
-static void
-vrmDestRecoveryFree(gpointer opaque)
-{
-    vrmDestRecovery *r = opaque;
-
-    g_free(r->uuid);
-    g_free(r);
-}
 
 /* The broken job has ended here: ask its source helper for a recovery */
 static void
 vrmDestRecoveryStart(vrmHelperDaemon *d, vrmHelperJob *broken)
 {
     const vrmJobRecord *was = broken->record;
+    const char *why = NULL;
     vrmHelperJob *job;
 
     vrmResetLastError();
-    if (!d->peerCreds) {
-        VRM_WARN(_("cannot ask for the recovery of job %1$llu: %2$s"), was->id, d->peerProblem);
-        return;
-    }
-    if (d->engineProblem) {
-        VRM_WARN(_("cannot ask for the recovery of job %1$llu: %2$s"), was->id, d->engineProblem);
-        return;
-    }
-    if (vrmHelperCheckJobLimit(vrmHelperJobsLive(d, NULL), d->conf->maxJobs) < 0) {
-        VRM_WARN(_("cannot ask for the recovery of job %1$llu: %2$s"), was->id,
-                 vrmGetLastErrorMessage());
+    if (!d->peerCreds)
+        why = d->peerProblem;
+    else if (d->engineProblem)
+        why = d->engineProblem;
+    else if (vrmHelperCheckJobLimit(vrmHelperJobsLive(d, NULL), d->conf->maxJobs) < 0)
+        why = vrmGetLastErrorMessage();
+    if (why) {
+        VRM_WARN(_("cannot ask for the recovery of job %1$llu: %2$s"), was->id, why);
         return;
     }
     job = vrmHelperJobsCreate(d, VRM_JOB_ROLE_DESTINATION, was->domainName,
@@ -462,12 +450,11 @@ vrmHelperDestPostcopyFailed(const char *uuid, gpointer opaque)
              broken->record->id, broken->sourceLocator->host);
     r = g_new0(vrmDestRecovery, 1);
     r->d = d;
-    r->uuid = g_strdup(uuid);
     r->broken = broken->record->id;
     if (vrmDestRecoveryTry(r) == G_SOURCE_REMOVE) {
-        vrmDestRecoveryFree(r);
+        g_free(r);
         return;
     }
     g_timeout_add_full(G_PRIORITY_DEFAULT, VRM_HELPER_RECOVERY_POLL_MS,
-                       vrmDestRecoveryTry, r, vrmDestRecoveryFree);
+                       vrmDestRecoveryTry, r, g_free);
 }
