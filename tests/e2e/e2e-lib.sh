@@ -53,8 +53,41 @@ wait_serial() {
 }
 
 start_libvirt() {
+    qemu_caps_restore lab
     bash "$E2E_DIR/libvirt-host.sh" || fail "libvirtd did not start"
     say "libvirtd up"
+    qemu_caps_save lab
+}
+
+# qemu_caps_restore FLAVOUR / qemu_caps_save FLAVOUR: libvirt's cache of
+# QEMU's capabilities, kept between sandbox boots in the sandbox's cache
+# (vrm-sandbox --help) as a host keeps /var/cache/libvirt across reboots.
+# Without it every boot probes both QEMU binaries again (15-20 s of
+# emulated CPU on each host). libvirt still checks each file against the
+# QEMU binary and itself and probes again when it is stale. FLAVOUR keeps
+# the daemon setups apart (QEMU as root here, as libvirt-qemu on a stock
+# host), the release keeps Debian 12's and 13's apart.
+qemu_caps_dir() {
+    echo "$SHARED/cache/libvirt-qemu-capabilities-$(. /etc/os-release; echo "debian$VERSION_ID")-$1"
+}
+qemu_caps_restore() {
+    local from
+    from=$(qemu_caps_dir "$1")
+    ls "$from"/*.xml > /dev/null 2>&1 || return 0
+    mkdir -p /var/cache/libvirt/qemu/capabilities
+    cp "$from"/*.xml /var/cache/libvirt/qemu/capabilities/ &&
+        chmod 0600 /var/cache/libvirt/qemu/capabilities/*.xml
+}
+qemu_caps_save() {
+    local to f
+    to=$(qemu_caps_dir "$1")
+    mkdir -p "$to" || return 0
+    for f in /var/cache/libvirt/qemu/capabilities/*.xml; do
+        [ -f "$f" ] || continue
+        cmp -s "$f" "$to/${f##*/}" && continue
+        # both hosts may write it: whole files only
+        cp "$f" "$to/.${f##*/}.$VRM_SANDBOX_HOST" && mv "$to/.${f##*/}.$VRM_SANDBOX_HOST" "$to/${f##*/}"
+    done
 }
 
 # define_guest NAME MIB CMDLINE [HARD_LIMIT_MIB]: a persistent domain running

@@ -184,12 +184,14 @@ auth_unix_rw = "none"
 log_outputs = "3:file:/var/log/libvirt/libvirtd.log"
 CONF
     say "qemu.conf settings (Debian's defaults, none set): $(grep -cvE '^\s*(#|$)' /etc/libvirt/qemu.conf)"
+    qemu_caps_restore stock
     libvirtd --listen --daemon --pid-file /run/libvirtd.pid || fail "libvirtd did not start"
     local deadline=$((SECONDS + 90))
     until virsh -c qemu:///system version >/dev/null 2>&1; do
         [ $SECONDS -ge $deadline ] && { tail -20 /var/log/libvirt/libvirtd.log; fail "libvirtd did not answer within 90 s"; }
         nap 0.2
     done
+    qemu_caps_save stock
     pid=$(cat /run/libvirtd.pid)
     say "libvirtd pid $pid runs in AppArmor profile: $(profile_of "$pid")"
     [ "$(profile_of "$pid")" = "libvirtd (enforce)" ] || fail "libvirtd is not confined by its profile in enforce mode"
