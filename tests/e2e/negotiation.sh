@@ -8,18 +8,18 @@
 # during and after), and nothing left behind.
 #
 #   migrations  a->b plain `virsh migrate --migrateuri unix://...` (one
-#               channel), b->a `virt-rdma migrate --parallel 4`, a->b
+#               channel), b->a `virt-rdma migrate --parallel 4 --tls`, a->b
 #               libvirt-python migrateToURI3 (parallel 4), b->a plain virsh
 #               --parallel 4 --rdma-pin-all (pin-all from virsh's flag),
-#               a->b plain virsh --postcopy (switched by virsh
+#               a->b plain virsh --postcopy --tls (switched by virsh
 #               migrate-postcopy), b->a virt-rdma migrate --postcopy
 #               --timeout 5 --timeout-postcopy (pre-copy capped below the
-#               guest's dirty rate in both), a->b
-#               plain virsh --tls, b->a virt-rdma migrate
-#               --tls (a tap on the wire finds the guest's plaintext in the
-#               first migration and not in these two), then the storage
-#               steps below (9 and 10); migrations-no-tls is the same
-#               without steps 7 and 8 (by hand: a quicker run);
+#               guest's dirty rate in both; a tap on the wire finds the
+#               guest's plaintext in the first migration and not in the
+#               two with TLS), then the storage steps below (9 and 10);
+#               one migration proves several things where it can (CI
+#               time); migrations-no-tls is the same without TLS (by hand:
+#               a quicker run);
 #               migrations-compat is steps 1 and 11 (the compat suite in
 #               CI, Debian 13: one channel; step 11: b->a virt-rdma
 #               migrate --postcopy as in step 6, with the check that the
@@ -210,19 +210,26 @@ say "virt-rdma uri g1: $uri"
 
 # the numbered steps of the scenario (the header above); a step not in the
 # list is left out, and the guest goes on from wherever the last one left it
+# (steps 2 and 5 with QEMU's TLS in "migrations")
+tls=0
 case "$scenario" in
-migrations) steps="1 2 3 4 5 6 7 8 9 10" ;;
+migrations) steps="1 2 3 4 5 6 9 10"; tls=1 ;;
 migrations-no-tls) steps="1 2 3 4 5 6 9 10" ;;
 migrations-compat) steps="1 11" ;;
 *) steps= ;;
 esac
 step() { [[ " $steps " == *" $1 "* ]]; }
-tls_steps() { step 7 || step 8; }
+tls_steps() { [ "$tls" = 1 ]; }
 case "$scenario" in
 migrations|migrations-no-tls|migrations-compat)
+    if tls_steps; then
+        migration_tls_pki
+        remote migration_tls_pki || fail "host b has no migration TLS certificates"
+    fi
+
     if step 1; then
         # 1. a -> b: plain virsh, one channel; the wire tap's control (steps
-        #    7 and 8): without TLS the guest's plaintext is on the wire
+        #    2 and 5): without TLS the guest's plaintext is on the wire
         start_xml_watch
         tls_steps && wire_capture_start
         say "virsh migrate --live --p2p --persistent --migrateuri $uri g1 $dest_b"
@@ -237,12 +244,27 @@ migrations|migrations-no-tls|migrations-compat)
     fi
 
     if step 2; then
-        # 2. b -> a: virt-rdma migrate, parallel 4
+        # 2. b -> a: virt-rdma migrate, parallel 4, with QEMU's TLS (issue
+        #    17): the certificate name checked is the host of the
+        #    destination URI (198.18.0.1), which virt-rdma passes as
+        #    --tls-destination since the domain's socket names no host; a
+        #    tap on b's wire finds the guest's plaintext in none of the
+        #    RoCE packets of the five connections
         start_xml_watch
-        timed remote "virt-rdma migrate --live --p2p --persistent --parallel --parallel-connections 4 g1 $dest_a" ||
-            fail "virt-rdma migrate b->a failed"
+        tls_opt=
+        if tls_steps; then
+            tls_opt=--tls
+            remote wire_capture_start || fail "cannot tap b's wire"
+        fi
+        timed remote "virt-rdma migrate --live --p2p --persistent --parallel --parallel-connections 4 $tls_opt g1 $dest_a" ||
+            fail "virt-rdma migrate $tls_opt b->a failed"
+        tls_steps && remote wire_capture_stop
         stop_xml_watch
-        arrived_on_a "virt-rdma migrate b->a" 5
+        arrived_on_a "virt-rdma migrate $tls_opt b->a" 5
+        if tls_steps; then
+            remote "plaintext_check 'virt-rdma migrate --tls b->a' tls" ||
+                fail "b->a: the guest's memory crossed the wire in clear text"
+        fi
         no_token
         leftovers_both
     fi
@@ -281,29 +303,43 @@ PY
     fi
 
     if step 5; then
-        # 5. a -> b: plain virsh with postcopy (issue 17). Pre-copy is capped
-        # at 4 MiB/s, below the guest's dirty rate, so it cannot converge; once
-        # data moves, `virsh migrate-postcopy` switches (post-copy is not
-        # capped). The guest then runs on b and its page requests travel b -> a
-        # over the same RDMA channel.
+        # 5. a -> b: plain virsh with postcopy (issue 17), and with QEMU's
+        # TLS in "migrations". Pre-copy is capped at 4 MiB/s, below the
+        # guest's dirty rate, so it cannot converge; while it runs, QEMU's
+        # TLS parameters are read; then `virsh migrate-postcopy` switches
+        # (post-copy is not capped). The guest then runs on b and its page
+        # requests travel b -> a over the same RDMA channel. The engines
+        # must carry ciphertext: a tap on a's wire finds the guest's
+        # plaintext in none of the RoCE packets (step 1 found it thousands
+        # of times).
+        tls_opt=()
+        tls_steps && tls_opt=(--tls --tls-destination sandbox-b)
         virsh event --domain g1 --event lifecycle --loop --timeout 300 > /tmp/events-g1 2>&1 &
         events=$!
         nap 1
-        say "virsh migrate --live --p2p --persistent --postcopy --bandwidth 4 --migrateuri $uri g1 $dest_b; then virsh migrate-postcopy g1"
-        virsh migrate --live --p2p --persistent --postcopy --bandwidth 4 \
+        tls_steps && wire_capture_start
+        say "virsh migrate --live --p2p --persistent --postcopy ${tls_opt[*]} --bandwidth 4 --migrateuri $uri g1 $dest_b; then virsh migrate-postcopy g1"
+        virsh migrate --live --p2p --persistent --postcopy "${tls_opt[@]}" --bandwidth 4 \
             --migrateuri "$uri" g1 "$dest_b" > /tmp/postcopy.out 2>&1 &
         mpid=$!
         wait_data_moved g1 || fail "the migration a->b never moved data"
+        if tls_steps; then
+            virsh qemu-monitor-command g1 '{"execute":"query-migrate-parameters"}' |
+                /usr/bin/python3 -c 'import json, sys; p = json.load(sys.stdin)["return"]; print("QEMU migration parameters: tls-creds %r, tls-hostname %r" % (p.get("tls-creds"), p.get("tls-hostname"))); sys.exit(0 if p.get("tls-creds") and p.get("tls-hostname") == "sandbox-b" else 1)' ||
+                fail "QEMU migrates without TLS credentials or with another TLS host name"
+        fi
         timed virsh migrate-postcopy g1 || fail "virsh migrate-postcopy failed"
-        wait "$mpid" || { cat /tmp/postcopy.out; fail "virsh migrate --postcopy a->b failed"; }
+        wait "$mpid" || { cat /tmp/postcopy.out; fail "virsh migrate --postcopy ${tls_opt[*]} a->b failed"; }
+        tls_steps && wire_capture_stop
         kill "$events" 2>/dev/null; wait "$events" 2>/dev/null
         sed 's/^/  [a] /' /tmp/events-g1
         grep -q "Post-copy" /tmp/events-g1 || fail "g1 never entered post-copy on a (libvirt's events above)"
         # QEMU 10 (Debian 13) opens a second connection for post-copy and counts
         # in "memory processed" a few KiB more than crossed its streams (10 KiB
         # of 124.6 MiB measured); the guest's own check proves the memory
-        arrived_on_b "virsh --postcopy a->b" "(1|2)" 1048576
+        arrived_on_b "virsh --postcopy ${tls_opt[*]} a->b" "(1|2)" 1048576
         grep -E "^(Postcopy requests|RDMA bytes received):" /tmp/jobinfo.txt | sed 's/^/  [a] /'
+        tls_steps && plaintext_check "virsh --postcopy --tls a->b" tls
         leftovers_both
     fi
 
@@ -349,48 +385,6 @@ PY
         arrived_on_a "virt-rdma migrate --postcopy b->a (postcopy-preempt $preempt)" \
             "$([ "$preempt" = on ] && echo 2 || echo 1)" 1048576
         no_token
-        leftovers_both
-    fi
-
-    if tls_steps; then
-        migration_tls_pki
-        remote migration_tls_pki || fail "host b has no migration TLS certificates"
-    fi
-
-    if step 7; then
-        # 7. a -> b: plain virsh with QEMU's TLS (issue 17). The engines must
-        # carry ciphertext: a tap on a's wire finds the guest's plaintext in
-        # none of the RoCE packets (step 1 found it thousands of times). Capped
-        # at 4 MiB/s so that QEMU's TLS parameters can be read while it runs,
-        # then uncapped (the cap alone made it the longest step: CI time).
-        wire_capture_start
-        say "virsh migrate --live --p2p --persistent --tls --tls-destination sandbox-b --bandwidth 4 --migrateuri $uri g1 $dest_b"
-        virsh migrate --live --p2p --persistent --tls --tls-destination sandbox-b \
-            --bandwidth 4 --migrateuri "$uri" g1 "$dest_b" > /tmp/tls.out 2>&1 &
-        mpid=$!
-        wait_data_moved g1 || fail "the TLS migration a->b never moved data"
-        virsh qemu-monitor-command g1 '{"execute":"query-migrate-parameters"}' |
-            /usr/bin/python3 -c 'import json, sys; p = json.load(sys.stdin)["return"]; print("QEMU migration parameters: tls-creds %r, tls-hostname %r" % (p.get("tls-creds"), p.get("tls-hostname"))); sys.exit(0 if p.get("tls-creds") and p.get("tls-hostname") == "sandbox-b" else 1)' ||
-            fail "QEMU migrates without TLS credentials or with another TLS host name"
-        virsh migrate-setspeed g1 1000 || fail "cannot lift the bandwidth cap of the TLS migration"
-        timed wait "$mpid" || { cat /tmp/tls.out; fail "virsh migrate --tls a->b failed"; }
-        wire_capture_stop
-        arrived_on_b "virsh --tls a->b" 1
-        plaintext_check "virsh --tls a->b" tls
-        no_token
-        leftovers_both
-    fi
-
-    if step 8; then
-        # 8. b -> a: virt-rdma migrate --tls; the certificate name checked is
-        # the host of the destination URI (198.18.0.1), which virt-rdma passes
-        # as --tls-destination since the domain's socket names no host
-        remote wire_capture_start || fail "cannot tap b's wire"
-        timed remote "virt-rdma migrate --live --p2p --persistent --tls g1 $dest_a" ||
-            fail "virt-rdma migrate --tls b->a failed"
-        remote wire_capture_stop
-        arrived_on_a "virt-rdma migrate --tls b->a" 1
-        remote "plaintext_check 'virt-rdma migrate --tls b->a' tls" || fail "b->a: the guest's memory crossed the wire in clear text"
         leftovers_both
     fi
 
