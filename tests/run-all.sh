@@ -118,6 +118,15 @@ lint_debs() {
 
 step "build (warnings are errors)"
 if meson setup "$out/build" -Dsandbox_tests=true && ninja -C "$out/build"; then
+    # The compat suite's Debian 13 root (mmdebstrap from the archive, then
+    # virt-rdma built inside it) is made while the packages build: much of
+    # it waits on the archive, and no sandbox runs yet (CI time). Its test
+    # (debian13-root) finds it made and checks it; a failure here is that
+    # test's failure, with the log.
+    compat_root_start=$SECONDS
+    VRM_SOURCE_DIR=$top VRM_BUILD_DIR=$out/build LC_ALL=C.UTF-8 \
+        bash tests/compat/compat-test.sh 13 root > "$out/compat-root.log" 2>&1 &
+    compat_root_pid=$!
     # Before the suites: the stock-host e2e scenario installs these
     # packages inside the sandbox ($out/build/debs).
     step "Debian packages (dpkg-buildpackage -b -us -uc) and lintian"
@@ -134,6 +143,8 @@ if meson setup "$out/build" -Dsandbox_tests=true && ninja -C "$out/build"; then
         not_passed "Debian packages build"
     fi
     echo "packages and lintian: $((SECONDS - pkg_start)) s"
+    wait "$compat_root_pid"
+    echo "the Debian 13 root, beside the packages: status $?, $((SECONDS - compat_root_start)) s"
     step "unit, rdma and e2e suites"
     meson test -C "$out/build" --print-errorlogs --num-processes 2 --no-suite compat
     count_meson "$out/build"
