@@ -284,6 +284,7 @@ vrmRdmaQPInit(vrmRdmaQP *qp, vrmRdmaDevice *dev, guint32 sendSize,
     qp->eventFd = -1;
     qp->sendSize = sendSize;
     qp->recvSize = recvSize;
+    qp->faultStatus = IBV_WC_GENERAL_ERR;
     /* Test hook (documented in virt-rdma-engine(8)): report the N-th
      * completion as failed, to exercise the abort path without hardware. */
     if (fault)
@@ -338,7 +339,7 @@ vrmRdmaQPPoll(vrmRdmaQP *qp, int n, struct ibv_wc *wc)
         if (qp->faultAfter && qp->polled == qp->faultAfter) {
             VRM_WARN("test hook: completion %" G_GUINT64_FORMAT " reported as failed",
                      qp->polled);
-            wc[i].status = IBV_WC_GENERAL_ERR;
+            wc[i].status = qp->faultStatus;
         }
     }
     return got;

@@ -63,6 +63,8 @@ struct _vrmRdmaQP {
     guint32 sendSize;                   /* work requests the send queue holds */
     guint32 recvSize;
     guint64 faultAfter;                 /* test hook: fail the N-th completion */
+    enum ibv_wc_status faultStatus;     /* ... with this status (unit tests; the
+                                         * engine's hook: IBV_WC_GENERAL_ERR) */
     guint64 polled;                     /* completions returned so far */
     guint64 doorbells;                  /* posts made (each rings the doorbell once) */
 };

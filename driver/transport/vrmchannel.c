@@ -44,9 +44,12 @@
 /* A flushed work request or a send rxe could not transmit usually means
  * the peer or the link went, before that is known: librdmacm flushes the
  * queue pair as it hands the engine thread the peer's DISCONNECTED, ahead
- * of the mailbox; rxe fails the send before its port shows down. Such a
- * completion waits this long for the cause before it is the error. */
-#define VRM_CHANNEL_FAILED_GRACE_US (1000 * 1000)
+ * of the mailbox; rxe fails the send before its port shows down; a killed
+ * peer's memory regions go before its connection does, so a write lands
+ * on nothing (remote access error) before its DISCONNECTED comes (CI saw
+ * that). Such a completion waits this long for the cause before it is the
+ * error: two seconds, as a killed engine unpins its buffers first. */
+#define VRM_CHANNEL_FAILED_GRACE_US (2 * 1000 * 1000)
 /* A chunk that QEMU's writer left part-filled is posted at once only if
  * fewer chunks than this are in flight; otherwise it waits for more bytes
  * or the next credit, whichever comes first (see vrmChannelHoldPartial) */
@@ -1759,7 +1762,8 @@ vrmChannelHandleWC(vrmChannel *ch, struct ibv_wc *wc, guint32 *nrepost)
                            ch->cfg.index, VRM_CONTROL_MESSAGE_MAX);
             return -1;
         }
-        if (wc->status == IBV_WC_WR_FLUSH_ERR || wc->status == IBV_WC_LOC_QP_OP_ERR) {
+        if (wc->status == IBV_WC_WR_FLUSH_ERR || wc->status == IBV_WC_LOC_QP_OP_ERR ||
+            wc->status == IBV_WC_REM_ACCESS_ERR) {
             /* what a lost peer or link looks like before it is known:
              * vrmChannelRound() names the cause within the grace */
             if (!ch->wcFailedUs) {
