@@ -449,13 +449,20 @@ vrmSourceStartJob(vrmSourceRequest *req, const vrmDomainFacts *f,
     g_autoptr(vrmOffer) offer = NULL;
     vrmHelperIntent *intent;
     unsigned int devPort = 1;
+    vrmHelperJob *broken = NULL;
     vrmHelperJob *job;
 
+    if (req->request->recoveryOf)
+        broken = vrmHelperJobsLastOfDomain(d, f->uuid, VRM_JOB_ROLE_SOURCE);
     *jobp = job = vrmHelperJobsCreate(d, VRM_JOB_ROLE_SOURCE, f->name, f->uuid);
     if (req->request->recoveryOf) {
-        /* the engines wait for the operator's --postcopy-resume */
+        /* the engines wait for the operator's --postcopy-resume; whoever
+         * owned the broken job owns its recovery (virt-rdma migrate
+         * --postcopy-resume looks for it as that user) */
         job->recoveryOf = req->request->recoveryOf;
         job->waitStream = d->conf->recoveryWindow;
+        if (broken)
+            job->record->owner = broken->record->owner;
         intent = NULL;
     } else if ((intent = vrmHelperIntentsTake(d, f->uuid, job->record->id))) {
         job->record->owner = intent->owner;
