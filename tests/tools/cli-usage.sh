@@ -50,6 +50,8 @@ expect 2 "--timeout-suspend needs --timeout" migrate -c "$nowhere" --timeout-sus
 expect 2 "--timeout-suspend and --timeout-postcopy exclude each other" migrate -c "$nowhere" --postcopy --timeout 5 --timeout-suspend --timeout-postcopy web1 qemu:///x
 expect 2 "--timeout-postcopy needs --postcopy" migrate -c "$nowhere" --timeout 5 --timeout-postcopy web1 qemu:///x
 expect 2 "--postcopy-bandwidth takes a positive number of MiB/s, not -3" migrate -c "$nowhere" --postcopy --postcopy-bandwidth -3 web1 qemu:///x
+expect 2 "--postcopy-resume needs --postcopy" migrate -c "$nowhere" --postcopy-resume web1 qemu:///x
+expect 2 "a post-copy recovery takes no RDMA parameter ('rdma.chunk-size')" migrate -c "$nowhere" --postcopy --postcopy-resume --chunk-size 1M web1 qemu:///x
 # virsh options this design cannot take: refused with why and what instead
 expect 2 "--tunnelled cannot be used with virt-rdma: a tunnelled migration" migrate -c "$nowhere" --tunnelled web1 qemu:///x
 expect 2 "--direct cannot be used with virt-rdma" migrate -c "$nowhere" --direct web1 qemu:///x

@@ -46,6 +46,7 @@ static const vrmMigrateFlagOption vrmMigrateFlagTable[] = {
     { "suspend", VIR_MIGRATE_PAUSED, N_("do not restart the domain on the destination") },
     { "parallel", VIR_MIGRATE_PARALLEL, N_("migrate with parallel connections (multifd)") },
     { "postcopy", VIR_MIGRATE_POSTCOPY, N_("enable post-copy migration") },
+    { "postcopy-resume", VIR_MIGRATE_POSTCOPY_RESUME, N_("resume a failed post-copy migration through the recovery job virt-rdmad set up") },
     { "tls", VIR_MIGRATE_TLS, N_("QEMU's TLS over the RDMA transport (confidentiality of the memory)") },
     { "auto-converge", VIR_MIGRATE_AUTO_CONVERGE, N_("force convergence by throttling the guest's CPUs") },
     { "compressed", VIR_MIGRATE_COMPRESSED, N_("compress the memory (with --parallel: multifd zlib or zstd)") },
@@ -432,6 +433,10 @@ vrmMigrateBuild(const vrmMigrateOptions *o, unsigned int *flags, vrmTypedParams 
     for (i = 0; i < G_N_ELEMENTS(vrmMigrateFlagTable); i++) {
         if (o->flags[i])
             *flags |= vrmMigrateFlagTable[i].flag;
+    }
+    if ((*flags & VIR_MIGRATE_POSTCOPY_RESUME) && !(*flags & VIR_MIGRATE_POSTCOPY)) {
+        vrmCliError(_("%1$s needs --postcopy"), "--postcopy-resume");
+        return 2;
     }
     if ((o->postcopyAfterPrecopy || o->postcopyBandwidth) && !(*flags & VIR_MIGRATE_POSTCOPY)) {
         vrmCliError(_("%1$s needs --postcopy"),

@@ -23,7 +23,9 @@
  *
  * Flags: VIR_MIGRATE_RDMA_PIN_ALL asks for pin-all (every ring registered
  * up front); VIR_MIGRATE_PARALLEL with VIR_MIGRATE_PARAM_PARALLEL_CONNECTIONS
- * N gives 1 + N RDMA channels.
+ * N gives 1 + N RDMA channels; VIR_MIGRATE_POSTCOPY_RESUME resumes a broken
+ * post-copy migration through the recovery job the helpers set up (no
+ * intent, no RDMA parameter; it waits up to 60 s for that job).
  *
  * Include it as <virt-rdma/virt-rdma.h>; build with
  * `pkg-config --cflags --libs virt-rdma`.

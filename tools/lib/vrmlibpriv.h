@@ -43,7 +43,10 @@ const vrmMigrateParamInfo *vrmMigrateParamGet(size_t i);
 
 typedef struct _vrmMigrateJob vrmMigrateJob;
 struct _vrmMigrateJob {
-    unsigned long long intent;      /* the helper's intent id */
+    bool recovery;                  /* --postcopy-resume: no intent; the
+                                     * helpers' recovery job, by id */
+    unsigned long long id;          /* recovery: that job */
+    unsigned long long intent;      /* otherwise: the helper's intent id */
     char *helperSocket;             /* where the helper answers */
     char *uri;                      /* unix://<per-domain path> */
     vrmJobRecord *record;           /* the job that used the intent, at the end */

@@ -10,6 +10,11 @@
  *    negotiate with ours, which uses the intent.
  * 4. On failure the intent (or its job) is cancelled; on success the job
  *    that used it is waited for briefly, for the final stats.
+ *
+ * VIR_MIGRATE_POSTCOPY_RESUME registers no intent: when libvirt reports a
+ * broken post-copy migration, the destination's virt-rdmad asks ours for
+ * a recovery job, whose engines wait for QEMU on the domain's path; libvirt
+ * resumes through it, and the job is followed by its id.
  */
 #include <config.h>
 
@@ -32,6 +37,10 @@
 /* After libvirt failed: how long the helper may take to record how its
  * job ended (it learns of a dead engine or peer within moments) */
 #define VRM_MIGRATE_CAUSE_TIMEOUT_MS (3 * 1000)
+/* --postcopy-resume: how long the helpers may take to set up the
+ * recovery job (the source's looks again once a second for 20 s while
+ * libvirt still reports the migration; then the engines connect) */
+#define VRM_MIGRATE_RECOVERY_WAIT_MS (60 * 1000)
 /* libvirt's default number of parallel connections */
 #define VRM_LIBVIRT_DEFAULT_PARALLEL 2
 
@@ -294,6 +303,12 @@ vrmMigrateOverridesFromParams(virTypedParameterPtr params, int nparams,
                            _("unknown migration parameter '%1$s'"), params[i].field);
             return -1;
         }
+        if ((flags & VIR_MIGRATE_POSTCOPY_RESUME) && info->offset != VRM_MIGRATE_NOT_A_PARAM) {
+            vrmReportError(VRM_ERR_INVALID_ARG,
+                           _("a post-copy recovery takes no RDMA parameter ('%1$s'): the helpers set up its job with the broken migration's"),
+                           params[i].field);
+            return -1;
+        }
         if (vrmMigrateParamApply(info, &params[i], o, helperSocket) < 0)
             return -1;
     }
@@ -374,6 +389,46 @@ vrmMigrateRegister(vrmMigrateJob *job, virDomainPtr domain,
     return 0;
 }
 
+/* --postcopy-resume: the recovery job of the domain, once its engines
+ * wait for QEMU (connected); the broken job's newest record until the
+ * helpers made it. Its owner is the broken job's. */
+static int
+vrmMigrateAttachRecovery(vrmMigrateJob *job, virDomainPtr domain)
+{
+    const char *name = virDomainGetName(domain);
+    gint64 deadline = g_get_monotonic_time() +
+                      (gint64)VRM_MIGRATE_RECOVERY_WAIT_MS * 1000;
+    g_autoptr(vrmJobRecord) rec = NULL;
+
+    for (;;) {
+        vrmJobRecordFree(rec);
+        rec = vrmMigrateJobQuery(job->helperSocket, 0, name);
+        if (!rec && vrmGetLastErrorCode() != VRM_ERR_INVALID_ARG)
+            return -1;          /* no helper to ask, rather than no job yet */
+        if (rec && rec->role == VRM_JOB_ROLE_SOURCE && rec->socketPath &&
+            rec->state == VRM_JOB_STATE_CONNECTED)
+            break;
+        if (g_get_monotonic_time() >= deadline) {
+            g_autofree char *newest = NULL;
+
+            if (rec)
+                newest = g_strdup_printf(_("its newest RDMA job here, %1$llu, is %2$s"),
+                                         rec->id, vrmJobStateTypeToString(rec->state));
+            else
+                newest = g_strdup(vrmGetLastErrorMessage());
+            vrmReportError(VRM_ERR_INVALID_ARG,
+                           _("no recovery of the post-copy migration of '%1$s' waits for QEMU on this host after %2$d s (%3$s): the destination's virt-rdmad asks for one when libvirt reports the broken migration, unless either helper has [limits] recovery-window = 0 or restarted since; resume over TCP instead: virsh migrate --postcopy --postcopy-resume --migrateuri tcp://DESTINATION:PORT"),
+                           name, VRM_MIGRATE_RECOVERY_WAIT_MS / 1000, newest);
+            return -1;
+        }
+        g_usleep(500 * 1000);
+    }
+    job->recovery = true;
+    job->id = rec->id;
+    job->uri = g_strdup_printf("unix://%s", rec->socketPath);
+    return 0;
+}
+
 /* libvirt's parameters: the caller's minus ours, with URI=unix://P and,
  * when disks are copied, DISKS_URI=unix://DIR/nbd.sock */
 static int
@@ -421,6 +476,13 @@ vrmMigratePrepare(virDomainPtr domain, virTypedParameterPtr params,
                                       &helperSocket) < 0)
         return NULL;
     job->helperSocket = helperSocket ? g_strdup(helperSocket) : vrmHelperSocketPath();
+    if (flags & VIR_MIGRATE_POSTCOPY_RESUME) {
+        if (vrmMigrateAttachRecovery(job, domain) < 0 ||
+            vrmMigrateLibvirtParams(job, params, nparams, flags) < 0)
+            return NULL;
+        VRM_INFO("RDMA job %llu: the recovery, %s", job->id, job->uri);
+        return g_steal_pointer(&job);
+    }
     if (vrmMigrateRegister(job, domain, overrides) < 0)
         return NULL;
     if (vrmMigrateLibvirtParams(job, params, nparams, flags) < 0) {
@@ -431,18 +493,37 @@ vrmMigratePrepare(virDomainPtr domain, virTypedParameterPtr params,
     return g_steal_pointer(&job);
 }
 
+/* A request about the job: by its intent, or a recovery's by its id */
+static vrmControlMessage *
+vrmMigrateJobRequest(const vrmMigrateJob *job, vrmControlType type)
+{
+    vrmControlMessage *req = vrmControlMessageNew(type);
+
+    if (job->recovery) {
+        req->hasId = true;
+        req->id = job->id;
+    } else {
+        req->hasIntent = true;
+        req->intent = job->intent;
+    }
+    return req;
+}
+
 /* Withdraw the intent, or cancel the job that used it; the error that
- * led here stays the one reported */
+ * led here stays the one reported. A recovery job stays: libvirt may
+ * have refused before QEMU connected, and the operator may try again
+ * within the recovery window. */
 void
 vrmMigrateJobCancel(vrmMigrateJob *job)
 {
-    g_autoptr(vrmControlMessage) req = vrmControlMessageNew(VRM_CONTROL_JOB_CANCEL);
+    g_autoptr(vrmControlMessage) req = NULL;
     g_autoptr(vrmControlMessage) reply = NULL;
     g_autofree char *saved = g_strdup(vrmGetLastErrorMessage());
     int code = vrmGetLastErrorCode();
 
-    req->hasIntent = true;
-    req->intent = job->intent;
+    if (job->recovery)
+        return;
+    req = vrmMigrateJobRequest(job, VRM_CONTROL_JOB_CANCEL);
     reply = vrmHelperClientCall(job->helperSocket, req, VRM_MIGRATE_HELPER_TIMEOUT_MS);
     if (!reply || vrmHelperReplyCheck(reply) < 0)
         VRM_DEBUG("RDMA intent %llu: %s", job->intent, vrmGetLastErrorMessage());
@@ -488,15 +569,17 @@ vrmMigrateFinish(vrmMigrateJob *job)
                       (gint64)VRM_MIGRATE_FINISH_TIMEOUT_MS * 1000;
 
     for (;;) {
-        g_autoptr(vrmControlMessage) req = vrmControlMessageNew(VRM_CONTROL_JOB_QUERY);
+        g_autoptr(vrmControlMessage) req = vrmMigrateJobRequest(job, VRM_CONTROL_JOB_QUERY);
         g_autoptr(vrmJobRecord) rec = NULL;
 
-        req->hasIntent = true;
-        req->intent = job->intent;
         if (!(rec = vrmMigrateQuery(job->helperSocket, req))) {
             /* libvirt migrated, but not through our path (another URI?) */
-            VRM_WARN(_("libvirt completed the migration, but no RDMA job used intent %1$llu: %2$s"),
-                     job->intent, vrmGetLastErrorMessage());
+            if (job->recovery)
+                VRM_WARN(_("libvirt completed the recovery, but virt-rdmad no longer knows RDMA job %1$llu: %2$s"),
+                         job->id, vrmGetLastErrorMessage());
+            else
+                VRM_WARN(_("libvirt completed the migration, but no RDMA job used intent %1$llu: %2$s"),
+                         job->intent, vrmGetLastErrorMessage());
             return 0;
         }
         if (rec->state == VRM_JOB_STATE_COMPLETED || rec->state == VRM_JOB_STATE_FAILED ||
@@ -533,10 +616,8 @@ vrmMigrateReportFailure(vrmMigrateJob *job)
     g_autoptr(vrmJobRecord) rec = NULL;
 
     for (;;) {
-        g_autoptr(vrmControlMessage) req = vrmControlMessageNew(VRM_CONTROL_JOB_QUERY);
+        g_autoptr(vrmControlMessage) req = vrmMigrateJobRequest(job, VRM_CONTROL_JOB_QUERY);
 
-        req->hasIntent = true;
-        req->intent = job->intent;
         vrmJobRecordFree(rec);
         rec = vrmMigrateQuery(job->helperSocket, req);
         if (!rec || rec->state == VRM_JOB_STATE_FAILED ||
