@@ -22,7 +22,9 @@
 # length: four migrations at once, two each way, under ib_write_bw, with
 # a fifth refused by policy (row 11); the source engine killed after the
 # switch to post-copy, where the guest cannot stay on the source and the
-# recovery over TCP completes the migration (row 13); one more migration
+# recovery over RDMA completes the migration, resumed by virsh (row 13),
+# and the same with the destination engine killed, resumed by virt-rdma
+# migrate --postcopy-resume (row 14); one more migration
 # a->b, uncapped, proves both hosts whole after the matrix; six
 # migrations of one guest back and forth in CI (forty with `ninja -C build
 # fault-soak`), with the counts of what must not grow before and after
@@ -203,19 +205,23 @@ survive() {
     leftovers_both
 }
 
-# postcopy_killed: row 13. The source engine killed (SIGKILL) once the
-# migration has switched to post-copy (virsh migrate-postcopy while
-# pre-copy, capped at 4 MiB/s, cannot converge). The guest already runs on
-# b, so no failure can leave it running on a: libvirt pauses it on a
-# ("post-copy failed") and b's QEMU waits for the pages it lacks. b's
-# virt-rdmad, told so by libvirt, asks a's for a recovery; once both
-# engines of the recovery wait (connected), plain `virsh migrate
-# --postcopy-resume` over the domain's socket completes the migration
-# over RDMA and the guest verifies its whole memory on b. Then g1 goes
-# back to a over RDMA, as after every row.
+# postcopy_killed SIDE TOOL: rows 13 and 14. SIDE's engine (source or
+# destination) killed (SIGKILL) once the migration has switched to
+# post-copy (virsh migrate-postcopy while pre-copy, capped at 4 MiB/s,
+# cannot converge). The guest already runs on b, so no failure can leave it
+# running on a: libvirt pauses it on a ("post-copy failed") and b's QEMU
+# waits for the pages it lacks. b's virt-rdmad, told so by libvirt, asks
+# a's for a recovery. TOOL resumes over the domain's socket: plain `virsh
+# migrate --postcopy-resume` once both engines of the recovery wait
+# (connected), or `virt-rdma migrate --postcopy-resume` at once (it waits
+# for the recovery job itself). The migration completes over RDMA and the
+# guest verifies its whole memory on b. Then g1 goes back to a over RDMA,
+# as after every row.
 postcopy_killed() {
-    local name="source engine killed (SIGKILL) in post-copy" deadline state said
-    say "---- fault: $name (virsh)"
+    local side=$1 tool=$2 name deadline state said kill_it=$kill_engine
+    name="$side engine killed (SIGKILL) in post-copy, resumed by $tool"
+    [ "$side" = destination ] && kill_it="remote '$engine_pids > /dev/null && $kill_engine'"
+    say "---- fault: $name"
     virsh migrate --live --p2p --persistent --postcopy --bandwidth 4 --migrateuri "$uri" \
         g1 "$dest_b" > /tmp/fault.out 2>&1 &
     mpid=$!
@@ -227,7 +233,7 @@ postcopy_killed() {
         nap 0.2
     done
     fault_ms=$(( $(date +%s%N) / 1000000 ))
-    eval "$kill_engine" || fail "$name: cannot kill the source engine"
+    eval "$kill_it" || fail "$name: cannot kill the $side engine"
     wait_migrate 60
     say "$name: virsh migrate ended $((took / 1000)) s after the fault, status $rc: $(cat /tmp/fault.out)"
     [ $rc != 0 ] || fail "$name: the migration succeeded"
@@ -235,33 +241,47 @@ postcopy_killed() {
     state=$(virsh domstate --reason g1)
     say "$name: g1 on a: $state; on b: $(remote 'virsh domstate --reason g1' | sed 's/^  \[b\] //')"
     [ "$state" = "paused (post-copy failed)" ] || fail "$name: g1 is '$state' on a"
-    # the helpers' recovery job: both engines connected, waiting for QEMU
-    # (virt-rdma jobinfo on a; libvirt has no job statistics on b, whose
-    # helper lists its jobs)
-    deadline=$((SECONDS + 90))
-    until virt-rdma jobinfo g1 2>/dev/null | grep -qE '^RDMA job: +[0-9]+ \(connected\)' &&
-          remote "vrmhelperctl list | grep -q 'state=\"connected\"'" >/dev/null 2>&1; do
-        if [ $SECONDS -ge $deadline ]; then
-            virt-rdma jobinfo g1; remote "vrmhelperctl list"
+    if [ "$tool" = virsh ]; then
+        # the helpers' recovery job: both engines connected, waiting for
+        # QEMU (virt-rdma jobinfo on a; libvirt has no job statistics on
+        # b, whose helper lists its jobs)
+        deadline=$((SECONDS + 90))
+        until virt-rdma jobinfo g1 2>/dev/null | grep -qE '^RDMA job: +[0-9]+ \(connected\)' &&
+              remote "vrmhelperctl list | grep -q 'state=\"connected\"'" >/dev/null 2>&1; do
+            if [ $SECONDS -ge $deadline ]; then
+                virt-rdma jobinfo g1; remote "vrmhelperctl list"
+                grep -i recover /tmp/virt-rdmad.log | tail -5
+                remote "grep -i recover /tmp/virt-rdmad.log | tail -5"
+                fail "$name: no recovery job connected on both hosts within 90 s of the break"
+            fi
+            nap 0.5
+        done
+        say "$name: recovery jobs connected: a $(virt-rdma jobinfo g1 | grep -E '^RDMA job:'); b $(remote "vrmhelperctl list" | grep -o '<job [^>]*state=\"connected\"[^>]*>' | head -1)"
+        grep -E "recovery of" /tmp/virt-rdmad.log | tail -1 | sed 's/^/  [a log] /'
+        say "$name: virsh migrate --live --p2p --persistent --postcopy --postcopy-resume --migrateuri $uri g1 $dest_b"
+        virsh migrate --live --p2p --persistent --postcopy --postcopy-resume --migrateuri "$uri" \
+            g1 "$dest_b" > /tmp/resume.out 2>&1 || fail "$name: the recovery over RDMA failed: $(cat /tmp/resume.out)"
+    else
+        say "$name: virt-rdma migrate --live --p2p --persistent --postcopy --postcopy-resume g1 $dest_b"
+        virt-rdma migrate --live --p2p --persistent --postcopy --postcopy-resume g1 "$dest_b" > /tmp/resume.out 2>&1 || {
             grep -i recover /tmp/virt-rdmad.log | tail -5
             remote "grep -i recover /tmp/virt-rdmad.log | tail -5"
-            fail "$name: no recovery job connected on both hosts within 90 s of the break"
-        fi
-        nap 0.5
-    done
-    say "$name: recovery jobs connected: a $(virt-rdma jobinfo g1 | grep -E '^RDMA job:'); b $(remote "vrmhelperctl list" | grep -o '<job [^>]*state=\"connected\"[^>]*>' | head -1)"
-    grep -E "recovery of" /tmp/virt-rdmad.log | tail -1 | sed 's/^/  [a log] /'
-    # the recovery over the domain's socket: the migration completes
-    say "$name: virsh migrate --live --p2p --persistent --postcopy --postcopy-resume --migrateuri $uri g1 $dest_b"
-    virsh migrate --live --p2p --persistent --postcopy --postcopy-resume --migrateuri "$uri" \
-        g1 "$dest_b" > /tmp/resume.out 2>&1 || fail "$name: the recovery over RDMA failed: $(cat /tmp/resume.out)"
+            fail "$name: the recovery over RDMA failed: $(cat /tmp/resume.out)"
+        }
+        grep -E "recovery of" /tmp/virt-rdmad.log | tail -1 | sed 's/^/  [a log] /'
+    fi
     took=$(( $(date +%s%N) / 1000000 - fault_ms ))
     [ "$(virsh domstate g1)" = "shut off" ] || fail "$name: g1 is '$(virsh domstate g1)' on a after the recovery"
     remote "check_arrived g1" || fail "$name: g1 did not arrive on b intact after the recovery"
-    # the broken job: failed, and a's record says why; the recovery job:
-    # completed on both hosts, with QEMU's connection
-    said=$(grep -l "killed by signal 9" /var/lib/virt-rdma/job-*.xml | head -1 | xargs -r sed -n 's/.*<error>\(.*\)<\/error>.*/\1/p')
-    [ -n "$said" ] || fail "$name: no job record on a says that the engine was killed"
+    # the broken job: failed, and the killed engine's host's record says
+    # why; the recovery job: completed on both hosts, with QEMU's connection
+    said="grep -l 'killed by signal 9' /var/lib/virt-rdma/job-*.xml | head -1 | xargs -r sed -n 's/.*<error>\(.*\)<\/error>.*/\1/p'"
+    if [ "$side" = destination ]; then
+        said=$(remote "$said" | sed 's/^  \[b\] //')
+    else
+        said=$(eval "$said")
+    fi
+    [ -n "$said" ] || fail "$name: no job record on the $side host says that the engine was killed"
     virt-rdma jobinfo --completed g1 2>&1 | grep -E "^(RDMA job|RDMA bytes sent|RDMA channels|Postcopy requests):" | sed 's/^/  [a] /'
     [ "$(last_record a | head -1)" = completed ] || fail "$name: a's newest record is not the completed recovery"
     [ "$(last_record b | head -1)" = completed ] || fail "$name: b's newest record is not the completed recovery"
@@ -640,8 +660,12 @@ row 4 && survive "destination virt-rdmad killed (SIGKILL) mid-job, restarted" 12
 row 10 && switchover_abort
 
 # 13. the source engine killed in post-copy: the guest cannot stay on a;
-# the recovery over TCP completes the migration
-row 13 && postcopy_killed
+# plain virsh resumes it over RDMA, through the helpers' recovery job
+row 13 && postcopy_killed source virsh
+
+# 14. the destination engine killed in post-copy; virt-rdma migrate
+# --postcopy-resume, run at once, waits for the recovery job and resumes
+row 14 && postcopy_killed destination virt-rdma
 
 # 11. four migrations at once, two each way, while ib_write_bw shares the
 # wire; a fifth (g1 a->b, by both tools) refused by the helpers' policy
