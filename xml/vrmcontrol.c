@@ -179,7 +179,7 @@ vrmJobRecord *
 vrmJobRecordParseNode(xmlNodePtr node)
 {
     static const char *const attrs[] = {
-        "id", "role", "state", "owner", "intent", NULL
+        "id", "role", "state", "owner", "intent", "recovery-of", NULL
     };
     static const char *const children[] = {
         "domain", "socket", "rdma:migration", "stats", "error", NULL
@@ -209,6 +209,10 @@ vrmJobRecordParseNode(xmlNodePtr node)
                                &job->intent)) < 0)
         return NULL;
     job->hasIntent = rc == 1;
+    if ((rc = vrmXMLPropULLong(node, "recovery-of", false, 0, G_MAXUINT64,
+                               &job->recoveryOf)) < 0)
+        return NULL;
+    job->hasRecoveryOf = rc == 1;
 
     if (!(child = vrmXMLRequiredChild(node, "domain")) ||
         vrmControlParseDomain(child, &job->domainName, &job->domainUUID) < 0)
@@ -263,6 +267,8 @@ vrmJobRecordFormatBuf(GString *buf, const vrmJobRecord *job, unsigned int level)
         vrmXMLAttrUInt(buf, "owner", job->owner);
     if (job->hasIntent)
         vrmXMLAttrULLong(buf, "intent", job->intent);
+    if (job->hasRecoveryOf)
+        vrmXMLAttrULLong(buf, "recovery-of", job->recoveryOf);
     g_string_append_printf(buf, " role=\"%s\" state=\"%s\">\n",
                            vrmJobRoleTypeToString(job->role),
                            vrmJobStateTypeToString(job->state));

@@ -134,6 +134,9 @@ struct _vrmJobRecord {
     unsigned int owner;             /* uid of whoever opened it */
     bool hasIntent;
     unsigned long long intent;      /* the intent it used */
+    bool hasRecoveryOf;
+    unsigned long long recoveryOf;  /* the job of this host whose broken
+                                     * post-copy migration it recovers */
     char *domainName;
     char *domainUUID;               /* NULL if unknown */
     vrmJobRole role;

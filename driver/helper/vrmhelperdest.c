@@ -391,6 +391,8 @@ vrmDestRecoveryStart(vrmHelperDaemon *d, vrmHelperJob *broken)
     job->record->migration->locator = vrmLocatorCopy(d->locator);
     job->sourceLocator = vrmLocatorCopy(broken->sourceLocator);
     job->recoveryOf = was->id;
+    job->record->hasRecoveryOf = true;
+    job->record->recoveryOf = was->id;
     job->waitStream = d->conf->recoveryWindow;
     vrmHelperJobsSetPhase(d, job, VRM_PHASE_DST_CONNECTING, d->conf->peerTimeout + 1,
                           vrmDestExpired);

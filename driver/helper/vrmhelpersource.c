@@ -461,8 +461,11 @@ vrmSourceStartJob(vrmSourceRequest *req, const vrmDomainFacts *f,
          * --postcopy-resume looks for it as that user) */
         job->recoveryOf = req->request->recoveryOf;
         job->waitStream = d->conf->recoveryWindow;
-        if (broken)
+        if (broken) {
             job->record->owner = broken->record->owner;
+            job->record->hasRecoveryOf = true;
+            job->record->recoveryOf = broken->record->id;
+        }
         intent = NULL;
     } else if ((intent = vrmHelperIntentsTake(d, f->uuid, job->record->id))) {
         job->record->owner = intent->owner;

@@ -282,7 +282,9 @@ postcopy_killed() {
         said=$(eval "$said")
     fi
     [ -n "$said" ] || fail "$name: no job record on the $side host says that the engine was killed"
-    virt-rdma jobinfo --completed g1 2>&1 | grep -E "^(RDMA job|RDMA bytes sent|RDMA channels|Postcopy requests):" | sed 's/^/  [a] /'
+    virt-rdma jobinfo --completed g1 > /tmp/recovery.info 2>&1
+    grep -E "^(RDMA job|RDMA recovers job|RDMA bytes sent|RDMA channels|Postcopy requests):" /tmp/recovery.info | sed 's/^/  [a] /'
+    grep -qE "^RDMA recovers job: +[0-9]+" /tmp/recovery.info || fail "$name: virt-rdma jobinfo --completed does not say which job the recovery recovers"
     [ "$(last_record a | head -1)" = completed ] || fail "$name: a's newest record is not the completed recovery"
     [ "$(last_record b | head -1)" = completed ] || fail "$name: b's newest record is not the completed recovery"
     leftovers_both

@@ -46,6 +46,8 @@ testJobReply(void)
     job->role = VRM_JOB_ROLE_DESTINATION;
     job->state = VRM_JOB_STATE_COMPLETED;
     job->socketPath = g_strdup("/run/virt-rdma/job-12.sock");
+    job->hasRecoveryOf = true;
+    job->recoveryOf = 11;
     job->hasStats = true;
     job->stats.bytesSent = 1;
     job->stats.bytesReceived = G_MAXUINT64;
@@ -69,6 +71,9 @@ testJobReply(void)
     g_assert_cmpint(b->role, ==, VRM_JOB_ROLE_DESTINATION);
     g_assert_cmpint(b->state, ==, VRM_JOB_STATE_COMPLETED);
     g_assert_cmpstr(b->socketPath, ==, "/run/virt-rdma/job-12.sock");
+    g_assert_true(b->hasRecoveryOf);
+    g_assert_cmpuint(b->recoveryOf, ==, 11);
+    g_assert_false(b->hasIntent);
     g_assert_true(b->hasStats);
     g_assert_cmpuint(b->stats.bytesReceived, ==, G_MAXUINT64);
     g_assert_true(b->stats.hasCpu);

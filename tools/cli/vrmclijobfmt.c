@@ -342,6 +342,7 @@ typedef struct {
 } vrmRDMALine;
 
 static const vrmRDMALine vrmJobRDMALines[] = {
+    { VRM_JOB_STATS_RECOVERY_OF, N_("RDMA recovers job:"), VRM_RDMA_COUNT },
     { VRM_JOB_STATS_BYTES_SENT, N_("RDMA bytes sent:"), VRM_RDMA_SIZE },
     { VRM_JOB_STATS_BYTES_RECEIVED, N_("RDMA bytes received:"), VRM_RDMA_SIZE },
     { VRM_JOB_STATS_MBPS, N_("RDMA rate:"), VRM_RDMA_MBPS },

@@ -74,6 +74,7 @@ extern "C" {
 #define VRM_JOB_STATS_CHANNELS "rdma.channels"            /* uint */
 #define VRM_JOB_STATS_CPU_NS "rdma.cpu-ns"                /* ullong, the engine's user+system time */
 #define VRM_JOB_STATS_ERROR "rdma.error"                  /* string */
+#define VRM_JOB_STATS_RECOVERY_OF "rdma.recovery-of"      /* ullong, the job whose broken post-copy migration it recovers */
 
 virDomainPtr vrmDomainMigrate3(virDomainPtr domain,
                                virConnectPtr dconn,

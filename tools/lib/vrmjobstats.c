@@ -17,6 +17,10 @@ vrmJobStatsAddRecord(virTypedParameterPtr *params, int *nparams, int *maxparams,
         virTypedParamsAddString(params, nparams, maxparams, VRM_JOB_STATS_STATE,
                                 vrmJobStateTypeToString(rec->state)) < 0)
         return -1;
+    if (rec->hasRecoveryOf &&
+        virTypedParamsAddULLong(params, nparams, maxparams, VRM_JOB_STATS_RECOVERY_OF,
+                                rec->recoveryOf) < 0)
+        return -1;
     if (rec->hasStats) {
         const vrmJobStats *s = &rec->stats;
 
