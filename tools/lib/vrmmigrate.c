@@ -41,6 +41,11 @@
  * recovery job (the source's looks again once a second for 20 s while
  * libvirt still reports the migration; then the engines connect) */
 #define VRM_MIGRATE_RECOVERY_WAIT_MS (60 * 1000)
+/* --postcopy-resume: how long libvirt's "QEMU reports migration is still
+ * running" is taken for QEMU not having noticed the break yet (the source
+ * QEMU pauses once it sees its stream closed: a sandbox run saw libvirt
+ * refuse 3 s after the source engine had closed it) */
+#define VRM_MIGRATE_RESUME_RETRY_MS (30 * 1000)
 /* libvirt's default number of parallel connections */
 #define VRM_LIBVIRT_DEFAULT_PARALLEL 2
 
@@ -636,6 +641,21 @@ vrmMigrateReportFailure(vrmMigrateJob *job)
     vrmReportError(VRM_ERR_LIBVIRT, _("%1$s: %2$s"), _("migration failed"), libvirtMsg);
 }
 
+/* libvirt refused a resume as invalid: while QEMU has not yet paused the
+ * broken migration it still reports it running. True when the call should
+ * be made again (a recovery within VRM_MIGRATE_RESUME_RETRY_MS). */
+static bool
+vrmMigrateResumeAgain(const vrmMigrateJob *job, gint64 start)
+{
+    if (!job->recovery || virGetLastErrorCode() != VIR_ERR_OPERATION_INVALID ||
+        g_get_monotonic_time() - start >= (gint64)VRM_MIGRATE_RESUME_RETRY_MS * 1000)
+        return false;
+    VRM_INFO("RDMA job %llu: libvirt cannot resume yet (%s); trying again",
+             job->id, virGetLastErrorMessage());
+    g_usleep(G_USEC_PER_SEC);
+    return true;
+}
+
 virDomainPtr
 vrmDomainMigrate3(virDomainPtr domain, virConnectPtr dconn,
                   virTypedParameterPtr params, unsigned int nparams,
@@ -643,6 +663,7 @@ vrmDomainMigrate3(virDomainPtr domain, virConnectPtr dconn,
 {
     g_autoptr(vrmMigrateJob) job = NULL;
     virDomainPtr ddom;
+    gint64 start;
 
     vrmResetLastError();
     if (flags & VIR_MIGRATE_PEER2PEER) {
@@ -652,7 +673,11 @@ vrmDomainMigrate3(virDomainPtr domain, virConnectPtr dconn,
     }
     if (!(job = vrmMigratePrepare(domain, params, nparams, flags)))
         return NULL;
-    if (!(ddom = virDomainMigrate3(domain, dconn, job->params, job->nparams, flags))) {
+    start = g_get_monotonic_time();
+    while (!(ddom = virDomainMigrate3(domain, dconn, job->params, job->nparams, flags)) &&
+           vrmMigrateResumeAgain(job, start))
+        ;
+    if (!ddom) {
         vrmMigrateReportFailure(job);
         vrmMigrateJobCancel(job);
         return NULL;
@@ -667,11 +692,18 @@ vrmDomainMigrateToURI3(virDomainPtr domain, const char *dconnuri,
                        unsigned int flags)
 {
     g_autoptr(vrmMigrateJob) job = NULL;
+    gint64 start;
+    int rc;
 
     vrmResetLastError();
     if (!(job = vrmMigratePrepare(domain, params, nparams, flags)))
         return -1;
-    if (virDomainMigrateToURI3(domain, dconnuri, job->params, job->nparams, flags) < 0) {
+    start = g_get_monotonic_time();
+    while ((rc = virDomainMigrateToURI3(domain, dconnuri, job->params, job->nparams,
+                                        flags)) < 0 &&
+           vrmMigrateResumeAgain(job, start))
+        ;
+    if (rc < 0) {
         vrmMigrateReportFailure(job);
         vrmMigrateJobCancel(job);
         return -1;
