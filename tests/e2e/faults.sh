@@ -263,11 +263,12 @@ postcopy_killed() {
             g1 "$dest_b" > /tmp/resume.out 2>&1 || fail "$name: the recovery over RDMA failed: $(cat /tmp/resume.out)"
     else
         say "$name: virt-rdma migrate --live --p2p --persistent --postcopy --postcopy-resume g1 $dest_b"
-        virt-rdma migrate --live --p2p --persistent --postcopy --postcopy-resume g1 "$dest_b" > /tmp/resume.out 2>&1 || {
+        VRM_LOG_LEVEL=info virt-rdma migrate --live --p2p --persistent --postcopy --postcopy-resume g1 "$dest_b" > /tmp/resume.out 2>&1 || {
             grep -i recover /tmp/virt-rdmad.log | tail -5
             remote "grep -i recover /tmp/virt-rdmad.log | tail -5"
             fail "$name: the recovery over RDMA failed: $(cat /tmp/resume.out)"
         }
+        sed 's/^/  [virt-rdma] /' /tmp/resume.out
         grep -E "recovery of" /tmp/virt-rdmad.log | tail -1 | sed 's/^/  [a log] /'
     fi
     took=$(( $(date +%s%N) / 1000000 - fault_ms ))

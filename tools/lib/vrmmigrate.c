@@ -641,17 +641,30 @@ vrmMigrateReportFailure(vrmMigrateJob *job)
     vrmReportError(VRM_ERR_LIBVIRT, _("%1$s: %2$s"), _("migration failed"), libvirtMsg);
 }
 
-/* libvirt refused a resume as invalid: while QEMU has not yet paused the
- * broken migration it still reports it running. True when the call should
+/* libvirt refused a resume as invalid: QEMU still reports the broken
+ * migration running. A source QEMU that has sent its last pages notices
+ * a closed stream only on its next write, which may never come (CI: more
+ * than 30 s): as `virsh domjobabort --postcopy` would, libvirt is asked
+ * once to pause it (QEMU's migrate-pause); the recovery job exists only
+ * because both helpers saw the stream break. True when the call should
  * be made again (a recovery within VRM_MIGRATE_RESUME_RETRY_MS). */
 static bool
-vrmMigrateResumeAgain(const vrmMigrateJob *job, gint64 start)
+vrmMigrateResumeAgain(const vrmMigrateJob *job, virDomainPtr domain,
+                      gint64 start, bool *paused)
 {
     if (!job->recovery || virGetLastErrorCode() != VIR_ERR_OPERATION_INVALID ||
         g_get_monotonic_time() - start >= (gint64)VRM_MIGRATE_RESUME_RETRY_MS * 1000)
         return false;
     VRM_INFO("RDMA job %llu: libvirt cannot resume yet (%s); trying again",
              job->id, virGetLastErrorMessage());
+    if (!*paused) {
+        *paused = true;
+        if (virDomainAbortJobFlags(domain, VIR_DOMAIN_ABORT_JOB_POSTCOPY) < 0)
+            VRM_INFO("RDMA job %llu: pausing the broken post-copy migration: %s",
+                     job->id, virGetLastErrorMessage());
+        else
+            VRM_INFO("RDMA job %llu: the broken post-copy migration is paused", job->id);
+    }
     g_usleep(G_USEC_PER_SEC);
     return true;
 }
@@ -663,6 +676,7 @@ vrmDomainMigrate3(virDomainPtr domain, virConnectPtr dconn,
 {
     g_autoptr(vrmMigrateJob) job = NULL;
     virDomainPtr ddom;
+    bool paused = false;
     gint64 start;
 
     vrmResetLastError();
@@ -675,7 +689,7 @@ vrmDomainMigrate3(virDomainPtr domain, virConnectPtr dconn,
         return NULL;
     start = g_get_monotonic_time();
     while (!(ddom = virDomainMigrate3(domain, dconn, job->params, job->nparams, flags)) &&
-           vrmMigrateResumeAgain(job, start))
+           vrmMigrateResumeAgain(job, domain, start, &paused))
         ;
     if (!ddom) {
         vrmMigrateReportFailure(job);
@@ -692,6 +706,7 @@ vrmDomainMigrateToURI3(virDomainPtr domain, const char *dconnuri,
                        unsigned int flags)
 {
     g_autoptr(vrmMigrateJob) job = NULL;
+    bool paused = false;
     gint64 start;
     int rc;
 
@@ -701,7 +716,7 @@ vrmDomainMigrateToURI3(virDomainPtr domain, const char *dconnuri,
     start = g_get_monotonic_time();
     while ((rc = virDomainMigrateToURI3(domain, dconnuri, job->params, job->nparams,
                                         flags)) < 0 &&
-           vrmMigrateResumeAgain(job, start))
+           vrmMigrateResumeAgain(job, domain, start, &paused))
         ;
     if (rc < 0) {
         vrmMigrateReportFailure(job);
