@@ -208,7 +208,8 @@ survive() {
 # postcopy_killed SIDE TOOL: rows 13 and 14. SIDE's engine (source or
 # destination) killed (SIGKILL) once the migration has switched to
 # post-copy (virsh migrate-postcopy while pre-copy, capped at 4 MiB/s,
-# cannot converge). The guest already runs on b, so no failure can leave it
+# cannot converge; post-copy capped at 4 MiB/s too, so that it is still
+# running when the kill reaches b: a loaded run saw it end first). The guest already runs on b, so no failure can leave it
 # running on a: libvirt pauses it on a ("post-copy failed") and b's QEMU
 # waits for the pages it lacks. b's virt-rdmad, told so by libvirt, asks
 # a's for a recovery. TOOL resumes over the domain's socket: plain `virsh
@@ -222,7 +223,7 @@ postcopy_killed() {
     name="$side engine killed (SIGKILL) in post-copy, resumed by $tool"
     [ "$side" = destination ] && kill_it="remote '$engine_pids > /dev/null && $kill_engine'"
     say "---- fault: $name"
-    virsh migrate --live --p2p --persistent --postcopy --bandwidth 4 --migrateuri "$uri" \
+    virsh migrate --live --p2p --persistent --postcopy --bandwidth 4 --postcopy-bandwidth 4 --migrateuri "$uri" \
         g1 "$dest_b" > /tmp/fault.out 2>&1 &
     mpid=$!
     wait_data_moved g1 || fail "$name: the migration never moved data"
