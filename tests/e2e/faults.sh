@@ -1,6 +1,6 @@
 #!/bin/bash
 # faults.sh: the fault matrix (issue 14) through real libvirt migrations.
-# Host a migrates the e2e guest (64 MiB, dirtying 2 MiB) to b with plain
+# Host a migrates the e2e guest (32 MiB, dirtying 2 MiB) to b with plain
 # `virsh migrate` over the domain's socket, pre-copy capped at 4 MiB/s so
 # that it is still running when the fault is injected; host b serves.
 # Every row:
@@ -185,14 +185,28 @@ back_to_a() {
     wait_locator g1 sandbox-a
 }
 
-# survive NAME DEADLINE INJECT [CHECK]: one row where the migration must
-# complete; CHECK runs after it (before the leftovers check)
+# survive NAME DEADLINE INJECT [CHECK] [READY]: one row where the migration
+# must complete; CHECK runs after it (before the leftovers check). The
+# migration is held at 1 MiB/s from the moment it moves data until the
+# fault is in place and READY (a command) succeeds, so that the fault lands
+# mid-job however slow the host; then the cap is lifted: the rest of the
+# guest need not crawl (CI time).
 survive() {
-    local name=$1 limit=$2 inject=$3 check=${4:-}
+    local name=$1 limit=$2 inject=$3 check=${4:-} ready=${5:-true} deadline
     say "---- fault: $name"
     migrate_capped virsh
+    virsh migrate-setspeed g1 1 > /dev/null || fail "$name: cannot slow the migration down"
     fault_ms=$(( $(date +%s%N) / 1000000 ))
     eval "$inject" || fail "$name: cannot inject the fault"
+    deadline=$((SECONDS + 60))
+    until eval "$ready"; do
+        [ $SECONDS -ge $deadline ] && fail "$name: not ready within 60 s of the fault: $ready"
+        nap 0.3
+    done
+    kill -0 "$mpid" 2>/dev/null || fail "$name: the migration ended before the fault was in place (at 1 MiB/s)"
+    virsh migrate-setspeed g1 1000 > /dev/null || ! kill -0 "$mpid" 2>/dev/null ||
+        fail "$name: cannot lift the bandwidth cap"
+    say "$name: the fault is in place; the bandwidth cap lifted"
     wait_migrate "$limit"
     say "$name: virsh migrate ended $((took / 1000)) s after the fault, status $rc: $(cat /tmp/fault.out)"
     [ $rc = 0 ] || fail "$name: the migration failed: $(cat /tmp/fault.out)"
@@ -298,8 +312,9 @@ postcopy_killed() {
 
 # switchover_abort: `virsh domjobabort` on the source while QEMU has
 # stopped the guest for the switchover. A maximum downtime of 10 s makes
-# QEMU stop the guest while up to 40 MiB are still to go (at 4 MiB/s), so
-# the pause lasts seconds and the abort lands in it. QEMU sends the rest
+# QEMU stop the guest while up to 40 MiB (more than the guest's 32) are
+# still to go (at 4 MiB/s), so the pause lasts seconds and the abort lands
+# in it. QEMU sends the rest
 # holding its big lock, so the abort may be too late: either outcome is
 # right if it is one outcome (the guest runs on exactly one host, verifies
 # its memory there, both records agree, nothing is left behind).
@@ -580,11 +595,15 @@ wire=$(ip -o -4 addr show | awk -v a="$VRM_SELF_ADDR" 'index($4, a "/") == 1 { p
 
 start_virt_rdma
 start_libvirt
-# 64 MiB at 4 MiB/s: a row's migration runs as long as 128 MiB at 8 did
-# (at 8, the migration driven by virt-rdma migrate in row 2 completed
-# before the test saw data move), and every uncapped migration back costs
-# half (CI time); its 2 MiB dirtied still outrun row 13's 4 MiB/s pre-copy
-define_guest g1 64 "dirty_kb=2048"
+# 32 MiB at 4 MiB/s: a row's migration still runs 8 s before its first
+# pass ends (at 8 MiB/s, the migration driven by virt-rdma migrate in row 2
+# once completed before the test saw data move), and every uncapped
+# migration back costs less (CI time: 64 MiB, a quarter of a second per
+# MiB under the emulation, made the matrix 9 to 10 minutes); its 2 MiB
+# dirtied outrun 4 MiB/s while it sweeps (QEMU may converge while it
+# verifies its RAM: rows 13 and 14 switch to post-copy as soon as data
+# moves, row 10 stops the guest at once)
+define_guest g1 32 "dirty_kb=2048"
 enable_rdma g1
 wait_flag ready-b 180
 uri=$(virt-rdma uri g1) || fail "virt-rdma uri failed"
@@ -652,13 +671,16 @@ survive "source's state directory full when the job ends" 120 \
     'records_after_full'
 
 # 3. the source helper killed (SIGKILL) mid-job and restarted: it follows
-# its engine again and the migration completes
+# its engine again (its log says so before the cap is lifted) and the
+# migration completes
 row 3 && survive "source virt-rdmad killed (SIGKILL) mid-job, restarted" 120 \
-    'kill -KILL $(cat /tmp/virt-rdmad.pid) && run_helper'
+    'kill -KILL $(cat /tmp/virt-rdmad.pid) && run_helper' '' \
+    'grep -qF "following its engine again" /tmp/virt-rdmad.log'
 
 # 4. the destination helper killed (SIGKILL) mid-job and restarted
 row 4 && survive "destination virt-rdmad killed (SIGKILL) mid-job, restarted" 120 \
-    "remote 'kill -KILL \$(cat /tmp/virt-rdmad.pid) && run_helper'"
+    "remote 'kill -KILL \$(cat /tmp/virt-rdmad.pid) && run_helper'" '' \
+    "remote 'grep -qF \"following its engine again\" /tmp/virt-rdmad.log' > /dev/null"
 
 # 10. virsh domjobabort during the switchover
 row 10 && switchover_abort
