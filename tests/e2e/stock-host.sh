@@ -377,11 +377,12 @@ on_a() {
         define_guest "$guest" 32 "dirty_kb=8192 verify_every=8"
     elif [ "$scenario" = one-channel ]; then
         disk_image "$guest" random || fail "cannot make $guest's image"
-        define_disk_guest "$guest" 64 "dirty_kb=512"
+        define_disk_guest "$guest" 32 "dirty_kb=512"
     else
-        # 64 MiB: each MiB costs a quarter of a second under the sandbox's
-        # emulation, and the scenarios test the confined paths (CI time)
-        define_guest "$guest" 64 "dirty_kb=2048"
+        # 32 MiB: each MiB costs a quarter of a second under the sandbox's
+        # emulation (more through socket-path's Python tunnel), and the
+        # scenarios test the confined paths (CI time)
+        define_guest "$guest" 32 "dirty_kb=2048"
     fi
     check_guest_confined "$guest"
     # RDMA-enabled: the helper puts its locator into the live metadata
