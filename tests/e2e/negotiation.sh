@@ -16,7 +16,8 @@
 #               --timeout 5 --timeout-postcopy (pre-copy capped below the
 #               guest's dirty rate in both; a tap on the wire finds the
 #               guest's plaintext in the first migration and not in the
-#               two with TLS), then the storage steps below (9 and 10);
+#               two with TLS), then the storage steps below (9 and 10),
+#               then the refusals below (step 12, in the same boot);
 #               one migration proves several things where it can (CI
 #               time); migrations-no-tls is the same without TLS (by hand:
 #               a quicker run);
@@ -51,23 +52,40 @@ dest_b=qemu+tcp://198.18.0.2/system
 dest_a=qemu+tcp://198.18.0.1/system
 export PATH=$VRM_BUILD_DIR/tools/cli:$VRM_BUILD_DIR/tests/helper:$PATH
 
-# refusals: engines log at debug level on both hosts, so that the migration
-# across a helper restart is checked chunk by chunk (stream_intact)
-[ "$scenario" = refusals ] && export VRM_HELPER_LOG="--verbose --engine-debug"
+# xml_watch FILE: every 0.3 s until $SHARED/xml-stop exists, g1's live XML
+# as a read-only client sees it (what `virsh -r dumpxml g1` prints),
+# appended to FILE. One libvirt-python process on one read-only
+# connection: a virsh process every 0.3 s kept the sandbox host's only
+# emulated CPU busy and slowed the migration it watched by seconds.
+xml_watch() {
+    /usr/bin/python3 - "$1" "$SHARED/xml-stop" <<'PY'
+import os, sys, time, libvirt
+libvirt.registerErrorHandler(lambda ctx, err: None, None)
+out, stop = sys.argv[1:]
+conn = libvirt.openReadOnly("qemu:///system")
+with open(out, "a") as f:
+    while not os.path.exists(stop):
+        try:
+            xml = conn.lookupByName("g1").XMLDesc(0)
+            f.write(xml if xml.endswith("\n") else xml + "\n")
+            f.flush()
+        except libvirt.libvirtError:
+            pass  # g1 is not (or no longer) here
+        time.sleep(0.3)
+PY
+}
 
 # ---- host b: services, then whatever host a asks ---------------------------
 [ "$VRM_SANDBOX_HOST" = b ] && serve_as_b
 
 # ---- helpers of host a -----------------------------------------------------
 
-# XML watchers: every 0.3 s, the read-only live XML on both hosts
+# XML watchers: every 0.3 s, the read-only live XML on both hosts (xml_watch)
 start_xml_watch() {
     rm -f "$SHARED/xml-stop"
-    ( while [ ! -e "$SHARED/xml-stop" ]; do
-          virsh -r dumpxml g1 >> "$SHARED/xml-watch-a" 2>/dev/null; nap 0.3
-      done ) &
+    xml_watch "$SHARED/xml-watch-a" &
     XML_WATCH=$!
-    remote "( while [ ! -e \$SHARED/xml-stop ]; do virsh -r dumpxml g1 >> \$SHARED/xml-watch-b 2>/dev/null; nap 0.3; done ) >/dev/null 2>&1 &"
+    remote "xml_watch \$SHARED/xml-watch-b > /dev/null 2>&1 &"
 }
 
 stop_xml_watch() {
@@ -126,7 +144,7 @@ storage_steps() {
     # two NBD connections, two disk channels of one RDMA job
     disk_image g2 random && disk_image g2-data random 16 || fail "cannot make the disk images on a"
     remote "disk_image g2 empty && disk_image g2-data empty 16" || fail "cannot make the empty disk images on b"
-    define_disk_guest g2 64 "dirty_kb=512" g2-data
+    define_disk_guest g2 32 "dirty_kb=512" g2-data
     enable_rdma g2
     disks=$(virt-rdma uri --disks g2) || fail "virt-rdma uri --disks failed"
     [ "$disks" = "unix:///run/virt-rdma/qemu/$(virsh domuuid g2)/nbd.sock" ] ||
@@ -183,6 +201,108 @@ storage_steps() {
     virsh -q undefine g2 > /dev/null
 }
 
+# ---- refusals, an abort and a helper restart --------------------------------
+# refusal_steps: with g1 running on a and not defined on b. From here on,
+# the helpers each host (re)starts have their engines log at debug level,
+# so that the migration across a helper restart is checked chunk by chunk
+# (stream_intact): b's helper restarts in refusals 1 and 3, a's in 4.
+refusal_steps() {
+    local records_before
+    helper_log_debug
+    remote helper_log_debug
+    # refused LABEL EXPECTED ARGS...: virsh migrate ARGS fails with one line
+    # naming EXPECTED; the guest still runs on a, nothing is left behind
+    refused() {
+        local label=$1 want=$2 out
+        shift 2
+        out=$(virsh migrate "$@" 2>&1) && fail "$label: virsh migrate succeeded"
+        say "$label: virsh migrate: $out"
+        [ "$(printf '%s\n' "$out" | grep -c .)" = 1 ] || fail "$label: the error is not one line"
+        grep -qF "$want" <<<"$out" || fail "$label: the error does not say '$want'"
+        [ "$(virsh domstate g1)" = running ] || fail "$label: g1 is not running on a"
+        remote "! virsh -q list --all --name | grep -qx g1" || fail "$label: g1 exists on b"
+        leftovers_both
+    }
+    migrate_args=(--live --p2p --persistent --migrateuri "$uri" g1 "$dest_b")
+
+    # 1. the destination's helper has another cluster key
+    remote "stop_helper; cluster_key other; run_helper" || fail "cannot restart b's helper with another key"
+    refused "wrong credentials" "the TLS handshake with the virt-rdma helper at 198.18.0.1:16530 failed" "${migrate_args[@]}"
+    grep -F "uses another cluster key" /tmp/virt-rdmad.log | tail -1 | sed 's/^/  [a log] /'
+    grep -qF "uses another cluster key" /tmp/virt-rdmad.log || fail "a did not log the wrong key"
+    remote "stop_helper; cluster_key; run_helper" || fail "cannot restart b's helper"
+
+    # 2. a peer asks for a domain that runs here but is not migrating
+    records_before=$(ls /var/lib/virt-rdma/job-*.xml 2>/dev/null | wc -l)
+    out=$(remote "vrmhelperctl peer-request /etc/virt-rdma/cluster.key 198.18.0.1 16530 g1 $uuid") &&
+        fail "a's helper offered a domain that is not migrating"
+    grep -qF "refused: the domain 'g1' runs on sandbox-a but is not migrating out of it" <<<"$out" ||
+        fail "the refusal does not say why: $out"
+    say "not migrating: $out"
+    grep -F "refused the request of the peer helper at 198.18.0.2" /tmp/virt-rdmad.log | tail -1 | sed 's/^/  [a log] /'
+    [ "$(ls /var/lib/virt-rdma/job-*.xml 2>/dev/null | wc -l)" = "$records_before" ] ||
+        fail "a refused request left a job record"
+    leftovers_both
+
+    # 3. the destination's helper is down
+    remote stop_helper || fail "cannot stop b's helper"
+    refused "destination helper down" "the virt-rdma helper (virt-rdmad) is not running on this host" "${migrate_args[@]}"
+    remote run_helper || fail "cannot start b's helper"
+
+    # 4. the source's helper is down
+    stop_helper
+    refused "source helper down" "cannot reach the virt-rdma helper at 198.18.0.1:16530" "${migrate_args[@]}"
+    run_helper
+    wait_locator g1 sandbox-a
+
+    # 5. a migration aborted half-way: engines end on both hosts
+    virsh migrate --live --p2p --persistent --bandwidth 2 --migrateuri "$uri" g1 "$dest_b" > /tmp/abort.out 2>&1 &
+    mpid=$!
+    deadline=$((SECONDS + 120))
+    until virsh domjobinfo g1 2>/dev/null | grep -qE "^Data processed: +[1-9]"; do
+        [ $SECONDS -ge $deadline ] && fail "the migration to abort never moved data"
+        nap 0.3
+    done
+    say "aborting the migration with virsh domjobabort"
+    virsh domjobabort g1 || fail "virsh domjobabort failed"
+    wait "$mpid" && fail "the aborted migration succeeded"
+    say "aborted: virsh migrate: $(cat /tmp/abort.out)"
+    [ "$(virsh domstate g1)" = running ] || fail "g1 is not running on a after the abort"
+    leftovers_both
+    virt-rdma jobinfo g1 | grep -E "^RDMA (job|error):" || fail "no RDMA job of the aborted migration on a"
+
+    # 6. the source's helper restarts in the middle of a migration: it
+    #    follows its engine again and the migration completes (2 MiB/s
+    #    until then: the first pass of the 32 MiB guest takes 16 s, the
+    #    restart about 3)
+    virsh migrate --live --p2p --persistent --bandwidth 2 --migrateuri "$uri" g1 "$dest_b" > /tmp/restart.out 2>&1 &
+    mpid=$!
+    deadline=$((SECONDS + 120))
+    until virsh domjobinfo g1 2>/dev/null | grep -qE "^Data processed: +[1-9]"; do
+        [ $SECONDS -ge $deadline ] && fail "the migration never moved data"
+        nap 0.3
+    done
+    say "restarting a's virt-rdmad mid-migration"
+    stop_helper
+    run_helper
+    grep -F "following its engine again" /tmp/virt-rdmad.log | tail -1 | sed 's/^/  [a log] /'
+    grep -qF "following its engine again" /tmp/virt-rdmad.log || fail "the restarted helper did not follow its engine"
+    # the cap only had to keep the migration running until then (at 2 MiB/s
+    # the guest's 2 MiB dirtied never converge)
+    virsh migrate-setspeed g1 1000 > /dev/null || ! kill -0 "$mpid" 2>/dev/null ||
+        fail "cannot lift the bandwidth cap"
+    deadline=$((SECONDS + 120))
+    while kill -0 "$mpid" 2>/dev/null; do
+        [ $SECONDS -ge $deadline ] && { virsh domjobinfo g1; fail "the migration did not end within 120 s of the helper's restart"; }
+        nap 0.3
+    done
+    wait "$mpid" || { cat /tmp/restart.out; fail "the migration failed across the helper's restart"; }
+    stream_intact "virsh a->b across a helper restart"
+    arrived_on_b "virsh a->b across a helper restart" 1
+    no_token
+    leftovers_both
+}
+
 timed() {
     local start=$SECONDS
     "$@"
@@ -194,13 +314,19 @@ timed() {
 # ---- host a ----------------------------------------------------------------
 start_virt_rdma
 start_libvirt
-# 64 MiB: under the sandbox's emulation each MiB costs about a quarter of
+# 32 MiB: under the sandbox's emulation each MiB costs about a quarter of
 # a second of migration and of the guest's verification, and the steps
 # test the negotiation and the transport, not the size (the benchmark and
 # the compat entries migrate 128 MiB); its 2 MiB dirtied still outrun the
-# 4 MiB/s caps of the post-copy steps (0.5 s to send, above the 300 ms
-# downtime), so those never converge
-define_guest g1 64 "dirty_kb=2048"
+# caps of the post-copy steps (0.5 s to send at 4 MiB/s, above the 300 ms
+# downtime), but QEMU may converge while the guest verifies its RAM: step 5
+# switches in the first pass (1 MiB/s), step 6 after 5 s (at 4 MiB/s, a
+# first pass takes 8 s). Step 11 (compat) keeps 64 MiB: it
+# needs 24 MiB or more left for post-copy after 25 s at 2 MiB/s (below).
+case "$scenario" in
+migrations-compat) define_guest g1 64 "dirty_kb=2048" ;;
+*) define_guest g1 32 "dirty_kb=2048" ;;
+esac
 enable_rdma g1
 wait_flag ready-b 180
 uri=$(virt-rdma uri g1) || fail "virt-rdma uri failed"
@@ -213,8 +339,8 @@ say "virt-rdma uri g1: $uri"
 # (steps 2 and 5 with QEMU's TLS in "migrations")
 tls=0
 case "$scenario" in
-migrations) steps="1 2 3 4 5 6 9 10"; tls=1 ;;
-migrations-no-tls) steps="1 2 3 4 5 6 9 10" ;;
+migrations) steps="1 2 3 4 5 6 9 10 12"; tls=1 ;;
+migrations-no-tls) steps="1 2 3 4 5 6 9 10 12" ;;
 migrations-compat) steps="1 11" ;;
 *) steps= ;;
 esac
@@ -304,10 +430,13 @@ PY
 
     if step 5; then
         # 5. a -> b: plain virsh with postcopy (issue 17), and with QEMU's
-        # TLS in "migrations". Pre-copy is capped at 4 MiB/s, below the
-        # guest's dirty rate, so it cannot converge; while it runs, QEMU's
-        # TLS parameters are read; then `virsh migrate-postcopy` switches
-        # (post-copy is not capped). The guest then runs on b and its page
+        # TLS in "migrations". Pre-copy is capped at 1 MiB/s, so that it
+        # is still in its first pass when it is switched: the guest's 2 MiB
+        # dirtied outrun that, but QEMU converges while the guest verifies
+        # its RAM, which it does after every sweep (a run at 4 MiB/s
+        # completed before the switch on a slow host). While it runs,
+        # QEMU's TLS parameters are read; then `virsh migrate-postcopy`
+        # switches (post-copy is not capped). The guest then runs on b and its page
         # requests travel b -> a over the same RDMA channel. The engines
         # must carry ciphertext: a tap on a's wire finds the guest's
         # plaintext in none of the RoCE packets (step 1 found it thousands
@@ -318,8 +447,8 @@ PY
         events=$!
         nap 1
         tls_steps && wire_capture_start
-        say "virsh migrate --live --p2p --persistent --postcopy ${tls_opt[*]} --bandwidth 4 --migrateuri $uri g1 $dest_b; then virsh migrate-postcopy g1"
-        virsh migrate --live --p2p --persistent --postcopy "${tls_opt[@]}" --bandwidth 4 \
+        say "virsh migrate --live --p2p --persistent --postcopy ${tls_opt[*]} --bandwidth 1 --migrateuri $uri g1 $dest_b; then virsh migrate-postcopy g1"
+        virsh migrate --live --p2p --persistent --postcopy "${tls_opt[@]}" --bandwidth 1 \
             --migrateuri "$uri" g1 "$dest_b" > /tmp/postcopy.out 2>&1 &
         mpid=$!
         wait_data_moved g1 || fail "the migration a->b never moved data"
@@ -393,89 +522,19 @@ PY
     fi
 
     step 9 && storage_steps
+    if step 12; then
+        # 12. the refusals, in the same boot (CI time): g1 runs on a, and
+        #     b keeps no definition of it (the refusals check that none
+        #     appears there)
+        remote "virsh -q undefine g1 > /dev/null" || fail "cannot undefine g1 on b"
+        refusal_steps
+    fi
     ;;
 storage)
     storage_steps
     ;;
 refusals)
-    # refused LABEL EXPECTED ARGS...: virsh migrate ARGS fails with one line
-    # naming EXPECTED; the guest still runs on a, nothing is left behind
-    refused() {
-        local label=$1 want=$2 out
-        shift 2
-        out=$(virsh migrate "$@" 2>&1) && fail "$label: virsh migrate succeeded"
-        say "$label: virsh migrate: $out"
-        [ "$(printf '%s\n' "$out" | grep -c .)" = 1 ] || fail "$label: the error is not one line"
-        grep -qF "$want" <<<"$out" || fail "$label: the error does not say '$want'"
-        [ "$(virsh domstate g1)" = running ] || fail "$label: g1 is not running on a"
-        remote "! virsh -q list --all --name | grep -qx g1" || fail "$label: g1 exists on b"
-        leftovers_both
-    }
-    migrate_args=(--live --p2p --persistent --migrateuri "$uri" g1 "$dest_b")
-
-    # 1. the destination's helper has another cluster key
-    remote "stop_helper; cluster_key other; run_helper" || fail "cannot restart b's helper with another key"
-    refused "wrong credentials" "the TLS handshake with the virt-rdma helper at 198.18.0.1:16530 failed" "${migrate_args[@]}"
-    grep -F "uses another cluster key" /tmp/virt-rdmad.log | tail -1 | sed 's/^/  [a log] /'
-    grep -qF "uses another cluster key" /tmp/virt-rdmad.log || fail "a did not log the wrong key"
-    remote "stop_helper; cluster_key; run_helper" || fail "cannot restart b's helper"
-
-    # 2. a peer asks for a domain that runs here but is not migrating
-    out=$(remote "vrmhelperctl peer-request /etc/virt-rdma/cluster.key 198.18.0.1 16530 g1 $uuid") &&
-        fail "a's helper offered a domain that is not migrating"
-    grep -qF "refused: the domain 'g1' runs on sandbox-a but is not migrating out of it" <<<"$out" ||
-        fail "the refusal does not say why: $out"
-    say "not migrating: $out"
-    grep -F "refused the request of the peer helper at 198.18.0.2" /tmp/virt-rdmad.log | tail -1 | sed 's/^/  [a log] /'
-    ls /var/lib/virt-rdma/job-*.xml >/dev/null 2>&1 && fail "a refused request left a job record"
-    leftovers_both
-
-    # 3. the destination's helper is down
-    remote stop_helper || fail "cannot stop b's helper"
-    refused "destination helper down" "the virt-rdma helper (virt-rdmad) is not running on this host" "${migrate_args[@]}"
-    remote run_helper || fail "cannot start b's helper"
-
-    # 4. the source's helper is down
-    stop_helper
-    refused "source helper down" "cannot reach the virt-rdma helper at 198.18.0.1:16530" "${migrate_args[@]}"
-    run_helper
-    wait_locator g1 sandbox-a
-
-    # 5. a migration aborted half-way: engines end on both hosts
-    virsh migrate --live --p2p --persistent --bandwidth 2 --migrateuri "$uri" g1 "$dest_b" > /tmp/abort.out 2>&1 &
-    mpid=$!
-    deadline=$((SECONDS + 120))
-    until virsh domjobinfo g1 2>/dev/null | grep -qE "^Data processed: +[1-9]"; do
-        [ $SECONDS -ge $deadline ] && fail "the migration to abort never moved data"
-        nap 0.3
-    done
-    say "aborting the migration with virsh domjobabort"
-    virsh domjobabort g1 || fail "virsh domjobabort failed"
-    wait "$mpid" && fail "the aborted migration succeeded"
-    say "aborted: virsh migrate: $(cat /tmp/abort.out)"
-    [ "$(virsh domstate g1)" = running ] || fail "g1 is not running on a after the abort"
-    leftovers_both
-    virt-rdma jobinfo g1 | grep -E "^RDMA (job|error):" || fail "no RDMA job of the aborted migration on a"
-
-    # 6. the source's helper restarts in the middle of a migration: it
-    #    follows its engine again and the migration completes
-    virsh migrate --live --p2p --persistent --bandwidth 6 --migrateuri "$uri" g1 "$dest_b" > /tmp/restart.out 2>&1 &
-    mpid=$!
-    deadline=$((SECONDS + 120))
-    until virsh domjobinfo g1 2>/dev/null | grep -qE "^Data processed: +[1-9]"; do
-        [ $SECONDS -ge $deadline ] && fail "the migration never moved data"
-        nap 0.3
-    done
-    say "restarting a's virt-rdmad mid-migration"
-    stop_helper
-    run_helper
-    grep -F "following its engine again" /tmp/virt-rdmad.log | tail -1 | sed 's/^/  [a log] /'
-    grep -qF "following its engine again" /tmp/virt-rdmad.log || fail "the restarted helper did not follow its engine"
-    wait "$mpid" || { cat /tmp/restart.out; fail "the migration failed across the helper's restart"; }
-    stream_intact "virsh a->b across a helper restart"
-    arrived_on_b "virsh a->b across a helper restart" 1
-    no_token
-    leftovers_both
+    refusal_steps
     ;;
 *)
     fail "unknown scenario '$scenario'"
