@@ -212,7 +212,6 @@ CONF
     for line in "$@"; do echo "$line" >> /etc/virt-rdma/virt-rdmad.conf; done
 }
 
-# run_helper: start this host's virt-rdmad (its log: /tmp/virt-rdmad.log)
 # helper_log_options: the log options of the helpers run_helper starts
 # here: --verbose, or what `helper_log_debug` asked for the helpers started
 # from then on (VRM_HELPER_LOG, exported before this host's helper starts,
@@ -220,6 +219,7 @@ CONF
 helper_log_options() { cat /tmp/vrm-helper-log 2>/dev/null || echo --verbose; }
 helper_log_debug() { echo "--verbose --engine-debug" > /tmp/vrm-helper-log; }
 
+# run_helper: start this host's virt-rdmad (its log: /tmp/virt-rdmad.log)
 run_helper() {
     rm -f /run/virt-rdma/virt-rdmad.sock
     VRM_HELPER_TEST_TOKEN_DIR=$SHARED/tokens-$VRM_SANDBOX_HOST \

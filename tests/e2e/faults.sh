@@ -314,10 +314,10 @@ postcopy_killed() {
 # stopped the guest for the switchover. A maximum downtime of 10 s makes
 # QEMU stop the guest while up to 40 MiB (more than the guest's 32) are
 # still to go (at 4 MiB/s), so the pause lasts seconds and the abort lands
-# in it. QEMU sends the rest
-# holding its big lock, so the abort may be too late: either outcome is
-# right if it is one outcome (the guest runs on exactly one host, verifies
-# its memory there, both records agree, nothing is left behind).
+# in it. QEMU sends the rest holding its big lock, so the abort may be too
+# late: either outcome is right if it is one outcome (the guest runs on
+# exactly one host, verifies its memory there, both records agree, nothing
+# is left behind).
 switchover_abort() {
     local name="virsh domjobabort on the source during the switchover" deadline said outcome base
     say "---- fault: $name"
