@@ -1,6 +1,6 @@
 #!/bin/bash
 # faults.sh: the fault matrix (issue 14) through real libvirt migrations.
-# Host a migrates the e2e guest (32 MiB, dirtying 2 MiB) to b with plain
+# Host a migrates the e2e guest (64 MiB, dirtying 2 MiB) to b with plain
 # `virsh migrate` over the domain's socket, pre-copy capped at 4 MiB/s so
 # that it is still running when the fault is injected; host b serves.
 # Every row:
@@ -312,12 +312,11 @@ postcopy_killed() {
 
 # switchover_abort: `virsh domjobabort` on the source while QEMU has
 # stopped the guest for the switchover. A maximum downtime of 10 s makes
-# QEMU stop the guest while up to 40 MiB (more than the guest's 32) are
-# still to go (at 4 MiB/s), so the pause lasts seconds and the abort lands
-# in it. QEMU sends the rest holding its big lock, so the abort may be too
-# late: either outcome is right if it is one outcome (the guest runs on
-# exactly one host, verifies its memory there, both records agree, nothing
-# is left behind).
+# QEMU stop the guest while up to 40 MiB are still to go (at 4 MiB/s), so
+# the pause lasts seconds and the abort lands in it. QEMU sends the rest
+# holding its big lock, so the abort may be too late: either outcome is
+# right if it is one outcome (the guest runs on exactly one host, verifies
+# its memory there, both records agree, nothing is left behind).
 switchover_abort() {
     local name="virsh domjobabort on the source during the switchover" deadline said outcome base
     say "---- fault: $name"
@@ -595,15 +594,16 @@ wire=$(ip -o -4 addr show | awk -v a="$VRM_SELF_ADDR" 'index($4, a "/") == 1 { p
 
 start_virt_rdma
 start_libvirt
-# 32 MiB at 4 MiB/s: a row's migration still runs 8 s before its first
-# pass ends (at 8 MiB/s, the migration driven by virt-rdma migrate in row 2
-# once completed before the test saw data move), and every uncapped
-# migration back costs less (CI time: 64 MiB, a quarter of a second per
-# MiB under the emulation, made the matrix 9 to 10 minutes); its 2 MiB
-# dirtied outrun 4 MiB/s while it sweeps (QEMU may converge while it
-# verifies its RAM: rows 13 and 14 switch to post-copy as soon as data
-# moves, row 10 stops the guest at once)
-define_guest g1 32 "dirty_kb=2048"
+# 64 MiB at 4 MiB/s: a row's migration runs as long as 128 MiB at 8 did
+# (at 8, the migration driven by virt-rdma migrate in row 2 completed
+# before the test saw data move), and every uncapped migration back costs
+# half (CI time). Not 32: row 10 then never saw the guest paused for the
+# switchover (QEMU stopped it at once and sent the rest in about 3 s, and
+# libvirt's state did not say paused within that, even polled every 10 ms).
+# Its 2 MiB dirtied outrun 4 MiB/s while it sweeps (QEMU may converge while
+# it verifies its RAM: rows 13 and 14 switch to post-copy as soon as data
+# moves)
+define_guest g1 64 "dirty_kb=2048"
 enable_rdma g1
 wait_flag ready-b 180
 uri=$(virt-rdma uri g1) || fail "virt-rdma uri failed"
