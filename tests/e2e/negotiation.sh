@@ -258,11 +258,7 @@ refusal_steps() {
     # 5. a migration aborted half-way: engines end on both hosts
     virsh migrate --live --p2p --persistent --bandwidth 2 --migrateuri "$uri" g1 "$dest_b" > /tmp/abort.out 2>&1 &
     mpid=$!
-    deadline=$((SECONDS + 120))
-    until virsh domjobinfo g1 2>/dev/null | grep -qE "^Data processed: +[1-9]"; do
-        [ $SECONDS -ge $deadline ] && fail "the migration to abort never moved data"
-        nap 0.3
-    done
+    wait_data_moved g1 || fail "the migration to abort never moved data"
     say "aborting the migration with virsh domjobabort"
     virsh domjobabort g1 || fail "virsh domjobabort failed"
     wait "$mpid" && fail "the aborted migration succeeded"
@@ -277,11 +273,7 @@ refusal_steps() {
     #    restart about 3)
     virsh migrate --live --p2p --persistent --bandwidth 2 --migrateuri "$uri" g1 "$dest_b" > /tmp/restart.out 2>&1 &
     mpid=$!
-    deadline=$((SECONDS + 120))
-    until virsh domjobinfo g1 2>/dev/null | grep -qE "^Data processed: +[1-9]"; do
-        [ $SECONDS -ge $deadline ] && fail "the migration never moved data"
-        nap 0.3
-    done
+    wait_data_moved g1 || fail "the migration never moved data"
     say "restarting a's virt-rdmad mid-migration"
     stop_helper
     run_helper
