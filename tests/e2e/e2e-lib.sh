@@ -128,6 +128,14 @@ hold_migration() {
         { echo "cannot cap the migration of $1 through QEMU's monitor"; return 1; }
 }
 
+# lift_cap NAME PID: lift the bandwidth cap of NAME's running migration
+# (the process PID) once it has done its work; a migration that ended
+# meanwhile has no cap to lift
+lift_cap() {
+    virsh migrate-setspeed "$1" 1000 > /dev/null || ! kill -0 "$2" 2>/dev/null ||
+        { echo "cannot lift the bandwidth cap of the migration of $1"; return 1; }
+}
+
 # check_migrated_source NAME: gone from here (defined, shut off), with a
 # completed job that moved memory.
 check_migrated_source() {

@@ -450,7 +450,7 @@ on_a() {
             if [ -n "$throttle" ]; then
                 virsh domjobinfo "$guest" | grep -E "^(Data processed|Memory bandwidth|Iteration|Auto converge throttle)"
                 say "auto-converge: QEMU throttles the guest's CPU by $throttle %; the bandwidth cap is lifted"
-                virsh migrate-setspeed "$guest" 1000 || fail "cannot lift the bandwidth cap"
+                lift_cap "$guest" "$mig" || fail "auto-converge: the migration must go on at full speed"
             fi
             wait $mig; rc=$?
             cat /tmp/ac.out
