@@ -16,7 +16,11 @@
  * breaks, libvirt says so (RESUMED / POSTCOPY_FAILED) and no hook will run
  * for its recovery: the helper asks the same source helper, the same way,
  * for a recovery job, whose engines wait up to [limits] recovery-window
- * for the operator's `virsh migrate --postcopy --postcopy-resume`.
+ * for the operator's `virsh migrate --postcopy --postcopy-resume`. A
+ * helper restarted since the migration began finds the source's locator
+ * in the job's .run file; if the engine ended while it was away, it missed
+ * libvirt's event, and asks libvirt's state instead (running, post-copy
+ * failed).
  */
 #include <config.h>
 
@@ -282,10 +286,33 @@ vrmDestFinishing(vrmHelperDaemon *d, vrmHelperJob *job)
     vrmDestReplyWaiter(job, VRM_ERR_CANCELLED, _("the migration job was ended"));
 }
 
+/* After a restart, libvirt's state stands in for the event this helper
+ * missed: the guest runs here, its missing pages wait for a recovery */
+static void
+vrmDestUnwatchedFacts(vrmDomainFacts *facts, gpointer opaque)
+{
+    g_autoptr(vrmDomainFacts) f = facts;
+
+    if (f->error)
+        VRM_DEBUG("cannot ask libvirt about %s after the restart: %s", f->uuid, f->error);
+    else if (f->found && f->incomingPostcopyFailed)
+        vrmHelperDestPostcopyFailed(f->uuid, opaque);
+}
+
+static void
+vrmDestEndedUnwatched(vrmHelperDaemon *d, vrmHelperJob *job)
+{
+    if (job->record->state != VRM_JOB_STATE_FAILED || !job->sourceLocator ||
+        !job->record->domainUUID || !d->virt)
+        return;
+    vrmHelperVirtQueryDomain(d->virt, job->record->domainUUID, vrmDestUnwatchedFacts, d);
+}
+
 const vrmHelperRoleOps vrmHelperDestOps = {
     .stats = vrmDestStats,
     .ended = vrmDestEnded,
     .finishing = vrmDestFinishing,
+    .endedUnwatched = vrmDestEndedUnwatched,
 };
 
 /* What makes an incoming migration impossible here, before asking anybody */
@@ -441,6 +468,12 @@ vrmHelperDestPostcopyFailed(const char *uuid, gpointer opaque)
         (out && out->record->id > broken->record->id)) {
         VRM_INFO("the incoming post-copy migration of %s broke; no RDMA job of this virt-rdmad carried it: nothing to recover",
                  uuid);
+        return;
+    }
+    /* libvirt's event and, after a restart, its state may both tell */
+    if (broken->record->hasRecoveryOf && !vrmJobStateIsFinal(broken->record->state)) {
+        VRM_INFO("the incoming post-copy migration of %s broke; job %llu already recovers it",
+                 uuid, broken->record->id);
         return;
     }
     if (!d->conf->recoveryWindow) {

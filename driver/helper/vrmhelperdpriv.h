@@ -94,6 +94,9 @@ typedef struct {
                   const char *reason);
     /* the job is being finished: give up a negotiation or a waiter */
     void (*finishing)(vrmHelperDaemon *d, vrmHelperJob *job);
+    /* after a restart: the job's engine had ended while nobody watched,
+     * and the job is now finished */
+    void (*endedUnwatched)(vrmHelperDaemon *d, vrmHelperJob *job);
 } vrmHelperRoleOps;
 
 struct _vrmHelperDaemon {

@@ -265,6 +265,13 @@ vrmHelperJobSave(const vrmHelperJob *job, const char *dir)
         g_key_file_set_uint64(kf, "engine", "allowance", job->allowance);
         if (job->domainDir.uuid)
             g_key_file_set_string(kf, "engine", "domain-dir", job->domainDir.uuid);
+        /* a destination helper restarted while its engine runs can still
+         * ask the source's helper for a post-copy recovery */
+        if (job->sourceLocator && job->sourceLocator->host && job->sourceLocator->address) {
+            g_key_file_set_string(kf, "source", "host", job->sourceLocator->host);
+            g_key_file_set_string(kf, "source", "address", job->sourceLocator->address);
+            g_key_file_set_uint64(kf, "source", "port", job->sourceLocator->port);
+        }
         data = g_key_file_to_data(kf, &len, NULL);
         if (!g_file_set_contents_full(runPath, data, len,
                                       G_FILE_SET_CONTENTS_CONSISTENT, 0600, &err)) {
@@ -291,6 +298,19 @@ vrmHelperJobRemoveFiles(const char *dir, unsigned long long id)
     unlink(runPath);
     unlink(statsPath);
     unlink(logPath);
+}
+
+/* The [source] group of a .run file: where the source's helper answers */
+static vrmLocator *
+vrmHelperJobLoadSource(GKeyFile *kf)
+{
+    g_autofree char *host = g_key_file_get_string(kf, "source", "host", NULL);
+    g_autofree char *address = g_key_file_get_string(kf, "source", "address", NULL);
+    guint64 port = g_key_file_get_uint64(kf, "source", "port", NULL);
+
+    if (!host || !*host || !address || !*address || port == 0 || port > 65535)
+        return NULL;
+    return vrmLocatorNew(host, address, port);
 }
 
 static vrmHelperJob *
@@ -324,6 +344,7 @@ vrmHelperJobLoad(const char *dir, const char *name)
         job->startTime = g_key_file_get_uint64(kf, "engine", "start-time", NULL);
         job->allowance = g_key_file_get_uint64(kf, "engine", "allowance", NULL);
         job->domainDir.uuid = g_key_file_get_string(kf, "engine", "domain-dir", NULL);
+        job->sourceLocator = vrmHelperJobLoadSource(kf);
         job->adopted = true;
     }
     return g_steal_pointer(&job);

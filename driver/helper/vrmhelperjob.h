@@ -95,9 +95,9 @@ struct _vrmHelperJob {
     gint64 outcomeDeadline;         /* source: libvirt must tell by then */
     guint outcomeTimer;
     bool unsaved;                   /* its last record did not reach the disk */
-    /* post-copy recovery (issue 17); in memory only: a recovery needs the
-     * helper that ran the broken job */
-    vrmLocator *sourceLocator;      /* destination: the source's helper */
+    /* post-copy recovery (issue 17) */
+    vrmLocator *sourceLocator;      /* destination: the source's helper (also
+                                     * in the .run file while the engine runs) */
     unsigned long long recoveryOf;  /* the broken job this one recovers
                                      * (the destination's id), 0: none */
     unsigned int waitStream;        /* s its engine waits for QEMU, 0: none */

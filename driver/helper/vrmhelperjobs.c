@@ -692,6 +692,8 @@ vrmHelperJobsStartPolling(vrmHelperDaemon *d)
 static void
 vrmHelperJobsRecoverOne(vrmHelperDaemon *d, vrmHelperJob *job)
 {
+    unsigned long long id;
+
     if (vrmJobStateIsFinal(job->record->state)) {
         job->pid = 0;
         return;
@@ -713,7 +715,12 @@ vrmHelperJobsRecoverOne(vrmHelperDaemon *d, vrmHelperJob *job)
                  job->record->id, (int)job->pid);
     /* the engine is gone: its final record tells the outcome */
     job->adopted = true;
+    id = job->record->id;
     vrmHelperJobsEngineEnded(d, job, 0, false);
+    /* ending it may have pruned it */
+    if ((job = vrmHelperJobsGet(d, id)) && d->ops[job->record->role] &&
+        d->ops[job->record->role]->endedUnwatched)
+        d->ops[job->record->role]->endedUnwatched(d, job);
 }
 
 void

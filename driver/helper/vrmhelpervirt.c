@@ -417,8 +417,12 @@ vrmVirtDomainFacts(vrmHelperVirt *v, virConnectPtr conn, vrmDomainFacts *facts)
     if (facts->active) {
         int state, reason;
 
-        facts->postcopyFailed = virDomainGetState(dom, &state, &reason, 0) == 0 &&
-            state == VIR_DOMAIN_PAUSED && reason == VIR_DOMAIN_PAUSED_POSTCOPY_FAILED;
+        if (virDomainGetState(dom, &state, &reason, 0) == 0) {
+            facts->postcopyFailed = state == VIR_DOMAIN_PAUSED &&
+                reason == VIR_DOMAIN_PAUSED_POSTCOPY_FAILED;
+            facts->incomingPostcopyFailed = state == VIR_DOMAIN_RUNNING &&
+                reason == VIR_DOMAIN_RUNNING_POSTCOPY_FAILED;
+        }
     }
     if (virDomainGetJobStats(dom, &type, &params, &nparams, 0) == 0) {
         int op;

@@ -56,6 +56,7 @@ typedef struct {
     int operation;              /* VIR_DOMAIN_JOB_OPERATION_*, -1 unknown */
     bool migratingOut;          /* an outgoing migration job right now */
     bool postcopyFailed;        /* paused: its outgoing post-copy broke */
+    bool incomingPostcopyFailed; /* running: its incoming post-copy broke */
     bool rdmaEnabled;           /* <rdma:migration> in its live metadata */
     vrmMigrationDef *def;       /* that element, parsed */
     char *defError;             /* present but invalid: why */

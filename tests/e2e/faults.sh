@@ -23,8 +23,9 @@
 # a fifth refused by policy (row 11); the source engine killed after the
 # switch to post-copy, where the guest cannot stay on the source and the
 # recovery over RDMA completes the migration, resumed by virsh (row 13),
-# and the same with the destination engine killed, resumed by virt-rdma
-# migrate --postcopy-resume (row 14); one more migration
+# and the same with the destination engine killed while its virt-rdmad
+# is down (the restarted helper asks for the recovery), resumed by
+# virt-rdma migrate --postcopy-resume (row 14); one more migration
 # a->b, uncapped, proves both hosts whole after the matrix; six
 # migrations of one guest back and forth in CI (forty with `ninja -C build
 # fault-soak`), with the counts of what must not grow before and after
@@ -232,9 +233,18 @@ survive() {
 # guest verifies its whole memory on b. Then g1 goes back to a over RDMA,
 # as after every row.
 postcopy_killed() {
-    local side=$1 tool=$2 name deadline state said kill_it=$kill_engine
+    local side=$1 tool=$2 name deadline state said kill_it=$kill_engine why='killed by signal 9'
     name="$side engine killed (SIGKILL) in post-copy, resumed by $tool"
-    [ "$side" = destination ] && kill_it="remote '$engine_pids > /dev/null && $kill_engine'"
+    if [ "$side" = destination ]; then
+        # b's virt-rdmad is killed first: it is not there when the engine
+        # dies nor when libvirt says the post-copy broke; restarted, it
+        # finds the source's helper in the job's .run file and libvirt's
+        # state in place of the event it missed, and asks for the recovery
+        # (the marker tells its log lines after the restart from row 13's)
+        name="$side engine killed (SIGKILL) in post-copy while its virt-rdmad is down, resumed by $tool"
+        kill_it="remote 'kill -KILL \$(cat /tmp/virt-rdmad.pid) && echo \"==== row 14: virt-rdmad killed\" >> /tmp/virt-rdmad.log && $engine_pids > /dev/null && $kill_engine'"
+        why='ended while the helper was not watching it'
+    fi
     say "---- fault: $name"
     virsh migrate --live --p2p --persistent --postcopy --bandwidth 4 --postcopy-bandwidth 4 --migrateuri "$uri" \
         g1 "$dest_b" > /tmp/fault.out 2>&1 &
@@ -255,6 +265,14 @@ postcopy_killed() {
     state=$(virsh domstate --reason g1)
     say "$name: g1 on a: $state; on b: $(remote 'virsh domstate --reason g1' | sed 's/^  \[b\] //')"
     [ "$state" = "paused (post-copy failed)" ] || fail "$name: g1 is '$state' on a"
+    if [ "$side" = destination ]; then
+        deadline=$((SECONDS + 60))
+        until [ "$(remote 'virsh domstate --reason g1' | sed 's/^  \[b\] //')" = "running (post-copy failed)" ]; do
+            [ $SECONDS -ge $deadline ] && fail "$name: libvirt on b does not say that the post-copy broke within 60 s"
+            nap 0.5
+        done
+        remote run_helper || fail "$name: cannot restart b's virt-rdmad"
+    fi
     if [ "$tool" = virsh ]; then
         # the helpers' recovery job: both engines connected, waiting for
         # QEMU (virt-rdma jobinfo on a; libvirt has no job statistics on
@@ -285,12 +303,16 @@ postcopy_killed() {
         sed 's/^/  [virt-rdma] /' /tmp/resume.out
         grep -E "recovery of" /tmp/virt-rdmad.log | tail -1 | sed 's/^/  [a log] /'
     fi
+    if [ "$side" = destination ]; then
+        remote "sed -n '/^==== row 14: virt-rdmad killed/,\$p' /tmp/virt-rdmad.log | grep -m1 'asking .* for a recovery'" ||
+            fail "$name: b's restarted virt-rdmad did not ask for the recovery"
+    fi
     took=$(( $(date +%s%N) / 1000000 - fault_ms ))
     [ "$(virsh domstate g1)" = "shut off" ] || fail "$name: g1 is '$(virsh domstate g1)' on a after the recovery"
     remote "check_arrived g1" || fail "$name: g1 did not arrive on b intact after the recovery"
     # the broken job: failed, and the killed engine's host's record says
     # why; the recovery job: completed on both hosts, with QEMU's connection
-    said="grep -l 'killed by signal 9' /var/lib/virt-rdma/job-*.xml | head -1 | xargs -r sed -n 's/.*<error>\(.*\)<\/error>.*/\1/p'"
+    said="grep -l '$why' /var/lib/virt-rdma/job-*.xml | head -1 | xargs -r sed -n 's/.*<error>\(.*\)<\/error>.*/\1/p'"
     if [ "$side" = destination ]; then
         said=$(remote "$said" | sed 's/^  \[b\] //')
     else
@@ -688,7 +710,8 @@ row 10 && switchover_abort
 # plain virsh resumes it over RDMA, through the helpers' recovery job
 row 13 && postcopy_killed source virsh
 
-# 14. the destination engine killed in post-copy; virt-rdma migrate
+# 14. the destination engine killed in post-copy while b's virt-rdmad is
+# down; restarted, it asks for the recovery; virt-rdma migrate
 # --postcopy-resume, run at once, waits for the recovery job and resumes
 row 14 && postcopy_killed destination virt-rdma
 

@@ -281,6 +281,7 @@ testSaveLoad(void)
     live->cmPort = 18516;
     live->statsSocket = g_strdup("/run/virt-rdma/job-3.stats");
     live->statsFile = g_strdup("/var/lib/virt-rdma/job-3.stats.json");
+    live->sourceLocator = vrmLocatorNew("hv-17.example.org", "192.0.2.17", 16510);
     g_assert_cmpint(vrmHelperJobSave(done, dir), ==, 0);
     g_assert_cmpint(vrmHelperJobSave(live, dir), ==, 0);
     g_assert_true(g_file_test(run3, G_FILE_TEST_EXISTS));
@@ -299,10 +300,14 @@ testSaveLoad(void)
     g_assert_cmpstr(j->statsSocket, ==, live->statsSocket);
     g_assert_cmpuint(j->record->stats.bytesSent, ==, 1ull << 33);
     g_assert_cmpuint(j->record->migration->offer->port, ==, 18515);
+    /* a restarted helper can still ask the source for a recovery */
+    g_assert_nonnull(j->sourceLocator);
+    g_assert_true(vrmLocatorEqual(j->sourceLocator, live->sourceLocator));
     j = jobs->pdata[1];
     g_assert_cmpuint(j->record->id, ==, 12);
     g_assert_cmpint(j->record->state, ==, F);
     g_assert_false(j->adopted);
+    g_assert_null(j->sourceLocator);
     g_assert_cmpstr(j->record->error, ==, "the peer engine went away");
     g_assert_cmpstr(j->record->domainName, ==, "web1");
 

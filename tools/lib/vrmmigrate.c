@@ -422,7 +422,7 @@ vrmMigrateAttachRecovery(vrmMigrateJob *job, virDomainPtr domain)
             else
                 newest = g_strdup(vrmGetLastErrorMessage());
             vrmReportError(VRM_ERR_INVALID_ARG,
-                           _("no recovery of the post-copy migration of '%1$s' waits for QEMU on this host after %2$d s (%3$s): the destination's virt-rdmad asks for one when libvirt reports the broken migration, unless either helper has [limits] recovery-window = 0 or restarted since; resume over TCP instead: virsh migrate --postcopy --postcopy-resume --migrateuri tcp://DESTINATION:PORT"),
+                           _("no recovery of the post-copy migration of '%1$s' waits for QEMU on this host after %2$d s (%3$s): the destination's virt-rdmad asks for one when libvirt reports the broken migration, unless either helper has [limits] recovery-window = 0 or the destination's restarted after the broken job had ended; resume over TCP instead: virsh migrate --postcopy --postcopy-resume --migrateuri tcp://DESTINATION:PORT"),
                            name, VRM_MIGRATE_RECOVERY_WAIT_MS / 1000, newest);
             return -1;
         }
