@@ -91,7 +91,14 @@ link-down:b)
     wait $epid; erc=$?
     took=$(echo "$(date +%s.%N) - $t0" | bc)
     kill $spid 2>/dev/null; wait $spid 2>/dev/null
-    ip link set "$nic" up
+    # The link stays down: this case ends the boot. Bringing it up here
+    # once panicked b's kernel (a fresh-clone run of .ci/run, 2026-12-04:
+    # "RIP: rxe_skb_tx_dtor", "Kernel panic - not syncing: Fatal
+    # exception in interrupt" under `ip link set up`): the engine's
+    # packets still in virtio-net's send ring when the link went down are
+    # freed on the way up, after the engine's QP is gone, and rdma_rxe's
+    # destructor follows the freed QP. Host a's engine then needed 54 s,
+    # its wire stalled by the dead host. A Soft-RoCE bug of that kernel.
     echo "destination engine exited $took s after its link went down"
     expect_error $erc "(RDMA device .* failed: port error|the peer stopped answering)"
     [ "$(echo "$took <= 10" | bc)" = 1 ] || fail "the engine needed $took s (limit 10 s)"
