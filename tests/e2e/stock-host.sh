@@ -53,6 +53,13 @@
 #                 migration ends; with XBZRLE (--compressed --comp-methods
 #                 xbzrle), pages sent again go as deltas (Compressed pages
 #                 > 0 in the completed job)
+#   postcopy-recovery  the operator's `virt-rdma migrate --postcopy` (4
+#                 MiB/s), switched by the operator's `virsh
+#                 migrate-postcopy`; root kills a's engine (SIGKILL) in
+#                 post-copy; the same operator resumes with `virt-rdma
+#                 migrate --postcopy-resume`: the helpers' recovery job is
+#                 theirs (it inherits the broken job's owner), both QEMUs
+#                 confined; the completed job says which job it recovers
 #
 # b checks that the guest runs there, as libvirt-qemu and confined, and
 # that its memory verifies, then removes it (a removes its shut-off
@@ -72,7 +79,7 @@ user=vrmadmin
 [ ${#scenarios[@]} -gt 0 ] || { echo "usage: stock-host.sh DEB_DIR SCENARIO..." >&2; exit 2; }
 for scenario in "${scenarios[@]}"; do
     case "$scenario" in
-        socket-path|one-channel|parallel|auto-converge) ;;
+        socket-path|one-channel|parallel|auto-converge|postcopy-recovery) ;;
         *) echo "stock-host.sh: unknown scenario '$scenario'" >&2; exit 2 ;;
     esac
 done
@@ -314,6 +321,15 @@ on_b() {
         python3 "$E2E_DIR/unix-tunnel.py" destination "$VRM_SELF_ADDR:$tunnel_port" "$sock" virt-rdma-engine > /tmp/tunnel.log 2>&1 &
         tunnel=$!
     fi
+    # A relaxed setting, for post-copy only: the destination QEMU, as
+    # libvirt-qemu without CAP_SYS_PTRACE, needs userfaultfd, which
+    # Debian's kernel refuses such users (vm.unprivileged_userfaultfd=0)
+    # and for which libvirt 9.0 does not hand QEMU /dev/userfaultfd;
+    # without it libvirt fails with "Postcopy is not supported"
+    # (docs/install.rst)
+    if [ "$scenario" = postcopy-recovery ]; then
+        sysctl -q -w vm.unprivileged_userfaultfd=1 || fail "cannot allow userfaultfd for QEMU"
+    fi
     # the destination's image: there, of the same size (libvirt copies into it)
     if [ "$scenario" = one-channel ]; then
         disk_image "$guest" empty || fail "cannot make $guest's empty image"
@@ -367,6 +383,47 @@ print("QEMU: auto-converge %s, xbzrle %s, cpu-throttle-initial %s, cpu-throttle-
       % ("auto-converge" in on, "xbzrle" in on, initial, increment))
 sys.exit(0 if {"auto-converge", "xbzrle"} <= on and (initial, increment) == (40, 20) else 1)' ||
         fail "QEMU does not migrate $1 with auto-converge, XBZRLE and throttle steps 40/20"
+}
+
+# postcopy_recovery: a's part of the scenario of that name (above)
+postcopy_recovery() {
+    local opts mig rc state deadline
+    opts=(--live --p2p --persistent --postcopy --bandwidth 4 --postcopy-bandwidth 4)
+    say "as $user: virt-rdma migrate -c qemu:///system ${opts[*]} $guest $dest"
+    runuser -u "$user" -- virt-rdma migrate -c qemu:///system "${opts[@]}" "$guest" "$dest" > /tmp/pc.out 2>&1 &
+    mig=$!
+    wait_data_moved "$guest" 120 || { cat /tmp/pc.out; fail "the migration of $guest never moved data"; }
+    runuser -u "$user" -- virsh -c qemu:///system migrate-postcopy "$guest" ||
+        fail "virsh migrate-postcopy as $user failed"
+    deadline=$((SECONDS + 60))
+    until [ "$(virsh domstate --reason "$guest")" = "paused (post-copy)" ]; do
+        [ $SECONDS -ge $deadline ] && fail "$guest is '$(virsh domstate --reason "$guest")', not in post-copy, 60 s after the switch"
+        nap 0.2
+    done
+    pkill -KILL -f '^[^ ]*/virt-rdma-engine( |$)' || fail "no engine to kill on a"
+    deadline=$((SECONDS + 60))
+    while kill -0 "$mig" 2>/dev/null; do
+        [ $SECONDS -ge $deadline ] && fail "virt-rdma migrate did not end within 60 s of the engine's death"
+        nap 0.2
+    done
+    wait "$mig"; rc=$?
+    tr '\r' '\n' < /tmp/pc.out | grep -v '^$' | tail -3
+    [ $rc != 0 ] || fail "virt-rdma migrate succeeded although its engine was killed in post-copy"
+    state=$(virsh domstate --reason "$guest")
+    say "post-copy broken: $guest on a is '$state'"
+    [ "$state" = "paused (post-copy failed)" ] || fail "$guest is '$state' on a, not paused (post-copy failed)"
+    say "as $user: virt-rdma migrate -c qemu:///system --live --p2p --persistent --postcopy --postcopy-resume $guest $dest"
+    runuser -u "$user" -- env VRM_LOG_LEVEL=info virt-rdma migrate -c qemu:///system --live --p2p --persistent \
+        --postcopy --postcopy-resume "$guest" "$dest" > /tmp/pc.out 2>&1 || {
+        cat /tmp/pc.out; tail -20 /tmp/virt-rdmad.log
+        fail "the recovery over RDMA as $user failed"
+    }
+    tr '\r' '\n' < /tmp/pc.out | grep -v '^$' | tail -3
+    runuser -u "$user" -- virt-rdma jobinfo -c qemu:///system --completed --keep-completed "$guest" > /tmp/pc.info ||
+        fail "virt-rdma jobinfo --completed as $user failed"
+    grep -E "^(RDMA job|RDMA recovers job|RDMA bytes sent|Postcopy requests):" /tmp/pc.info
+    grep -qE "^RDMA recovers job: +[0-9]+" /tmp/pc.info ||
+        fail "the completed job of $user does not say which job the recovery recovers"
 }
 
 # on_a SCENARIO: host a's part: its guest, the migration, the checks
@@ -455,6 +512,8 @@ on_a() {
             wait $mig; rc=$?
             cat /tmp/ac.out
             [ $rc = 0 ] || fail "virt-rdma migrate --auto-converge as $user failed (status $rc)" ;;
+        postcopy-recovery)
+            postcopy_recovery ;;
     esac
     check_migrated_source "$guest"
     [ "$scenario" = auto-converge ] && check_compressed_xbzrle "$guest"
