@@ -271,8 +271,15 @@ check_helper_access() {
     say "$sock: $user (in virt-rdma) may connect, vrmother (not in it) may not"
     ls -ld /run/virt-rdma "$sock"
     say "virt-rdma capabilities, as $user:"
-    runuser -u "$user" -- virt-rdma capabilities 2>&1
-    say "(virt-rdma capabilities: status $?)"
+    local caps rc
+    caps=$(runuser -u "$user" -- virt-rdma capabilities 2>&1); rc=$?
+    echo "$caps"
+    say "(virt-rdma capabilities: status $rc)"
+    # Debian's default (vm.unprivileged_userfaultfd=0), before
+    # postcopy-recovery changes it: the operator learns here why QEMU, as
+    # libvirt-qemu, cannot receive post-copy
+    echo "$caps" | grep -q "^Post-copy: *only by a QEMU that runs as root (vm.unprivileged_userfaultfd = 0" ||
+        fail "virt-rdma capabilities does not say that post-copy needs vm.unprivileged_userfaultfd on a stock host"
 }
 
 # check_guest_confined DOMAIN: its QEMU runs as libvirt-qemu in the

@@ -1391,6 +1391,30 @@ runCaps(Helper *h, const char *user, bool json, int *status)
     return out;
 }
 
+/* The post-copy line and key follow this host's userfaultfd sysctl (the
+ * test reads it the way the command should, and does not change it) */
+static void
+checkCapsPostcopy(const char *json, const char *text)
+{
+    g_autofree char *value = NULL;
+    const char *line = "Post-copy:         unknown (/proc/sys/vm/unprivileged_userfaultfd cannot be read)";
+    const char *key = "\"unprivileged_userfaultfd\": null,";
+
+    if (g_file_get_contents("/proc/sys/vm/unprivileged_userfaultfd", &value, NULL, NULL)) {
+        g_strstrip(value);
+        if (g_str_equal(value, "0")) {
+            line = "Post-copy:         only by a QEMU that runs as root (vm.unprivileged_userfaultfd = 0;";
+            key = "\"unprivileged_userfaultfd\": 0,";
+        } else if (g_str_equal(value, "1")) {
+            line = "Post-copy:         may be received (vm.unprivileged_userfaultfd = 1:";
+            key = "\"unprivileged_userfaultfd\": 1,";
+        }
+    }
+    g_test_message("vm.unprivileged_userfaultfd: %s", value ? value : "(none)");
+    g_assert_nonnull(strstr(text, line));
+    g_assert_nonnull(strstr(json, key));
+}
+
 static void
 testCapabilitiesCli(void)
 {
@@ -1410,6 +1434,7 @@ testCapabilitiesCli(void)
     g_test_message("virt-rdma capabilities:\n%s", text);
     g_assert_nonnull(strstr(text, "budget 512.000 MiB"));
     g_assert_nonnull(strstr(text, "Helpers' channel:  psk (cluster key "));
+    checkCapsPostcopy(json, text);
     if (geteuid() == 0) {
         outsider = runCaps(h, "nobody", false, &status);
         g_test_message("as nobody:\n%s", outsider);

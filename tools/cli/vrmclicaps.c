@@ -5,10 +5,11 @@
  * asked: <host-info>): its RDMA devices and ports, its limits, its own
  * locked-memory limit and the budget it has left, the pinned memory of a
  * migration at the real defaults, the engine user, the helpers' channel
- * and its credentials, libvirt; plus the libvirt hook, which only this
- * command can look at. Then a verdict with every reason it is "no", each
- * with advice that works when typed. "Not allowed to use the helper" and
- * "the helper is not running" are told apart.
+ * and its credentials, libvirt; plus what only this command looks at, on
+ * this host: the libvirt hook, and whether a QEMU that is not root may
+ * receive post-copy migrations (userfaultfd). Then a verdict with every
+ * reason it is "no", each with advice that works when typed. "Not allowed
+ * to use the helper" and "the helper is not running" are told apart.
  */
 #include <config.h>
 
@@ -26,6 +27,16 @@
 
 #define VRM_HOOK_PATH VRM_LIBVIRT_HOOK_DIR "/virt-rdma"
 #define VRM_CAPS_HELPER_TIMEOUT_MS 5000
+#define VRM_CAPS_USERFAULTFD_SYSCTL "/proc/sys/vm/unprivileged_userfaultfd"
+
+/* Who may open a userfaultfd, which the destination QEMU of a post-copy
+ * migration needs: Debian's default leaves QEMU as libvirt-qemu without
+ * it, and libvirt 9.0 does not give QEMU /dev/userfaultfd instead */
+typedef enum {
+    VRM_CAPS_USERFAULTFD_UNKNOWN,       /* no such sysctl, or unreadable */
+    VRM_CAPS_USERFAULTFD_PRIVILEGED,    /* 0: root (CAP_SYS_PTRACE) only */
+    VRM_CAPS_USERFAULTFD_ANY_USER,      /* 1 */
+} vrmCapsUserfaultfd;
 
 typedef struct {
     char *socketPath;
@@ -33,6 +44,7 @@ typedef struct {
     int errorCode;                  /* why not */
     char *error;
     bool hook;
+    vrmCapsUserfaultfd userfaultfd;
     GPtrArray *reasons;             /* char *: why this host cannot migrate */
 } vrmCaps;
 
@@ -83,6 +95,21 @@ vrmCapsAccessGroup(const vrmCaps *c)
     return VRM_HELPER_DEFAULT_GROUP;
 }
 
+static vrmCapsUserfaultfd
+vrmCapsReadUserfaultfd(void)
+{
+    g_autofree char *value = NULL;
+
+    if (!g_file_get_contents(VRM_CAPS_USERFAULTFD_SYSCTL, &value, NULL, NULL))
+        return VRM_CAPS_USERFAULTFD_UNKNOWN;
+    g_strstrip(value);
+    if (g_str_equal(value, "0"))
+        return VRM_CAPS_USERFAULTFD_PRIVILEGED;
+    if (g_str_equal(value, "1"))
+        return VRM_CAPS_USERFAULTFD_ANY_USER;
+    return VRM_CAPS_USERFAULTFD_UNKNOWN;
+}
+
 static void
 vrmCapsVerdict(vrmCaps *c)
 {
@@ -91,6 +118,8 @@ vrmCapsVerdict(vrmCaps *c)
     size_t k;
 
     c->hook = access(VRM_HOOK_PATH, X_OK) == 0;
+    /* not a reason: only post-copy needs it, and QEMU may run as root */
+    c->userfaultfd = vrmCapsReadUserfaultfd();
     if (!c->hook)
         vrmCapsReason(c, g_strdup_printf(_("the libvirt hook is not installed at %1$s: this host cannot receive migrations until it is (then restart libvirtd)"),
                                          VRM_HOOK_PATH));
@@ -185,6 +214,17 @@ vrmCapsPrintText(const vrmCaps *c)
     }
     printf(_("libvirt hook:      %1$s %2$s\n"), VRM_HOOK_PATH,
            c->hook ? _("installed") : _("missing"));
+    switch (c->userfaultfd) {
+    case VRM_CAPS_USERFAULTFD_ANY_USER:
+        printf(_("Post-copy:         may be received (vm.unprivileged_userfaultfd = 1: QEMU opens a userfaultfd as any user)\n"));
+        break;
+    case VRM_CAPS_USERFAULTFD_PRIVILEGED:
+        printf(_("Post-copy:         only by a QEMU that runs as root (vm.unprivileged_userfaultfd = 0; libvirt 9.0 does not give QEMU /dev/userfaultfd); to receive post-copy migrations: sysctl -w vm.unprivileged_userfaultfd=1\n"));
+        break;
+    case VRM_CAPS_USERFAULTFD_UNKNOWN:
+        printf(_("Post-copy:         unknown (%1$s cannot be read)\n"), VRM_CAPS_USERFAULTFD_SYSCTL);
+        break;
+    }
     printf(_("Protocol:          version %1$d, capabilities %2$s\n"),
            VRM_PROTOCOL_VERSION, caps);
     if (c->reasons->len == 0) {
@@ -242,6 +282,12 @@ vrmCapsPrintJSON(const vrmCaps *c)
                            !i && c->errorCode == VRM_ERR_AUTH ? "true" : "false");
     g_string_append_printf(b, "\"hook_installed\": %s, \"protocol_version\": %d, ",
                            c->hook ? "true" : "false", VRM_PROTOCOL_VERSION);
+    /* the sysctl's value, null when unknown */
+    if (c->userfaultfd == VRM_CAPS_USERFAULTFD_UNKNOWN)
+        g_string_append(b, "\"unprivileged_userfaultfd\": null, ");
+    else
+        g_string_append_printf(b, "\"unprivileged_userfaultfd\": %d, ",
+                               c->userfaultfd == VRM_CAPS_USERFAULTFD_ANY_USER);
     if (i) {
         g_string_append(b, "\"helper\": {");
         vrmJSONString(b, "version", i->version);
