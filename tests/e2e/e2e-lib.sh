@@ -18,8 +18,15 @@ fail() {
     say "FAIL: $*"
     # the helper's side of it, when it ran here
     [ -s /tmp/virt-rdmad.log ] && tail -n 40 /tmp/virt-rdmad.log | sed 's/^/  virt-rdmad: /'
-    # the sandbox's wire: a stalled queue or an rxe complaint, if any
-    dmesg 2>/dev/null | grep -iE "watchdog|lockup|rcu.*stall|hung_task|timed out|rdma_rxe|rxe0|virtio_net" | tail -n 5 | sed 's/^/  kernel: /'
+    # libvirtd, once started: CI once saw it gone mid-row (its helper's
+    # "cannot connect to libvirt"), with nothing that said why
+    if [ -e /run/libvirtd.pid ] || [ -s /var/log/libvirt/libvirtd.log ]; then
+        pgrep -x libvirtd > /dev/null || echo "  libvirtd: not running"
+        grep -E " (error|warning) : " /var/log/libvirt/libvirtd.log 2>/dev/null | tail -n 5 | sed 's/^/  libvirtd: /'
+    fi
+    # the sandbox's wire (a stalled queue or an rxe complaint) and crashes
+    dmesg 2>/dev/null | grep -iE "watchdog|lockup|rcu.*stall|hung_task|timed out|rdma_rxe|rxe0|virtio_net|segfault|traps:|general protection|out of memory|killed process" |
+        tail -n 8 | sed 's/^/  kernel: /'
     touch "$SHARED/failed-$VRM_SANDBOX_HOST"
     exit 1
 }
