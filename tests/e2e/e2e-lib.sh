@@ -124,6 +124,24 @@ wait_data_moved() {
     done
 }
 
+# wait_postcopy NAME PID: libvirt says NAME is in post-copy (after `virsh
+# migrate-postcopy`) while its migration, the process PID, runs. Polled
+# every 50 ms and given up as soon as the migration ends: CI saw a
+# migration end before a slower poll saw post-copy (a faster machine than
+# the sandbox's usual one); the ended job's page requests then say
+# whether it ever was in post-copy.
+wait_postcopy() {
+    local deadline=$((SECONDS + 60))
+    until [ "$(virsh domstate --reason "$1")" = "paused (post-copy)" ]; do
+        if ! kill -0 "$2" 2>/dev/null || [ $SECONDS -ge $deadline ]; then
+            virsh domjobinfo --completed "$1" 2>/dev/null | grep -E "^(Time elapsed|Data processed|Postcopy requests):"
+            echo "$1 is '$(virsh domstate --reason "$1")': the migration ended, or ran 60 s after the switch, without being seen in post-copy"
+            return 1
+        fi
+        nap 0.05
+    done
+}
+
 # hold_migration NAME: once the running migration of NAME moves data, cap
 # it at 64 KiB/s through QEMU's monitor, so that it runs until `virsh
 # migrate-setspeed NAME MIB` lifts the cap: libvirt's smallest cap, 1 MiB/s,

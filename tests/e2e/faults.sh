@@ -251,11 +251,7 @@ postcopy_killed() {
     mpid=$!
     wait_data_moved g1 || fail "$name: the migration never moved data"
     virsh migrate-postcopy g1 > /dev/null || fail "$name: virsh migrate-postcopy failed"
-    deadline=$((SECONDS + 60))
-    until [ "$(virsh domstate --reason g1)" = "paused (post-copy)" ]; do
-        [ $SECONDS -ge $deadline ] && fail "$name: g1 is '$(virsh domstate --reason g1)' on a, not in post-copy, 60 s after the switch"
-        nap 0.2
-    done
+    wait_postcopy g1 $mpid || { cat /tmp/fault.out; fail "$name: no post-copy seen on a"; }
     fault_ms=$(( $(date +%s%N) / 1000000 ))
     eval "$kill_it" || fail "$name: cannot kill the $side engine"
     wait_migrate 60
