@@ -700,6 +700,41 @@ vrmDomainMigrate3(virDomainPtr domain, virConnectPtr dconn,
     return ddom;
 }
 
+/*
+ * A post-copy resume asked peer to peer is made from this client instead,
+ * with its own connection to the destination. libvirt's peer-to-peer
+ * resume registers the source domain's close callback for the source
+ * daemon's connection to the destination and no Confirm step removes it;
+ * that connection is freed, and a client connection allocated later at
+ * the same address and closed while the domain's next outgoing migration
+ * is in its Begin phase aborts that job under the thread that runs it:
+ * libvirtd 9.0 dies (fault matrix, rows 13 and 14 in turn: "The
+ * connection which controls migration of domain g1 was closed", then a
+ * segfault in the perform thread; its core). Resumed from a client, the
+ * callback belongs to the client's connection, which Confirm removes.
+ * Without a connection to the destination from here, the resume stays
+ * peer to peer, with a warning.
+ */
+static int
+vrmMigrateResumeFromClient(virDomainPtr domain, const char *dconnuri,
+                           virTypedParameterPtr params, unsigned int nparams,
+                           unsigned int flags)
+{
+    g_autoptr(virConnect) dconn = NULL;
+    virDomainPtr ddom;
+
+    if (!(dconn = virConnectOpen(dconnuri))) {
+        VRM_WARN(_("cannot connect to %1$s from this client (%2$s): the post-copy resume of '%3$s' goes peer to peer; libvirt may then abort the domain's next migration from this host, or its daemon crash: restart libvirtd here before it"),
+                 dconnuri, virGetLastErrorMessage(), virDomainGetName(domain));
+        return 1;
+    }
+    if (!(ddom = vrmDomainMigrate3(domain, dconn, params, nparams,
+                                   flags & ~VIR_MIGRATE_PEER2PEER)))
+        return -1;
+    virDomainFree(ddom);
+    return 0;
+}
+
 int
 vrmDomainMigrateToURI3(virDomainPtr domain, const char *dconnuri,
                        virTypedParameterPtr params, unsigned int nparams,
@@ -711,6 +746,9 @@ vrmDomainMigrateToURI3(virDomainPtr domain, const char *dconnuri,
     int rc;
 
     vrmResetLastError();
+    if ((flags & VIR_MIGRATE_POSTCOPY_RESUME) && (flags & VIR_MIGRATE_PEER2PEER) &&
+        (rc = vrmMigrateResumeFromClient(domain, dconnuri, params, nparams, flags)) <= 0)
+        return rc;
     if (!(job = vrmMigratePrepare(domain, params, nparams, flags)))
         return -1;
     start = g_get_monotonic_time();
