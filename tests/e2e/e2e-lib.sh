@@ -15,12 +15,14 @@ nap() { read -r -t "$1" -u "$NAP_FD" _ 2>/dev/null; return 0; }
 
 say() { echo "e2e[$VRM_SANDBOX_HOST] $(date +%T) $*"; }
 fail() {
-    local crash= gone= pid
+    local kmsg crash gone= pid
+    local crashes="segfault|traps:|general protection|out of memory|killed process"
     # what says most goes on the FAIL line itself: CI shows only an
     # excerpt of a failed test's output (CI-16 and stop 40's CI run saw a's
     # libvirtd gone mid fault row 14, and the excerpt did not say why).
     # libvirtd removes its pid file when it exits by itself.
-    crash=$(dmesg 2>/dev/null | grep -iE "segfault|traps:|general protection|out of memory|killed process" | tail -n 1)
+    kmsg=$(dmesg 2>/dev/null)
+    crash=$(grep -iE "$crashes" <<<"$kmsg" | tail -n 1)
     pid=$(cat /run/libvirtd.pid 2>/dev/null) && ! kill -0 "$pid" 2>/dev/null &&
         gone=" [libvirtd (pid $pid) died]"
     say "FAIL: $*$gone${crash:+ [kernel: $crash]}"
@@ -29,7 +31,7 @@ fail() {
     # libvirtd's last errors, once it has a log
     grep -E " (error|warning) : " /var/log/libvirt/libvirtd.log 2>/dev/null | tail -n 5 | sed 's/^/  libvirtd: /'
     # the sandbox's wire (a stalled queue or an rxe complaint) and crashes
-    dmesg 2>/dev/null | grep -iE "watchdog|lockup|rcu.*stall|hung_task|timed out|rdma_rxe|rxe0|virtio_net|segfault|traps:|general protection|out of memory|killed process" |
+    grep -iE "watchdog|lockup|rcu.*stall|hung_task|timed out|rdma_rxe|rxe0|virtio_net|$crashes" <<<"$kmsg" |
         tail -n 8 | sed 's/^/  kernel: /'
     touch "$SHARED/failed-$VRM_SANDBOX_HOST"
     exit 1
