@@ -36,6 +36,7 @@ VRM_ENUM_IMPL(vrmEngineFault, VRM_ENGINE_FAULT_LAST,
               "fail",
               "vanish",
               "stale-request",
+              "whole-writes",
 );
 
 #define VRM_ENGINE_UNIX_PATH_MAX (sizeof(((struct sockaddr_un *)NULL)->sun_path) - 1)

@@ -68,6 +68,7 @@ typedef enum {
     VRM_ENGINE_FAULT_FAIL,          /* source: fail right after listening */
     VRM_ENGINE_FAULT_VANISH,        /* destination: drop the connect request at once */
     VRM_ENGINE_FAULT_STALE_REQUEST, /* source: the first request's sender is gone */
+    VRM_ENGINE_FAULT_WHOLE_WRITES,  /* a chunk in one work request even on Soft-RoCE */
 
     VRM_ENGINE_FAULT_LAST
 } vrmEngineFault;

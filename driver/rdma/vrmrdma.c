@@ -99,6 +99,23 @@ vrmRdmaVerbsPortDown(vrmRdmaQP *qp)
     return attr.state != IBV_PORT_ACTIVE;
 }
 
+/* Soft-RoCE (rxe): its path MTU in bytes; other devices: 0 (vrmrdma.h) */
+static guint32
+vrmRdmaVerbsMaxMessage(vrmRdmaQP *qp)
+{
+    vrmRdmaVerbsQP *v = (vrmRdmaVerbsQP *)qp;
+    struct ibv_qp_attr attr;
+    struct ibv_qp_init_attr init;
+
+    if (!qp->dev->maxMessage)
+        return 0;
+    if (!v->id || !v->id->qp ||
+        ibv_query_qp(v->id->qp, &attr, IBV_QP_PATH_MTU, &init) != 0 ||
+        attr.path_mtu < IBV_MTU_256 || attr.path_mtu > IBV_MTU_4096)
+        return VRM_RDMA_MTU_MIN;      /* the smallest MTU is always safe */
+    return MIN(qp->dev->maxMessage, 128u << attr.path_mtu);
+}
+
 /* Reverse order of creation; tolerates a half-built queue pair */
 static void
 vrmRdmaVerbsQPFree(vrmRdmaQP *qp)
@@ -137,6 +154,7 @@ static const vrmRdmaOps vrmRdmaVerbsOps = {
     .arm = vrmRdmaVerbsArm,
     .takeEvents = vrmRdmaVerbsTakeEvents,
     .portDown = vrmRdmaVerbsPortDown,
+    .maxMessage = vrmRdmaVerbsMaxMessage,
     .qpFree = vrmRdmaVerbsQPFree,
     .devFree = vrmRdmaVerbsDevFree,
 };
@@ -158,14 +176,24 @@ vrmRdmaDeviceNew(struct ibv_context *ctx)
     dev->maxQpWr = attr.max_qp_wr;
     dev->maxCqe = attr.max_cqe;
     dev->iwarp = ctx->device->transport_type == IBV_TRANSPORT_IWARP;
+    if (attr.vendor_id == VRM_RDMA_RXE_VENDOR_ID) {
+        struct ibv_port_attr port;
+
+        /* the queue pairs size their send queues with the port's MTU;
+         * each one's path MTU bounds its messages (vrmRdmaQPMaxMessage) */
+        dev->maxMessage = ibv_query_port(ctx, 1, &port) == 0 &&
+                          port.active_mtu >= IBV_MTU_256 && port.active_mtu <= IBV_MTU_4096 ?
+                          128u << port.active_mtu : VRM_RDMA_MTU_MIN;
+    }
     if (!(dev->pd = ibv_alloc_pd(ctx))) {
         vrmReportSystemError(errno,
                              _("cannot allocate a protection domain on %1$s"),
                              dev->name);
         return NULL;
     }
-    VRM_DEBUG("device %s: max_qp_wr %d max_cqe %d max_sge %d iwarp %d",
-              dev->name, attr.max_qp_wr, attr.max_cqe, attr.max_sge, dev->iwarp);
+    VRM_DEBUG("device %s: max_qp_wr %d max_cqe %d max_sge %d iwarp %d max_message %u",
+              dev->name, attr.max_qp_wr, attr.max_cqe, attr.max_sge, dev->iwarp,
+              dev->maxMessage);
     return g_steal_pointer(&dev);
 }
 
@@ -289,6 +317,14 @@ vrmRdmaQPInit(vrmRdmaQP *qp, vrmRdmaDevice *dev, guint32 sendSize,
      * completion as failed, to exercise the abort path without hardware. */
     if (fault)
         qp->faultAfter = g_ascii_strtoull(fault, NULL, 10);
+}
+
+guint32
+vrmRdmaQPMaxMessage(vrmRdmaQP *qp)
+{
+    if (qp->dev->ops->maxMessage)
+        return qp->dev->ops->maxMessage(qp);
+    return qp->dev->maxMessage;
 }
 
 void

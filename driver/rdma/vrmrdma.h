@@ -28,6 +28,8 @@
 #define VRM_RDMA_RESOLVE_TIMEOUT_MS 2000
 #define VRM_RDMA_CQ_ACK_BATCH 16        /* ack CQ events in batches */
 #define VRM_RDMA_RESPONDER_RESOURCES 1
+#define VRM_RDMA_RXE_VENDOR_ID 0xffffffu /* Soft-RoCE's vendor_id (rxe_param.h) */
+#define VRM_RDMA_MTU_MIN 256u           /* IBV_MTU_256: every path carries it */
 
 typedef struct _vrmRdmaDevice vrmRdmaDevice;
 typedef struct _vrmRdmaQP vrmRdmaQP;
@@ -42,6 +44,7 @@ typedef struct {
     int (*arm)(vrmRdmaQP *qp);                                 /* errno value */
     int (*takeEvents)(vrmRdmaQP *qp);                          /* -1 reported */
     bool (*portDown)(vrmRdmaQP *qp);                           /* optional */
+    guint32 (*maxMessage)(vrmRdmaQP *qp);                      /* optional */
     void (*qpFree)(vrmRdmaQP *qp);
     void (*devFree)(vrmRdmaDevice *dev);
 } vrmRdmaOps;
@@ -52,6 +55,10 @@ struct _vrmRdmaDevice {
     int maxQpWr;                        /* limits every queue is clamped to */
     int maxCqe;
     bool iwarp;                         /* no immediate data on iWARP */
+    guint32 maxMessage;                 /* bytes a message may have to be sent
+                                         * as one packet on a device that must
+                                         * not retransmit longer ones (Soft-RoCE,
+                                         * see vrmRdmaQPMaxMessage), 0: any */
     struct ibv_context *ctx;            /* verbs: not owned, from the rdma_cm id */
     struct ibv_pd *pd;                  /* verbs: owned */
     void *owner;                        /* not owned: the user of the device */
@@ -101,6 +108,19 @@ int vrmRdmaQPArm(vrmRdmaQP *qp);
 int vrmRdmaQPTakeEvents(vrmRdmaQP *qp);
 /* The port under @qp is known to be down (its link failed) */
 bool vrmRdmaQPPortDown(vrmRdmaQP *qp);
+/*
+ * The most bytes one work request on @qp may carry, 0 for no limit.
+ * Soft-RoCE (rxe) of Linux 6.1 can retransmit a message of several
+ * packets wrongly: when the acknowledgement of its last packet arrives
+ * while a retry re-sends it, the next retry skips all of its packets and
+ * sends an empty one under the next message's first PSN, which shifts
+ * every later packet by one (the responder then fails the queue pair with
+ * "remote invalid request", or delivers a message twice; issue 39,
+ * docs/reliability.rst). A message of one packet cannot be caught in the
+ * middle of a retry, so on rxe every work request is kept within the path
+ * MTU; other devices retransmit in hardware and have no limit.
+ */
+guint32 vrmRdmaQPMaxMessage(vrmRdmaQP *qp);
 
 /* Error class and a sentence for a failed work completion */
 int vrmRdmaWcStatusToError(enum ibv_wc_status status, const char **what);

@@ -40,6 +40,10 @@
 #define VRM_CHANNEL_RING_BATCH 170      /* RAM_BLOCKS entries per message */
 #define VRM_CHANNEL_KEEPALIVE_US (1000 * 1000) /* probe a silent peer after 1 s */
 #define VRM_CHANNEL_PEER_TIMEOUT_US (5 * 1000 * 1000) /* signaled work unanswered */
+/* ... on this channel while the job's others complete work: a wire slow
+ * enough for that (Soft-RoCE retrying over a lossy link, issue 39) is
+ * still a wire; a channel that stays silent this long is not */
+#define VRM_CHANNEL_STALL_TIMEOUT_US (30 * 1000 * 1000)
 #define VRM_CHANNEL_AUTH_TIMEOUT_US (5 * 1000 * 1000)  /* source: AUTH awaited */
 /* A flushed work request or a send rxe could not transmit usually means
  * the peer or the link went, before that is known: librdmacm flushes the
@@ -144,6 +148,12 @@ typedef struct {
     vrmWorkId id;               /* wr_id */
     guint64 seq;                /* running number of the work request */
     gint32 stage;               /* staging chunk freed when retired, or -1 */
+    /* what it carried, for the error that names a failed one */
+    enum ibv_wr_opcode opcode;
+    guint32 len;                /* bytes */
+    guint32 what;               /* a SEND: its message type; a WRITE: the
+                                 * peer's chunk it targets */
+    guint32 nverbs;             /* verbs work requests it took (split chunk) */
 } vrmSendSlot;
 
 typedef struct {
@@ -186,9 +196,16 @@ struct _vrmChannel {
     /* resources: set up by the owner, then the progress thread's */
     vrmRdmaDevice *dev;         /* not owned */
     vrmRdmaQP *qp;              /* owned */
-    guint32 sqSize;
+    guint32 sqSize;             /* send slots: logical work requests */
+    guint32 qpSend;             /* verbs work requests the send queue holds */
+    guint32 maxWrite;           /* bytes per verbs work request, 0: a chunk
+                                 * in one (vrmRdmaQPMaxMessage) */
+    bool maxWriteKnown;         /* ... learnt, once the queue pair is connected */
+    guint32 ctlLimit;           /* until then: the device's limit, for control
+                                 * messages (0: none) */
     guint32 rqSize;
     guint32 sigInterval;        /* signal every Nth send WR at most */
+    guint32 sigVerbs;           /* ... and every Nth verbs work request */
     vrmSendSlot *sslots;        /* sqSize slots, seq % sqSize */
     guint8 *ctlSend;            /* sqSize control buffers */
     struct ibv_mr *ctlSendMr;
@@ -198,8 +215,10 @@ struct _vrmChannel {
     guint32 recvPosted;         /* receive buffers on the queue */
     vrmRing ring;               /* our receive ring, the peer writes it */
     vrmRing stage;              /* our staging ring, we write from it */
-    struct ibv_send_wr *wrs;    /* batch scratch, sqSize entries */
+    struct ibv_send_wr *wrs;    /* batch scratch, qpSend entries */
     struct ibv_sge *sges;
+    guint32 *lastVerbs;         /* per logical WR of a batch: its last verbs one */
+    guint32 batchVerbs;         /* verbs WRs of the batch being built */
     struct ibv_recv_wr *rwrs;   /* receive scratch, rqSize entries */
     struct ibv_sge *rsges;
     vrmProtoDataEntry *dents;   /* DATA scratch */
@@ -211,6 +230,9 @@ struct _vrmChannel {
     guint64 postSeq;            /* seq of the next send WR */
     guint64 retiredSeq;         /* every seq below it is retired */
     guint64 lastSignaled;       /* seq of the last signaled WR + 1 */
+    guint64 postedVerbs;        /* verbs work requests posted */
+    guint64 retiredVerbs;       /* ... and retired */
+    guint64 lastSignaledVerbs;  /* postedVerbs count of the last signaled one */
     guint64 keepaliveSeq;       /* seq + 1 of the outstanding KEEPALIVE, 0 none */
     gint64 lastActivity;        /* last completion polled (monotonic us) */
 
@@ -248,6 +270,7 @@ struct _vrmChannel {
     gint64 wcFailedUs;          /* first completion awaiting its cause (see
                                  * VRM_CHANNEL_FAILED_GRACE_US), or 0 */
     enum ibv_wc_status wcFailed;    /* and its status */
+    char *wcFailedWr;           /* and its work request, described (a send) */
     gint64 doneSince;           /* both directions ended at (monotonic us) */
     gint64 attachedUs;          /* the queue pair came (monotonic us) */
 
@@ -422,15 +445,38 @@ vrmChannelNew(const vrmChannelConfig *cfg, const vrmChannelHost *host)
     return ch;
 }
 
+/* The message limit that applies (0: none): the setting, else the
+ * device's */
+static guint32
+vrmChannelMaxWrite(const vrmChannelConfig *cfg, guint32 device)
+{
+    if (cfg->maxWrite == VRM_MAX_WRITE_UNLIMITED)
+        return 0;
+    return cfg->maxWrite ? cfg->maxWrite : device;
+}
+
+static inline guint32 vrmChannelChunkVerbs(const vrmChannel *ch, guint32 len);
+
 int
 vrmChannelQueueSizes(const vrmChannelConfig *cfg, const vrmRdmaDevice *dev,
                      guint32 *sendSize, guint32 *recvSize, int *cqe)
 {
     guint32 depth = cfg->ringDepth;
+    guint32 limit = vrmChannelMaxWrite(cfg, dev->maxMessage);
+    /* verbs work requests of one chunk (a split chunk takes several) */
+    guint64 pieces = limit ? ((guint64)cfg->chunkSize + limit - 1) / limit : 1;
+    guint64 want = VRM_SEND_SLOTS(depth) + depth * (pieces - 1);
     guint32 minSq = depth + 2 + VRM_CHANNEL_CTL_RESERVE;
 
-    *sendSize = vrmRdmaClamp(VRM_SEND_SLOTS(depth), dev->maxQpWr, "send queue");
+    *sendSize = vrmRdmaClamp(MIN(want, G_MAXINT32), dev->maxQpWr, "send queue");
     *recvSize = vrmRdmaClamp(VRM_RECV_SLOTS(depth), dev->maxQpWr, "receive queue");
+    if (pieces > 1 && *sendSize < pieces + minSq) {
+        vrmReportError(VRM_ERR_RESOURCE,
+                       _("on device %1$s a chunk of %2$u bytes takes %3$llu work requests (messages of at most %4$u bytes), more than its send queue of %5$d holds; use a smaller chunk size"),
+                       dev->name, cfg->chunkSize, (unsigned long long)pieces, limit,
+                       dev->maxQpWr);
+        return -1;
+    }
     if (*sendSize < minSq || *recvSize < VRM_RECV_SLOTS(depth)) {
         vrmReportError(VRM_ERR_RESOURCE,
                        _("device %1$s allows %2$d work requests per queue, a ring depth of %3$u needs %4$u"),
@@ -456,18 +502,22 @@ vrmChannelSetup(vrmChannel *ch, vrmRdmaDevice *dev)
 
     if (ch->dev)
         return 0;       /* already set up (destination retry) */
-    if (vrmChannelQueueSizes(&ch->cfg, dev, &ch->sqSize, &ch->rqSize, &cqe) < 0)
+    if (vrmChannelQueueSizes(&ch->cfg, dev, &ch->qpSend, &ch->rqSize, &cqe) < 0)
         return -1;
     ch->dev = dev;
+    ch->sqSize = MIN(VRM_SEND_SLOTS(depth), ch->qpSend);
     ch->sigInterval = MAX(1, ch->sqSize / 4);
+    ch->sigVerbs = MAX(1, ch->qpSend / 4);
+    ch->ctlLimit = vrmChannelMaxWrite(&ch->cfg, dev->maxMessage);
     if ((ch->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
         vrmReportSystemError(errno, _("cannot create an eventfd"));
         return -1;
     }
     ch->sslots = g_new0(vrmSendSlot, ch->sqSize);
     ch->rslots = g_new0(vrmRecvSlot, ch->rqSize);
-    ch->wrs = g_new0(struct ibv_send_wr, ch->sqSize);
-    ch->sges = g_new0(struct ibv_sge, ch->sqSize);
+    ch->wrs = g_new0(struct ibv_send_wr, ch->qpSend);
+    ch->sges = g_new0(struct ibv_sge, ch->qpSend);
+    ch->lastVerbs = g_new0(guint32, ch->sqSize);
     ch->rwrs = g_new0(struct ibv_recv_wr, ch->rqSize);
     ch->rsges = g_new0(struct ibv_sge, ch->rqSize);
     ch->repost = g_new0(guint32, ch->rqSize);
@@ -546,6 +596,7 @@ vrmChannelAttachQP(vrmChannel *ch, vrmRdmaQP *qp, guint32 caps)
     g_assert(ch->dev && !ch->qp && !ch->thread);
     ch->qp = qp;
     ch->caps = caps;
+    ch->maxWriteKnown = false;
     ch->recvPosted = 0;
     ch->lastActivity = ch->attachedUs = g_get_monotonic_time();
     for (i = 0; i < ch->rqSize; i++)
@@ -608,6 +659,8 @@ vrmChannelFree(vrmChannel *ch)
     g_free(ch->rslots);
     g_free(ch->wrs);
     g_free(ch->sges);
+    g_free(ch->lastVerbs);
+    g_free(ch->wcFailedWr);
     g_free(ch->rwrs);
     g_free(ch->rsges);
     g_free(ch->repost);
@@ -756,10 +809,21 @@ vrmChannelSignal(vrmChannel *ch, bool *flag)
 /* ------------------------------------------------------------------ */
 /* Send side                                                           */
 
+/* Work requests of the verbs send queue in use: every logical one, and
+ * the extra pieces of the chunks split to the device's message limit */
+static inline guint32
+vrmChannelVerbsFree(const vrmChannel *ch)
+{
+    return ch->qpSend - (guint32)(ch->postedVerbs - ch->retiredVerbs);
+}
+
+/* Send slots free: a logical work request needs one, and the queue pair
+ * at least one verbs work request */
 static inline guint32
 vrmChannelSqFree(const vrmChannel *ch)
 {
-    return ch->sqSize - (guint32)(ch->postSeq - ch->retiredSeq);
+    return MIN(ch->sqSize - (guint32)(ch->postSeq - ch->retiredSeq),
+               vrmChannelVerbsFree(ch));
 }
 
 static inline guint8 *
@@ -769,9 +833,31 @@ vrmChannelCtlBuf(vrmChannel *ch, guint32 i)
            VRM_CONTROL_MESSAGE_MAX;
 }
 
-/* Prepare WR number i of the batch starting at postSeq */
-static void
-vrmChannelPrepWR(vrmChannel *ch, guint32 i, gint32 stage)
+/* The next verbs work request of the batch being built, for logical work
+ * request @i: zeroed, chained, identified by its send slot (the pieces
+ * of a split chunk all name their chunk's slot: an error on any of them
+ * is that chunk's) */
+static guint32
+vrmChannelNextVerbs(vrmChannel *ch, guint32 i)
+{
+    guint32 v = ch->batchVerbs++;
+    vrmSendSlot *slot = &ch->sslots[(ch->postSeq + i) % ch->sqSize];
+
+    g_assert(v < ch->qpSend);
+    memset(&ch->wrs[v], 0, sizeof(ch->wrs[v]));
+    ch->wrs[v].wr_id = (uintptr_t)&slot->id;
+    ch->wrs[v].sg_list = &ch->sges[v];
+    ch->wrs[v].num_sge = 1;
+    if (v > 0)
+        ch->wrs[v - 1].next = &ch->wrs[v];
+    slot->nverbs++;
+    return v;
+}
+
+/* The send slot of logical WR number i of the batch starting at postSeq,
+ * reset; its verbs work requests follow (vrmChannelNextVerbs) */
+static vrmSendSlot *
+vrmChannelPrepSlot(vrmChannel *ch, guint32 i, gint32 stage)
 {
     guint64 seq = ch->postSeq + i;
     vrmSendSlot *slot = &ch->sslots[seq % ch->sqSize];
@@ -779,55 +865,145 @@ vrmChannelPrepWR(vrmChannel *ch, guint32 i, gint32 stage)
     slot->id.kind = VRM_WR_SEND;
     slot->seq = seq;
     slot->stage = stage;
-    memset(&ch->wrs[i], 0, sizeof(ch->wrs[i]));
-    ch->wrs[i].wr_id = (uintptr_t)&slot->id;
-    ch->wrs[i].sg_list = &ch->sges[i];
-    ch->wrs[i].num_sge = 1;
-    if (i > 0)
-        ch->wrs[i - 1].next = &ch->wrs[i];
+    slot->opcode = IBV_WR_SEND;
+    slot->len = 0;
+    slot->what = 0;
+    slot->nverbs = 0;
+    return slot;
+}
+
+/* Prepare logical WR number i of one verbs work request; returns its
+ * index in ch->wrs */
+static guint32
+vrmChannelPrepWR(vrmChannel *ch, guint32 i, gint32 stage)
+{
+    vrmChannelPrepSlot(ch, i, stage);
+    return ch->lastVerbs[i] = vrmChannelNextVerbs(ch, i);
+}
+
+/* Prepare logical WR number i: @len bytes of staging chunk @s into chunk
+ * @ridx of the peer's ring, announced by immediate data (@imm) or not.
+ * On a device with a message limit (ch->maxWrite) the chunk goes as
+ * plain WRITEs of at most that many bytes, the last one with the
+ * immediate data: RC places every earlier WRITE before it completes. */
+static void
+vrmChannelPrepChunk(vrmChannel *ch, guint32 i, guint32 s, guint32 ridx,
+                    guint32 len, bool imm)
+{
+    vrmSendSlot *slot = vrmChannelPrepSlot(ch, i, s);
+    guint8 *mem = ch->stage.mem + (size_t)s * ch->stage.chunk;
+    guint32 lkey = vrmRingMR(&ch->stage, s)->lkey;
+    guint32 off = 0;
+
+    for (;;) {
+        guint32 piece = ch->maxWrite ? MIN(ch->maxWrite, len - off) : len - off;
+        bool last = off + piece == len;
+        guint32 v = vrmChannelNextVerbs(ch, i);
+
+        ch->sges[v] = (struct ibv_sge) {
+            .addr = (uintptr_t)(mem + off),
+            .length = piece,
+            .lkey = lkey,
+        };
+        ch->wrs[v].wr.rdma.remote_addr = ch->remote.addr[ridx] + off;
+        ch->wrs[v].wr.rdma.rkey = ch->remote.rkey[ridx];
+        ch->wrs[v].opcode = IBV_WR_RDMA_WRITE;
+        off += piece;
+        if (last) {
+            if (imm) {
+                ch->wrs[v].opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+                ch->wrs[v].imm_data = htonl(vrmProtoImmEncode(ridx, len));
+            }
+            ch->lastVerbs[i] = v;
+            slot->opcode = ch->wrs[v].opcode;
+            break;
+        }
+    }
+    slot->len = len;
+    slot->what = ridx;
+}
+
+/* Entries of @type that one control message may carry: its protocol
+ * bound, and within the message limit (a message of several packets is
+ * what Soft-RoCE may retransmit wrongly); at least one */
+static guint32
+vrmChannelCtlEntries(const vrmChannel *ch, int type)
+{
+    guint32 most = vrmProtoMaxEntries(type);
+    guint32 limit = ch->maxWriteKnown ? ch->maxWrite : ch->ctlLimit;
+
+    if (limit && limit > VRM_PROTO_HEADER_LEN && vrmProtoEntrySize(type))
+        most = MIN(most, (limit - VRM_PROTO_HEADER_LEN) / vrmProtoEntrySize(type));
+    return MAX(most, 1);
+}
+
+/* The most verbs work requests one chunk of @len bytes takes */
+static inline guint32
+vrmChannelChunkVerbs(const vrmChannel *ch, guint32 len)
+{
+    return ch->maxWrite ? MAX(1, (len + ch->maxWrite - 1) / ch->maxWrite) : 1;
 }
 
 static void
 vrmChannelPrepSend(vrmChannel *ch, guint32 i, size_t len)
 {
-    vrmChannelPrepWR(ch, i, -1);
-    ch->sges[i] = (struct ibv_sge) {
-        .addr = (uintptr_t)vrmChannelCtlBuf(ch, i),
+    const guint8 *buf = vrmChannelCtlBuf(ch, i);
+    vrmSendSlot *slot = &ch->sslots[(ch->postSeq + i) % ch->sqSize];
+    guint32 v = vrmChannelPrepWR(ch, i, -1);
+
+    ch->sges[v] = (struct ibv_sge) {
+        .addr = (uintptr_t)buf,
         .length = len,
         .lkey = ch->ctlSendMr->lkey,
     };
-    ch->wrs[i].opcode = IBV_WR_SEND;
+    ch->wrs[v].opcode = IBV_WR_SEND;
+    slot->len = len;
+    /* the header's type field (big-endian, docs/protocol.rst) */
+    slot->what = (guint32)buf[4] << 24 | (guint32)buf[5] << 16 |
+                 (guint32)buf[6] << 8 | buf[7];
 }
 
-/* Selective signaling (UCX), then one doorbell for the whole batch */
+/* Selective signaling (UCX), then one doorbell for the whole batch. The
+ * decision is per logical work request (its last verbs one carries the
+ * flag); the interval counts verbs work requests, so that the pieces of
+ * split chunks are reclaimed in time. */
 static int
 vrmChannelPostBatch(vrmChannel *ch, guint32 n, bool force_last)
 {
+    guint32 nv = ch->batchVerbs;
     guint32 i;
 
     if (n == 0)
         return 0;
-    g_assert(n <= vrmChannelSqFree(ch));
+    g_assert(n <= ch->sqSize - (guint32)(ch->postSeq - ch->retiredSeq));
+    g_assert(nv <= vrmChannelVerbsFree(ch));
     for (i = 0; i < n; i++) {
+        guint32 v = ch->lastVerbs[i];
         guint64 seq = ch->postSeq + i;
+        guint64 verbs = ch->postedVerbs + v + 1;
         bool last = i == n - 1;
-        bool sig = seq + 1 - ch->lastSignaled >= ch->sigInterval;
+        bool sig = seq + 1 - ch->lastSignaled >= ch->sigInterval ||
+                   verbs - ch->lastSignaledVerbs >= ch->sigVerbs;
 
         if (last && (force_last ||
                      ch->stageUsed == ch->stage.depth ||
-                     vrmChannelSqFree(ch) - n < ch->sigInterval))
+                     vrmChannelSqFree(ch) - n < ch->sigInterval ||
+                     vrmChannelVerbsFree(ch) - nv < ch->sigVerbs))
             sig = true;
         if (sig) {
-            ch->wrs[i].send_flags |= IBV_SEND_SIGNALED;
+            ch->wrs[v].send_flags |= IBV_SEND_SIGNALED;
             ch->lastSignaled = seq + 1;
+            ch->lastSignaledVerbs = verbs;
         }
     }
+    ch->batchVerbs = 0;
     if (vrmRdmaQPPostSend(ch->qp, ch->wrs) < 0) {
         g_autofree char *why = g_strdup(vrmGetLastErrorMessage());
         vrmReportError(VRM_ERR_RDMA, _("channel %1$u: %2$s"), ch->cfg.index, why);
         return -1;
     }
     ch->postSeq += n;
+    ch->postedVerbs += nv;
     vrmStatsAdd(&ch->stats, VRM_STAT_DOORBELLS, 1);
     return 0;
 }
@@ -879,7 +1055,8 @@ vrmChannelSendDescription(vrmChannel *ch, bool *progress)
         guint32 n = 0;
         size_t len;
 
-        while (n < G_N_ELEMENTS(ents) && ch->descNext < ch->ring.depth) {
+        while (n < MIN(G_N_ELEMENTS(ents), vrmChannelCtlEntries(ch, VRM_MSG_RAM_BLOCKS)) &&
+               ch->descNext < ch->ring.depth) {
             guint32 i = ch->descNext++;
             struct ibv_mr *mr = vrmRingMR(&ch->ring, i);
 
@@ -1030,7 +1207,7 @@ vrmChannelPumpControl(vrmChannel *ch, bool *progress)
 
     /* registrations the peer asked for */
     if (ch->nRegRes && vrmChannelSqFree(ch) > 0) {
-        guint32 n = MIN(ch->nRegRes, vrmProtoMaxEntries(VRM_MSG_REGISTER_RESULT));
+        guint32 n = MIN(ch->nRegRes, vrmChannelCtlEntries(ch, VRM_MSG_REGISTER_RESULT));
 
         len = vrmProtoBuildRegResult(vrmChannelCtlBuf(ch, 0), ch->regRes, n);
         if (vrmChannelPostCtl(ch, len, false) < 0)
@@ -1043,7 +1220,7 @@ vrmChannelPumpControl(vrmChannel *ch, bool *progress)
     if (ch->remote.queued && vrmChannelSqFree(ch) > 0) {
         g_autofree guint32 *idx = g_new(guint32, ch->remote.queued);
         guint32 n = vrmRemoteRingTakeRequests(&ch->remote, idx,
-                                              vrmProtoMaxEntries(VRM_MSG_REGISTER_REQUEST));
+                                              vrmChannelCtlEntries(ch, VRM_MSG_REGISTER_REQUEST));
 
         len = vrmProtoBuildRegRequest(vrmChannelCtlBuf(ch, 0), idx, n);
         if (vrmChannelPostCtl(ch, len, false) < 0)
@@ -1154,6 +1331,32 @@ vrmChannelHoldPartial(const vrmChannel *ch)
     return !ch->sockEof && ch->txf.inflight >= VRM_CHANNEL_HOLD_INFLIGHT;
 }
 
+/* The message limit of this connection (vrmRdmaQPMaxMessage), learnt
+ * when the first chunk goes: the path MTU is the queue pair's only once
+ * it is connected. -1 reported if a chunk cannot fit the send queue. */
+static int
+vrmChannelLearnMaxWrite(vrmChannel *ch)
+{
+    guint32 verbs;
+
+    if (ch->maxWriteKnown)
+        return 0;
+    ch->maxWrite = vrmChannelMaxWrite(&ch->cfg, vrmRdmaQPMaxMessage(ch->qp));
+    ch->maxWriteKnown = true;
+    if (!ch->maxWrite)
+        return 0;
+    verbs = vrmChannelChunkVerbs(ch, ch->stage.chunk);
+    if (verbs + 2 + VRM_CHANNEL_CTL_RESERVE > ch->qpSend) {
+        vrmReportError(VRM_ERR_RESOURCE,
+                       _("channel %1$u: a chunk of %2$u bytes takes %3$u work requests on this connection (messages of at most %4$u bytes), more than its send queue of %5$u holds; use a smaller chunk size"),
+                       ch->cfg.index, ch->stage.chunk, verbs, ch->maxWrite, ch->qpSend);
+        return -1;
+    }
+    VRM_DEBUG("channel %u: messages of at most %u bytes, up to %u work requests per chunk",
+              ch->cfg.index, ch->maxWrite, verbs);
+    return 0;
+}
+
 /* socket -> staging chunks -> RDMA WRITEs, one post per call */
 static int
 vrmChannelPumpTx(vrmChannel *ch, bool *progress)
@@ -1163,8 +1366,11 @@ vrmChannelPumpTx(vrmChannel *ch, bool *progress)
 
     if (ch->tx != VRM_CHANNEL_TX_STREAM || !vrmRemoteRingComplete(&ch->remote))
         return 0;
+    if (vrmChannelLearnMaxWrite(ch) < 0)
+        return -1;
 
-    while (!ch->sockEof && n < VRM_CHANNEL_BATCH_MAX) {
+    while (!ch->sockEof && n < VRM_CHANNEL_BATCH_MAX &&
+           (imm || nd < vrmChannelCtlEntries(ch, VRM_MSG_DATA))) {
         guint32 s = ch->stageHead;
         guint32 ridx;
         guint32 cap;
@@ -1186,7 +1392,9 @@ vrmChannelPumpTx(vrmChannel *ch, bool *progress)
                                        g_get_monotonic_time());
             break;
         }
-        if (vrmChannelSqFree(ch) < n + 2 + VRM_CHANNEL_CTL_RESERVE)
+        if (vrmChannelSqFree(ch) < n + 2 + VRM_CHANNEL_CTL_RESERVE ||
+            vrmChannelVerbsFree(ch) < ch->batchVerbs + vrmChannelChunkVerbs(ch, ch->stage.chunk) +
+                                      2 + VRM_CHANNEL_CTL_RESERVE)
             break;
         if (!ch->stage.whole &&
             vrmRingRegisterChunk(ch, &ch->stage, s, IBV_ACCESS_LOCAL_WRITE) < 0)
@@ -1224,21 +1432,9 @@ vrmChannelPumpTx(vrmChannel *ch, bool *progress)
             guint32 len = ch->stageFill;
 
             vrmTxFlowTake(&ch->txf, &ridx);
-            vrmChannelPrepWR(ch, n, s);
-            ch->sges[n] = (struct ibv_sge) {
-                .addr = (uintptr_t)(ch->stage.mem + (size_t)s * ch->stage.chunk),
-                .length = len,
-                .lkey = vrmRingMR(&ch->stage, s)->lkey,
-            };
-            ch->wrs[n].wr.rdma.remote_addr = ch->remote.addr[ridx];
-            ch->wrs[n].wr.rdma.rkey = ch->remote.rkey[ridx];
-            if (imm) {
-                ch->wrs[n].opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-                ch->wrs[n].imm_data = htonl(vrmProtoImmEncode(ridx, len));
-            } else {
-                ch->wrs[n].opcode = IBV_WR_RDMA_WRITE;
+            vrmChannelPrepChunk(ch, n, s, ridx, len, imm);
+            if (!imm)
                 ch->dents[nd++] = (vrmProtoDataEntry) { .index = ridx, .length = len };
-            }
             vrmChannelTraceChunk(ch, "sent", ch->txTotal,
                                  ch->stage.mem + (size_t)s * ch->stage.chunk, len);
             n++;
@@ -1733,6 +1929,42 @@ vrmChannelReportPortDown(vrmChannel *ch)
                    ch->qp->dev->name, ibv_event_type_str(IBV_EVENT_PORT_ERR));
 }
 
+/* A send-queue work request in words, for the error that names it: what
+ * it carried, its number and how many were outstanding with it */
+static char *
+vrmChannelDescribeSend(const vrmChannel *ch, const vrmSendSlot *slot)
+{
+    guint64 outstanding = ch->postSeq - ch->retiredSeq;
+    guint64 nth = slot->seq - ch->retiredSeq + 1;    /* not retired yet */
+
+    switch (slot->opcode) {
+    case IBV_WR_RDMA_WRITE_WITH_IMM:
+    case IBV_WR_RDMA_WRITE:
+        return g_strdup_printf(_("RDMA %1$s of %2$u bytes into chunk %3$u of the peer's ring, work request %4$llu of %5$llu outstanding"),
+                               slot->opcode == IBV_WR_RDMA_WRITE ? "WRITE" : "WRITE_WITH_IMM",
+                               slot->len, slot->what, (unsigned long long)nth,
+                               (unsigned long long)outstanding);
+    default:
+        return g_strdup_printf(_("SEND of a %1$s message of %2$u bytes, work request %3$llu of %4$llu outstanding"),
+                               vrmProtoMsgTypeToString((int)slot->what), slot->len,
+                               (unsigned long long)nth,
+                               (unsigned long long)outstanding);
+    }
+}
+
+/* "a work request failed", naming the request where it was a send */
+static void
+vrmChannelReportFailedWR(const vrmChannel *ch, int code, const char *what,
+                         const char *wr)
+{
+    if (wr)
+        vrmReportError(code, _("channel %1$u: a work request failed: %2$s (%3$s)"),
+                       ch->cfg.index, what, wr);
+    else
+        vrmReportError(code, _("channel %1$u: a work request failed: %2$s"),
+                       ch->cfg.index, what);
+}
+
 static int
 vrmChannelHandleWC(vrmChannel *ch, struct ibv_wc *wc, guint32 *nrepost)
 {
@@ -1769,11 +2001,18 @@ vrmChannelHandleWC(vrmChannel *ch, struct ibv_wc *wc, guint32 *nrepost)
             if (!ch->wcFailedUs) {
                 ch->wcFailedUs = g_get_monotonic_time();
                 ch->wcFailed = wc->status;
+                if (wid && wid->kind == VRM_WR_SEND)
+                    ch->wcFailedWr = vrmChannelDescribeSend(ch, vrm_container_of(wid, vrmSendSlot, id));
             }
             return 0;
         }
-        vrmReportError(code, _("channel %1$u: a work request failed: %2$s"),
-                       ch->cfg.index, what);
+        if (wid && wid->kind == VRM_WR_SEND) {
+            g_autofree char *wr = vrmChannelDescribeSend(ch, vrm_container_of(wid, vrmSendSlot, id));
+
+            vrmChannelReportFailedWR(ch, code, what, wr);
+        } else {
+            vrmChannelReportFailedWR(ch, code, what, NULL);
+        }
         return -1;
     }
 
@@ -1785,6 +2024,7 @@ vrmChannelHandleWC(vrmChannel *ch, struct ibv_wc *wc, guint32 *nrepost)
         for (seq = ch->retiredSeq; seq <= slot->seq; seq++) {
             vrmSendSlot *done = &ch->sslots[seq % ch->sqSize];
 
+            ch->retiredVerbs += done->nverbs;
             if (done->stage >= 0) {
                 g_assert(ch->stageUsed > 0);
                 ch->stageUsed--;
@@ -1852,6 +2092,8 @@ vrmChannelPollCQ(vrmChannel *ch, bool *progress)
         }
         vrmStatsAdd(&ch->stats, VRM_STAT_COMPLETIONS, n);
         ch->lastActivity = g_get_monotonic_time();
+        if (ch->host.jobHeard)
+            __atomic_store_n(ch->host.jobHeard, ch->lastActivity, __ATOMIC_RELAXED);
         *progress = true;
         for (i = 0; i < n && ret == 0; i++)
             ret = vrmChannelHandleWC(ch, &wc[i], &nrepost);
@@ -1977,21 +2219,32 @@ vrmChannelRound(vrmChannel *ch, bool *progress)
         const char *what;
         int code = vrmRdmaWcStatusToError(ch->wcFailed, &what);
 
-        vrmReportError(code, _("channel %1$u: a work request failed: %2$s"),
-                       ch->cfg.index, what);
+        vrmChannelReportFailedWR(ch, code, what, ch->wcFailedWr);
         return -1;
     }
     if (vrmChannelKeepalive(ch, now) < 0)
         return -1;
     /* The transport's own retry timer is not enough: Soft-RoCE was seen
      * retrying forever towards a peer whose link went down. Signaled work
-     * that stays unanswered means the peer is gone. */
-    if (ch->lastSignaled > ch->retiredSeq &&
-        now - ch->lastActivity > VRM_CHANNEL_PEER_TIMEOUT_US) {
-        vrmReportError(VRM_ERR_PEER,
-                       _("channel %1$u: the peer stopped answering (no completion for %2$d seconds)"),
-                       ch->cfg.index, VRM_CHANNEL_PEER_TIMEOUT_US / 1000000);
-        return -1;
+     * that stays unanswered, on this channel and on every other of the
+     * job, means the peer is gone. */
+    if (ch->lastSignaled > ch->retiredSeq) {
+        gint64 heard = ch->lastActivity;
+
+        if (ch->host.jobHeard)
+            heard = MAX(heard, __atomic_load_n(ch->host.jobHeard, __ATOMIC_RELAXED));
+        if (now - heard > VRM_CHANNEL_PEER_TIMEOUT_US) {
+            vrmReportError(VRM_ERR_PEER,
+                           _("channel %1$u: the peer stopped answering (no completion for %2$d seconds)"),
+                           ch->cfg.index, VRM_CHANNEL_PEER_TIMEOUT_US / 1000000);
+            return -1;
+        }
+        if (now - ch->lastActivity > VRM_CHANNEL_STALL_TIMEOUT_US) {
+            vrmReportError(VRM_ERR_PEER,
+                           _("channel %1$u: the peer stopped answering on this channel (no completion for %2$d seconds, while the job's other channels completed work)"),
+                           ch->cfg.index, VRM_CHANNEL_STALL_TIMEOUT_US / 1000000);
+            return -1;
+        }
     }
     return 0;
 }

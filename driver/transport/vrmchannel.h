@@ -77,6 +77,8 @@ typedef enum {
 } vrmChannelRx;
 VRM_ENUM_DECL(vrmChannelRx);
 
+#define VRM_MAX_WRITE_UNLIMITED G_MAXUINT32
+
 typedef struct {
     vrmEngineRole role;
     guint32 index;                  /* on the wire: QEMU connection order; disks
@@ -84,6 +86,9 @@ typedef struct {
     guint32 chunkSize;              /* our rings */
     guint32 ringDepth;
     bool pinAll;                    /* register our rings at set-up */
+    guint32 maxWrite;               /* bytes per work request: 0 the device's
+                                     * limit (vrmRdmaQPMaxMessage), or
+                                     * VRM_MAX_WRITE_UNLIMITED */
     bool checkEnd;                  /* ask the owner before a QEMU stream ends */
     const char *domainUUID;         /* named when QEMU exits mid-stream (or NULL) */
     vrmEngineFault fault;           /* test hooks */
@@ -95,6 +100,10 @@ typedef struct {
     void (*fail)(void *opaque, int code, const char *reason);
     void (*wake)(void *opaque);
     void *opaque;
+    /* optional: shared by the job's channels (relaxed atomic, monotonic
+     * us), the last completion any of them polled: a peer that answers
+     * on one channel is not gone (see VRM_CHANNEL_PEER_TIMEOUT_US) */
+    gint64 *jobHeard;
 } vrmChannelHost;
 
 /* What the owner must act on, taken from the mailbox */

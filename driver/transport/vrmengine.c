@@ -117,6 +117,7 @@ struct _vrmEngine {
     int statsFd;                /* stats socket */
     int wakefd;                 /* eventfd: progress threads -> main */
     gint64 startUs;
+    gint64 jobHeard;            /* the channels' last completion (vrmChannelHost) */
     gint64 lastProgressUs;
     guint64 lastProgressSum;
     gint64 endUs;
@@ -445,6 +446,14 @@ vrmEngineSlotOf(vrmEngine *e, guint32 index)
     return NULL;
 }
 
+/* Bytes per work request: the device's limit (vrmRdmaQPMaxMessage), or
+ * none under the test fault that shows why the limit is there */
+static guint32
+vrmEngineMaxWrite(const vrmEngine *e)
+{
+    return e->s.fault == VRM_ENGINE_FAULT_WHOLE_WRITES ? VRM_MAX_WRITE_UNLIMITED : 0;
+}
+
 static vrmChannel *
 vrmEngineNewChannel(vrmEngine *e, vrmEngineSlot *slot)
 {
@@ -454,6 +463,7 @@ vrmEngineNewChannel(vrmEngine *e, vrmEngineSlot *slot)
         .chunkSize = e->s.chunkSize,
         .ringDepth = e->s.ringDepth,
         .pinAll = e->s.pinAll,
+        .maxWrite = vrmEngineMaxWrite(e),
         /* a QEMU whose pid we know is asked about when its stream ends */
         .checkEnd = e->s.role == VRM_ENGINE_ROLE_DESTINATION || e->s.qemuPid > 0,
         .domainUUID = e->s.domainUUID,
@@ -464,6 +474,7 @@ vrmEngineNewChannel(vrmEngine *e, vrmEngineSlot *slot)
         .fail = vrmEngineChannelFail,
         .wake = vrmEngineChannelWake,
         .opaque = slot,
+        .jobHeard = &e->jobHeard,
     };
 
     return vrmChannelNew(&cfg, &host);
@@ -475,7 +486,9 @@ vrmEngineSlotSetup(vrmEngine *e, vrmEngineSlot *slot, struct rdma_cm_id *id,
                    guint32 caps)
 {
     vrmChannelConfig cfg = {
+        .chunkSize = e->s.chunkSize,
         .ringDepth = e->s.ringDepth,
+        .maxWrite = vrmEngineMaxWrite(e),
     };
     vrmRdmaDevice *dev;
     vrmRdmaQP *qp;

@@ -198,7 +198,62 @@ static const StreamCase streamCases[] = {
     { "depth-2-4", { 2, 4, K64, false, true }, 1024 * 1024 + 1, 1024 * 1024 + 3, 64 },
     { "depth-3-4", { 3, 4, K64, false, false }, 1024 * 1024 + 1, 1024 * 1024 + 3, 64 },
     { "depth-16-2", { 16, 2, K64, false, true }, 2 * 1024 * 1024 + 9, 512 * 1024, 7 },
+    /* a device with a message limit (Soft-RoCE, issue 39): every work
+     * request within it (the fake provider checks), chunks as pieces with
+     * the immediate data on the last, control messages cut to fit */
+    { "split-imm", { 4, 4, K64, false, true, .maxMessage = 4096 }, 1024 * 1024 + 17, 300 * 1024 + 5, 64 },
+    { "split-send", { 4, 4, K64, false, false, .maxMessage = 4096 }, 1024 * 1024 + 17, 300 * 1024 + 5, 64 },
+    { "split-pin-all-odd", { 8, 8, K64, true, true, .maxMessage = 1000 }, 700 * 1024 + 3, 200 * 1024 + 1, 64 },
+    { "split-tiny", { 16, 16, K64, false, false, .maxMessage = 256 }, 300 * 1024 + 3, 100 * 1024 + 1, 64 },
+    { "split-trickle", { 4, 4, K64, false, true, .maxMessage = 4096 }, 200 * 1024 + 5, 100 * 1024 + 7, 1 },
 };
+
+/* The negative twin of the split cases: told to ignore the device's
+ * limit (the engine's --test-fault whole-writes), a chunk goes as one
+ * work request, which the fake provider reports */
+static void
+testSplitIgnored(void)
+{
+    vrmFakePairConfig cfg = { 4, 4, K64, false, true, .maxMessage = 4096,
+                              .maxWrite = VRM_MAX_WRITE_UNLIMITED };
+    vrmFakePair *p;
+    Streams s;
+
+    vrmFakeViolationReset();
+    p = vrmFakePairNew(&cfg);
+    streamsInit(&s, 200 * 1024, 0);
+    runStreams(p, &s, 64);
+    g_assert_nonnull(vrmFakeViolation());
+    g_assert_nonnull(strstr(vrmFakeViolation(), "whose messages may have at most 4096"));
+    vrmFakeViolationReset();
+    streamsClear(&s);
+    vrmFakePairFree(p);
+}
+
+/* A chunk whose pieces cannot fit the device's send queue is refused
+ * at set-up, with the sizes and what to change */
+static void
+testSplitTooMany(void)
+{
+    vrmChannelConfig cc = { .role = VRM_ENGINE_ROLE_SOURCE, .chunkSize = 1024 * 1024,
+                            .ringDepth = 4 };
+    vrmRdmaDevice *dev = vrmFakeDeviceNew("fake-small");
+    guint32 sq, rq;
+    int cqe;
+
+    dev->maxMessage = 256;
+    dev->maxQpWr = 1024;
+    g_assert_cmpint(vrmChannelQueueSizes(&cc, dev, &sq, &rq, &cqe), ==, -1);
+    g_assert_cmpint(vrmGetLastErrorCode(), ==, VRM_ERR_RESOURCE);
+    g_assert_cmpstr(vrmGetLastErrorMessage(), ==,
+                    "on device fake-small a chunk of 1048576 bytes takes 4096 work requests "
+                    "(messages of at most 256 bytes), more than its send queue of 1024 holds; "
+                    "use a smaller chunk size");
+    /* the same chunk in one work request fits */
+    cc.maxWrite = VRM_MAX_WRITE_UNLIMITED;
+    g_assert_cmpint(vrmChannelQueueSizes(&cc, dev, &sq, &rq, &cqe), ==, 0);
+    vrmRdmaDeviceFree(dev);
+}
 
 /* The destination does not hold the token: its AUTH is refused, the
  * source reports it as such (not as a failure of the job) and has sent
@@ -645,6 +700,23 @@ typedef enum {
     FLUSH_CAUSE_PORT_DOWN,      /* the port shows down after a while */
 } FlushCause;
 
+/* The source streams 4 MiB to a QEMU that holds its socket open: run
+ * until the source's channel is streaming */
+static void
+streamSource(vrmFakePair *p, Streams *s)
+{
+    int i;
+
+    streamsInit(s, 4 * 1024 * 1024, 0);
+    s->holdOpen[0] = true;
+    for (i = 0; i < 20; i++) {
+        vrmFakePairGiveSockets(p);
+        vrmFakePairStep(p, 4);
+        pumpQemu(p, s);
+    }
+    g_assert_cmpint(vrmChannelTxState(p->ch[0]), ==, VRM_CHANNEL_TX_STREAM);
+}
+
 /* librdmacm flushes the queue pair as it hands the engine the peer's
  * DISCONNECTED, before the channel's mailbox hears of it (CI saw the
  * wrong error where the peer had died), rxe fails a send before its
@@ -661,14 +733,7 @@ failedRun(enum ibv_wc_status first, FlushCause cause, const char *expect)
     Streams s;
     int i;
 
-    streamsInit(&s, 4 * 1024 * 1024, 0);
-    s.holdOpen[0] = true;
-    for (i = 0; i < 20; i++) {
-        vrmFakePairGiveSockets(p);
-        vrmFakePairStep(p, 4);
-        pumpQemu(p, &s);
-    }
-    g_assert_cmpint(vrmChannelTxState(p->ch[0]), ==, VRM_CHANNEL_TX_STREAM);
+    streamSource(p, &s);
     if (first != IBV_WC_WR_FLUSH_ERR) {
         p->qp[0]->faultAfter = p->qp[0]->polled + 1;
         p->qp[0]->faultStatus = first;
@@ -713,11 +778,15 @@ testFlushedPortDown(void)
     failedRun(IBV_WC_WR_FLUSH_ERR, FLUSH_CAUSE_PORT_DOWN, "RDMA device fake-src failed: port error");
 }
 
+/* ... and the error names the failed request: what it carried, where to,
+ * and its place among those outstanding (issue 39: which one failed) */
 static void
 testFlushedAlone(void)
 {
     failedRun(IBV_WC_WR_FLUSH_ERR, FLUSH_CAUSE_NONE,
-              "channel 0: a work request failed: the queue pair was flushed");
+              "channel 0: a work request failed: the queue pair was flushed "
+              "(RDMA WRITE_WITH_IMM of 65536 bytes into chunk 2 of the peer's ring, "
+              "work request 3 of 4 outstanding)");
 }
 
 static void
@@ -732,6 +801,43 @@ testRemoteAccessAlone(void)
 {
     failedRun(IBV_WC_REM_ACCESS_ERR, FLUSH_CAUSE_NONE,
               "channel 0: a work request failed: the peer refused an RDMA access (remote access error)");
+}
+
+/* A peer that answers on the job's other channels is not gone: this
+ * channel's silence alone does not end it after 5 s (issue 39's lossy
+ * wire); once the whole job is silent, it does, within 5 s more */
+static void
+testPeerSilentElsewhereHeard(void)
+{
+    gint64 heard = 0;
+    vrmFakePairConfig cfg = { 4, 4, K64, false, true, .jobHeard = &heard };
+    vrmFakePair *p = vrmFakePairNew(&cfg);
+    gint64 start, silent, took;
+    Streams s;
+
+    streamSource(p, &s);
+    /* the peer's side of this channel goes silent: nothing is carried to
+     * it any more; "another channel" completes work all along */
+    start = g_get_monotonic_time();
+    while (g_get_monotonic_time() - start < 6 * G_USEC_PER_SEC) {
+        __atomic_store_n(&heard, g_get_monotonic_time(), __ATOMIC_RELAXED);
+        vrmFakePairStepSide(p, 0);
+        pumpQemu(p, &s);
+        g_usleep(10 * 1000);
+    }
+    g_assert_cmpint(p->failed[0], ==, 0);
+    /* now the whole job is silent */
+    silent = g_get_monotonic_time();
+    while (!p->failed[0] && g_get_monotonic_time() - silent < 8 * G_USEC_PER_SEC) {
+        vrmFakePairStepSide(p, 0);
+        g_usleep(10 * 1000);
+    }
+    took = g_get_monotonic_time() - silent;
+    g_assert_true(p->failed[0]);
+    g_assert_nonnull(strstr(p->error[0], "channel 0: the peer stopped answering (no completion for 5 seconds)"));
+    g_assert_cmpint(took, <, 6 * G_USEC_PER_SEC);
+    streamsClear(&s);
+    vrmFakePairFree(p);
 }
 
 /* Doorbells: one per post, however many work requests it carries */
@@ -862,6 +968,9 @@ main(int argc, char **argv)
         g_autofree char *path = g_strdup_printf("/channel/stream/%s", streamCases[i].name);
         g_test_add_data_func(path, &streamCases[i], testStream);
     }
+    g_test_add_func("/channel/split-ignored", testSplitIgnored);
+    g_test_add_func("/channel/split-too-many", testSplitTooMany);
+    g_test_add_func("/channel/peer-silent/elsewhere-heard", testPeerSilentElsewhereHeard);
     g_test_add_func("/channel/auth/refused", testAuthRefused);
     g_test_add_func("/channel/auth/first", testAuthFirst);
     g_test_add_func("/channel/announce", testAnnounce);

@@ -32,6 +32,7 @@ vrmFakePairNew(const vrmFakePairConfig *cfg)
         .fail = vrmFakePairFail,
         .wake = vrmFakePairWake,
         .opaque = p,
+        .jobHeard = cfg->jobHeard,
     };
     guint32 caps = (cfg->pinAll ? VRM_CAP_PIN_ALL : 0) |
                    (cfg->writeImm ? VRM_CAP_WRITE_IMM : 0);
@@ -50,10 +51,12 @@ vrmFakePairNew(const vrmFakePairConfig *cfg)
             .ringDepth = i == 0 ? cfg->srcDepth : cfg->dstDepth,
             .pinAll = cfg->pinAll,
             .checkEnd = cfg->checkEnd,
+            .maxWrite = cfg->maxWrite,
         };
         int sv[2];
 
         p->dev[i] = vrmFakeDeviceNew(i == 0 ? "fake-src" : "fake-dst");
+        p->dev[i]->maxMessage = cfg->maxMessage;
         p->ch[i] = vrmChannelNew(&cc, &host);
         g_assert_cmpint(vrmChannelQueueSizes(&cc, p->dev[i], &sq[i], &rq[i], &cqe[i]), ==, 0);
         g_assert_cmpint(vrmChannelSetup(p->ch[i], p->dev[i]), ==, 0);

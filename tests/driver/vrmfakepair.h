@@ -23,6 +23,9 @@ typedef struct {
     bool writeImm;
     bool badAuth;               /* the destination does not hold the token */
     bool checkEnd;              /* both ask before a QEMU stream ends */
+    guint32 maxMessage;         /* both devices' message limit, 0: none */
+    guint32 maxWrite;           /* the channels' setting (vrmChannelConfig) */
+    gint64 *jobHeard;           /* vrmChannelHost's, or NULL */
 } vrmFakePairConfig;
 
 typedef struct {

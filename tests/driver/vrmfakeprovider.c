@@ -217,6 +217,11 @@ vrmFakePostSend(vrmRdmaQP *q, struct ibv_send_wr *wr)
         }
         if (wr->opcode == IBV_WR_SEND && wr->sg_list->length > VRM_FAKE_RECV_MAX)
             vrmFakeViolate("a SEND of %u bytes, more than a control message", wr->sg_list->length);
+        /* a device with a message limit (Soft-RoCE's, vrmRdmaQPMaxMessage)
+         * must see no work request longer than it */
+        if (q->dev->maxMessage && wr->sg_list->length > q->dev->maxMessage)
+            vrmFakeViolate("a work request of %u bytes on a device whose messages may have at most %u",
+                           wr->sg_list->length, q->dev->maxMessage);
         if (++qp->outstanding > q->sendSize)
             vrmFakeViolate("send queue overflow (%u posted, room for %u)",
                            qp->outstanding, q->sendSize);
