@@ -7,7 +7,8 @@
 #   "imm-1ch|--channels 1|--channels 1 --bytes 3M+17 --reverse-bytes 1M+5"
 # Host a runs the source engine and the source stream (QEMU's stand-in),
 # host b the destination engine and the destination stream. Case k uses
-# rdma_cm port 18515+k so that a late case never meets an earlier engine.
+# rdma_cm port 18515+k (VRM_PAIR_PORT_BASE+k) so that a late case never
+# meets an earlier engine.
 # @DISK@ in either option list is the case's disk socket (QEMU's NBD copy).
 # Every case must end with exit 0 on both programs and byte-exact streams.
 set -u
@@ -20,7 +21,7 @@ rc=0
 k=0
 for spec in "$@"; do
     IFS='|' read -r name eopts sopts <<<"$spec"
-    port=$((18515 + k))
+    port=$((${VRM_PAIR_PORT_BASE:-18515} + k))
     sock=/tmp/vrm-mig-$k.sock
     eopts=${eopts//@DISK@//tmp/vrm-disk-$k.sock}
     sopts=${sopts//@DISK@//tmp/vrm-disk-$k.sock}

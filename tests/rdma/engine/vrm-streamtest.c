@@ -8,6 +8,10 @@
  *              of connection i and writes its reverse stream.
  * Every stream is checked byte for byte against the generator and its
  * word-wise FNV-1a 64 checksum printed. Exit 0 only if every stream arrived exactly.
+ * --irregular: every write and every read has a pseudo-random size from 1
+ * byte to IRREGULAR_MAX (about 300 KB), as QEMU's writers and readers do
+ * under load, instead of the whole buffer each time (the stress target of
+ * engine-stress.sh).
  * "-uuid UUID" is taken and ignored as QEMU does: it puts the domain's UUID
  * on the command line, which the destination engine checks.
  * Like QEMU, which outlives its migration streams, it stays --linger
@@ -40,6 +44,7 @@
 #include <glib.h>
 
 #define BUF_SIZE (256 * 1024)
+#define IRREGULAR_MAX 300000    /* --irregular: largest write or read */
 
 typedef struct {
     guint64 state;
@@ -113,7 +118,19 @@ typedef struct {
     guint64 sum;            /* FNV-1a 64 */
     char *error;
     gint answered;          /* reader: the first byte arrived (atomic) */
+    gboolean irregular;     /* pseudo-random sizes of each write or read */
 } Half;
+
+/* --irregular: the size of the next write or read, 1 to @most bytes
+ * (xorshift32 on the half's own state: not the stream's generator) */
+static size_t
+ioSize(guint32 *state, size_t most)
+{
+    *state ^= *state << 13;
+    *state ^= *state >> 17;
+    *state ^= *state << 5;
+    return 1 + *state % MIN(most, (size_t)IRREGULAR_MAX);
+}
 
 #define DISK_CHANNEL_BASE 1000  /* generator channel of disk 0 */
 
@@ -149,6 +166,7 @@ static void
 writerRun(Half *h)
 {
     g_autofree guint8 *buf = g_malloc(BUF_SIZE);
+    guint32 io = 0x9e3779b9u ^ (h->channel * 2 + h->dir + 1);
     Gen g;
 
     genInit(&g, h->seed, h->channel, h->dir);
@@ -160,7 +178,8 @@ writerRun(Half *h)
         genFill(&g, buf, BUF_SIZE);
         h->sum = fnv(h->sum, buf, n);
         while (off < n) {
-            ssize_t r = send(h->fd, buf + off, n - off, MSG_NOSIGNAL);
+            size_t len = h->irregular ? ioSize(&io, n - off) : n - off;
+            ssize_t r = send(h->fd, buf + off, len, MSG_NOSIGNAL);
             if (r < 0) {
                 if (errno == EINTR)
                     continue;
@@ -197,13 +216,14 @@ readerRun(Half *h)
     g_autofree guint8 *want = g_malloc(BUF_SIZE);
     g_autofree guint8 *got = g_malloc(BUF_SIZE);
     guint64 wpos = 0;       /* stream offset of want[0] */
+    guint32 io = 0x7f4a7c15u ^ (h->channel * 2 + h->dir + 1);
     Gen g;
 
     genInit(&g, h->seed, h->channel, h->dir);
     genFill(&g, want, BUF_SIZE);
     h->sum = FNV_INIT;
     for (;;) {
-        ssize_t r = read(h->fd, got, BUF_SIZE);
+        ssize_t r = read(h->fd, got, h->irregular ? ioSize(&io, BUF_SIZE) : BUF_SIZE);
         ssize_t i = 0;
 
         if (r < 0) {
@@ -300,15 +320,17 @@ acceptBy(int lfd, gint64 deadline)
 }
 
 /* Both halves of one connection, in threads */
+static gboolean irregular;  /* --irregular */
+
 static void
 startHalves(Half *tx, Half *rx, GThread **threads, int fd, guint32 channel,
             gboolean source, guint64 fwd, guint64 rev, guint64 seed)
 {
     /* dir 0 travels source->destination, dir 1 back */
     *tx = (Half) { .fd = fd, .channel = channel, .dir = source ? 0 : 1,
-                   .size = source ? fwd : rev, .seed = seed };
+                   .size = source ? fwd : rev, .seed = seed, .irregular = irregular };
     *rx = (Half) { .fd = fd, .channel = channel, .dir = source ? 1 : 0,
-                   .size = source ? rev : fwd, .seed = seed };
+                   .size = source ? rev : fwd, .seed = seed, .irregular = irregular };
     threads[0] = g_thread_new("writer", writerThread, tx);
     threads[1] = g_thread_new("reader", readerThread, rx);
 }
@@ -446,6 +468,7 @@ main(int argc, char **argv)
         { "disk-unix", 0, 0, G_OPTION_ARG_FILENAME, &diskPath, "the engine's disk socket", "PATH" },
         { "disk-bytes", 0, 0, G_OPTION_ARG_STRING, &diskBytes, "source->destination bytes per disk", "SIZE" },
         { "disk-reverse-bytes", 0, 0, G_OPTION_ARG_STRING, &diskRbytes, "destination->source bytes per disk (at least 1: the answer)", "SIZE" },
+        { "irregular", 0, 0, G_OPTION_ARG_NONE, &irregular, "writes and reads of pseudo-random sizes, 1 byte to 300 KB", NULL },
         { NULL },
     };
     g_autoptr(GOptionContext) octx = g_option_context_new(NULL);
