@@ -44,6 +44,7 @@
 #include <rdma/rdma_cma.h>
 
 #define DEADLINE_S 120
+#define LINGER_S 5      /* several of rxe's ACK timeouts (0.54 s) and RTTs */
 
 /* What the server tells the client in its accept (big-endian) */
 typedef struct {
@@ -181,7 +182,7 @@ runServer(Context *c, const Options *o)
                                      .rnr_retry_count = 7 };
     RingInfo info;
     gint64 deadline = g_get_monotonic_time() + (gint64)DEADLINE_S * G_USEC_PER_SEC;
-    guint32 k, i;
+    guint32 k, i, credited = 0;
 
     if (rdma_getaddrinfo(o->addr, o->port, &hints, &ai) != 0 ||
         rdma_create_id(c->ec, &c->listen, NULL, RDMA_PS_TCP) < 0 ||
@@ -222,14 +223,19 @@ runServer(Context *c, const Options *o)
     }
     rdma_ack_cm_event(ev);
 
-    for (k = 0; k < o->count;) {
+    for (k = 0; k < o->count || credited < k;) {
         struct ibv_wc wc;
         int bad;
 
         if (nextWC(c, &wc, deadline) < 0)
             return 1;
-        if (wc.opcode == IBV_WC_SEND)
-            continue;               /* a credit went out */
+        if (wc.opcode == IBV_WC_SEND) {
+            /* a credit went out, acknowledged: the server stays until
+             * the last one is (its queue pair goes when it exits, and a
+             * credit still to be retransmitted would be lost with it) */
+            credited++;
+            continue;
+        }
         if (wc.opcode != IBV_WC_RECV_RDMA_WITH_IMM) {
             fprintf(stderr, "vrm-rxe-retry: unexpected completion opcode %d\n", wc.opcode);
             return 3;
@@ -380,6 +386,10 @@ runClient(Context *c, const Options *o)
     }
     printf("vrm-rxe-retry client: %u messages of %u bytes in %u work request(s) each, all answered\n",
            o->count, o->size, pieces);
+    /* the server waits until its last credit is acknowledged: stay long
+     * enough for it to be sent again if that acknowledgement was lost
+     * (our queue pair goes when we exit) */
+    g_usleep(LINGER_S * G_USEC_PER_SEC);
     return 0;
 }
 
