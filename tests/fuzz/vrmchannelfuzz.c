@@ -10,7 +10,9 @@
  *   byte 2      bit 0 pin-all, bit 1 WRITE_IMM, bit 2: 128K chunks (64K
  *               otherwise), bit 3: the destination's AUTH is wrong, bit 4:
  *               both ask whether QEMU lives when a stream ends, bits 5
- *               and 6: the source's / destination's QEMU is then gone
+ *               and 6: the source's / destination's QEMU is then gone,
+ *               bit 7: the devices carry at most 1024 bytes per work
+ *               request (Soft-RoCE's limit: chunks go in pieces)
  *   then ops    QEMU writes and closes on either side, a round of either
  *               channel, work requests carried either way (one at a time or
  *               in bulk), a hostile message injected into either channel
@@ -252,7 +254,7 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     Input in = { data, size };
-    vrmFakePairConfig cfg;
+    vrmFakePairConfig cfg = { 0 };
     vrmFakePair *p;
     static Run run;
     Run *r = &run;
@@ -272,6 +274,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cfg.chunkSize = (flags & 4) ? 128 * 1024 : 64 * 1024;
     cfg.badAuth = flags & 8;
     cfg.checkEnd = flags & 16;
+    cfg.maxMessage = (flags & 128) ? 1024 : 0;
 
     vrmFakeViolationReset();
     p = vrmFakePairNew(&cfg);
