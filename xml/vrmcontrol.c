@@ -32,7 +32,17 @@ VRM_ENUM_IMPL(vrmJobState, VRM_JOB_STATE_LAST,
               "completed",
               "failed",
               "cancelled",
+              "over-tcp",
 );
+
+bool
+vrmJobStateIsFinal(vrmJobState state)
+{
+    return state == VRM_JOB_STATE_COMPLETED ||
+        state == VRM_JOB_STATE_FAILED ||
+        state == VRM_JOB_STATE_CANCELLED ||
+        state == VRM_JOB_STATE_OVER_TCP;
+}
 
 VRM_ENUM_IMPL(vrmReplyStatus, VRM_REPLY_LAST,
               "ok",

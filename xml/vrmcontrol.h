@@ -83,10 +83,14 @@ typedef enum {
     VRM_JOB_STATE_COMPLETED,
     VRM_JOB_STATE_FAILED,
     VRM_JOB_STATE_CANCELLED,
+    VRM_JOB_STATE_OVER_TCP,     /* RDMA could not carry it: libvirt's TCP did
+                                 * ([migration] fallback = tcp); error says why */
 
     VRM_JOB_STATE_LAST
 } vrmJobState;
 VRM_ENUM_DECL(vrmJobState);
+/* completed, failed, cancelled, over-tcp: the job will not change again */
+bool vrmJobStateIsFinal(vrmJobState state);
 
 typedef enum {
     VRM_REPLY_OK,

@@ -22,6 +22,11 @@ VRM_ENUM_IMPL(vrmPeerAuth, VRM_PEER_AUTH_LAST,
               "none",
 );
 
+VRM_ENUM_IMPL(vrmFallback, VRM_FALLBACK_LAST,
+              "tcp",
+              "refuse",
+);
+
 #define VRM_HELPER_DEFAULT_CM_PORT_MIN 18515
 #define VRM_HELPER_DEFAULT_CM_PORT_MAX 18600
 #define VRM_HELPER_DEFAULT_MAX_JOBS 4
@@ -58,7 +63,7 @@ typedef enum {
     VRM_CONF_SIZE,          /* bytes in [min, max], with the size grammar */
     VRM_CONF_PATH,          /* absolute path */
     VRM_CONF_STRING,        /* one line of text (a libvirt URI) */
-    VRM_CONF_PEER_AUTH,     /* vrmPeerAuth */
+    VRM_CONF_ENUM,          /* one of an enum's names: the row's toString/fromString */
     VRM_CONF_CHUNK_SIZES,   /* list of powers of two */
 } vrmConfType;
 
@@ -69,6 +74,8 @@ typedef struct {
     size_t offset;
     unsigned long long min;
     unsigned long long max;
+    vrmEnumToStringFunc enumToString;   /* VRM_CONF_ENUM: min 0, max its _LAST */
+    vrmEnumFromStringFunc enumFromString;
 } vrmConfKey;
 
 #define OFF(field) offsetof(vrmHelperConfig, field)
@@ -103,7 +110,8 @@ static const vrmConfKey vrmConfKeys[] = {
     { "access", "group", VRM_CONF_NAME, OFF(group), 0, 0 },
     { "history", "size", VRM_CONF_UINT, OFF(historySize),
       0, VRM_HELPER_MAX_HISTORY },
-    { "peers", "auth", VRM_CONF_PEER_AUTH, OFF(peerAuth), 0, 0 },
+    { "peers", "auth", VRM_CONF_ENUM, OFF(peerAuth), 0, VRM_PEER_AUTH_LAST,
+      vrmPeerAuthTypeToString, vrmPeerAuthTypeFromString },
     { "peers", "key-file", VRM_CONF_PATH, OFF(peerKeyFile), 0, 0 },
     { "peers", "ca-cert", VRM_CONF_PATH, OFF(peerCACert), 0, 0 },
     { "peers", "server-cert", VRM_CONF_PATH, OFF(peerServerCert), 0, 0 },
@@ -123,11 +131,13 @@ static const vrmConfKey vrmConfKeys[] = {
     { "libvirt", "uri", VRM_CONF_STRING, OFF(libvirtURI), 0, 0 },
     { "hook", "timeout", VRM_CONF_UINT, OFF(hookTimeout),
       1, VRM_HELPER_MAX_TIMEOUT },
+    { "migration", "fallback", VRM_CONF_ENUM, OFF(fallback), 0, VRM_FALLBACK_LAST,
+      vrmFallbackTypeToString, vrmFallbackTypeFromString },
 };
 
 static const char *const vrmConfGroups[] = {
     "rdma", "limits", "paths", "access", "history", "peers", "engine",
-    "qemu", "libvirt", "hook",
+    "qemu", "libvirt", "hook", "migration",
 };
 
 #define FIELD(conf, type, row) ((type *)((char *)(conf) + (row)->offset))
@@ -158,6 +168,7 @@ vrmHelperConfigNew(void)
     conf->maxClients = VRM_HELPER_DEFAULT_MAX_CLIENTS;
     conf->group = g_strdup(VRM_HELPER_DEFAULT_GROUP);
     conf->peerAuth = VRM_PEER_AUTH_AUTO;
+    conf->fallback = VRM_FALLBACK_TCP;
     conf->peerKeyFile = g_strdup(VRM_SYSCONFDIR "/cluster.key");
     conf->peerCACert = g_strdup(VRM_PKI_CA_CERT);
     conf->peerServerCert = g_strdup(VRM_PKI_SERVER_CERT);
@@ -320,16 +331,15 @@ vrmConfParseValue(vrmHelperConfig *conf, const char *name,
         *FIELD(conf, char *, row) = g_strdup(value);
         return 0;
 
-    case VRM_CONF_PEER_AUTH: {
-        int auth = vrmPeerAuthTypeFromString(value);
+    case VRM_CONF_ENUM: {
+        int e = row->enumFromString(value);
 
-        if (auth < 0) {
-            g_autofree char *expected =
-                vrmEnumAllowedValues(vrmPeerAuthTypeToString, VRM_PEER_AUTH_LAST);
+        if (e < 0) {
+            g_autofree char *expected = vrmEnumAllowedValues(row->enumToString, row->max);
 
             return vrmConfInvalid(name, row, value, expected);
         }
-        *FIELD(conf, int, row) = auth;
+        *FIELD(conf, int, row) = e;
         return 0;
     }
 
@@ -520,9 +530,9 @@ vrmHelperConfigFormat(const vrmHelperConfig *conf)
             if ((str = *FIELD(conf, char *const, row)))
                 g_string_append_printf(buf, "%s=%s\n", row->key, str);
             break;
-        case VRM_CONF_PEER_AUTH:
+        case VRM_CONF_ENUM:
             g_string_append_printf(buf, "%s=%s\n", row->key,
-                                   vrmPeerAuthTypeToString(*FIELD(conf, const int, row)));
+                                   row->enumToString(*FIELD(conf, const int, row)));
             break;
         case VRM_CONF_UINT:
             g_string_append_printf(buf, "%s=%u\n", row->key,

@@ -77,6 +77,16 @@ typedef enum {
 } vrmPeerAuth;
 VRM_ENUM_DECL(vrmPeerAuth);
 
+/* What an RDMA-enabled domain's migration does when RDMA cannot carry it
+ * (docs/transparent.rst) */
+typedef enum {
+    VRM_FALLBACK_TCP,       /* it goes on over libvirt's TCP, with one warning */
+    VRM_FALLBACK_REFUSE,    /* it fails before the destination QEMU starts */
+
+    VRM_FALLBACK_LAST
+} vrmFallback;
+VRM_ENUM_DECL(vrmFallback);
+
 /* [limits] recovery-window at most: the engines' --wait-stream maximum
  * (checked in vrmhelperengine.c) */
 #define VRM_HELPER_MAX_RECOVERY_WINDOW 3600
@@ -130,6 +140,8 @@ struct _vrmHelperConfig {
     char *libvirtURI;
     /* [hook] */
     unsigned int hookTimeout;       /* s: the hook waits this long for the helper */
+    /* [migration] */
+    int fallback;                   /* vrmFallback */
 };
 
 vrmHelperConfig *vrmHelperConfigNew(void);

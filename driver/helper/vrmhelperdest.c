@@ -57,6 +57,46 @@ vrmDestReplyWaiter(vrmHelperJob *job, int code, const char *message)
     vrmHelperConnReplyError(c, code, message);
 }
 
+/*
+ * May this failure let the migration go on over libvirt's TCP? Under
+ * [migration] fallback = tcp, everything that says RDMA cannot carry it
+ * (the source's helper unreachable or refusing, no device, the budget, the
+ * versions, a timeout) may: libvirt then does what it would do without
+ * virt-rdma. A cancel may not, nor a job that no hook waits for (a
+ * post-copy recovery: its migration is already RDMA's).
+ */
+static bool
+vrmDestMayFallBack(vrmHelperDaemon *d, vrmHelperJob *job, int code)
+{
+    return d->conf->fallback == VRM_FALLBACK_TCP && job->waiter &&
+        code != VRM_ERR_CANCELLED && !job->cancelRequested;
+}
+
+/* RDMA cannot carry it, and the policy lets libvirt go on over TCP: one
+ * warning, a job record "over TCP: <why>", and the hook changes nothing */
+static void
+vrmDestOverTcp(vrmHelperDaemon *d, vrmHelperJob *job, const char *why)
+{
+    g_autoptr(vrmControlMessage) msg = vrmControlMessageNew(VRM_CONTROL_REPLY);
+    g_autofree char *reason = g_strdup_printf(_("over TCP: %1$s"), why);
+    vrmHelperConn *c = g_steal_pointer(&job->waiter);
+    vrmJobRecord *rec = vrmJobRecordNew();
+
+    VRM_WARN(_("job %1$llu: %2$s migrates in over TCP, not RDMA ([migration] fallback = tcp): %3$s"),
+             job->record->id, job->record->domainName, why);
+    /* what the hook reads; the job itself may be pruned by the end */
+    rec->id = job->record->id;
+    rec->role = VRM_JOB_ROLE_DESTINATION;
+    rec->state = VRM_JOB_STATE_OVER_TCP;
+    rec->domainName = g_strdup(job->record->domainName);
+    rec->domainUUID = g_strdup(job->record->domainUUID);
+    rec->error = g_strdup(reason);
+    msg->status = VRM_REPLY_OK;
+    g_ptr_array_add(msg->jobs, rec);
+    vrmHelperJobsFinish(d, job, VRM_JOB_STATE_OVER_TCP, reason);
+    vrmHelperConnReplyMessage(c, msg);
+}
+
 /* The negotiation failed: tell the source (if it still listens) and the
  * hook, end the engine, end the job */
 static void
@@ -68,6 +108,10 @@ vrmDestFail(vrmHelperDaemon *d, vrmHelperJob *job, int code, const char *why)
         vrmPeerConnSend(job->peer, res);
     }
     vrmHelperJobsKill(job, SIGTERM);
+    if (vrmDestMayFallBack(d, job, code)) {
+        vrmDestOverTcp(d, job, why);
+        return;
+    }
     vrmDestReplyWaiter(job, code, why);
     vrmHelperJobsFinish(d, job, VRM_JOB_STATE_FAILED, why);
 }
@@ -315,12 +359,11 @@ const vrmHelperRoleOps vrmHelperDestOps = {
     .endedUnwatched = vrmDestEndedUnwatched,
 };
 
-/* What makes an incoming migration impossible here, before asking anybody */
+/* What makes RDMA impossible for an incoming migration, before asking
+ * anybody */
 static int
 vrmDestCheck(vrmHelperDaemon *d, const vrmControlMessage *msg)
 {
-    vrmHelperJob *other;
-
     if (!msg->migration->locator) {
         vrmReportError(VRM_ERR_CONFIG,
                        _("the domain '%1$s' carries no virt-rdma locator: virt-rdmad is not running on the source host, or the domain was started before it; start it there (it adds the locator), or migrate without the unix:// URI"),
@@ -329,12 +372,6 @@ vrmDestCheck(vrmHelperDaemon *d, const vrmControlMessage *msg)
     }
     if (!d->peerCreds) {
         vrmReportError(VRM_ERR_CONFIG, "%s", d->peerProblem);
-        return -1;
-    }
-    if ((other = vrmHelperJobsLiveOfDomain(d, msg->domainUUID))) {
-        vrmReportError(VRM_ERR_RESOURCE,
-                       _("a migration job of the domain '%1$s' already runs on this host (job %2$llu)"),
-                       msg->domainName, other->record->id);
         return -1;
     }
     if (d->engineProblem) {
@@ -350,25 +387,40 @@ vrmHelperDestIncoming(vrmHelperDaemon *d, vrmControlMessage *msg,
 {
     const vrmHelperCred *cred = vrmHelperConnCred(c);
     vrmHelperJob *job;
+    vrmHelperJob *other;
+    g_autofree char *why = NULL;
+    int code;
 
     if (cred->uid != 0 && cred->uid != geteuid()) {
         vrmHelperConnReplyError(c, VRM_ERR_AUTH,
                                 _("only root (libvirt's hook) may announce an incoming migration"));
         return;
     }
-    if (vrmDestCheck(d, msg) < 0) {
-        vrmHelperConnReplyLastError(c);
+    /* never two at once, whatever the transport */
+    if ((other = vrmHelperJobsLiveOfDomain(d, msg->domainUUID))) {
+        why = g_strdup_printf(_("a migration job of the domain '%1$s' already runs on this host (job %2$llu)"),
+                              msg->domainName, other->record->id);
+        vrmHelperConnReplyError(c, VRM_ERR_RESOURCE, why);
         return;
+    }
+    if (vrmDestCheck(d, msg) < 0) {
+        why = g_strdup(vrmGetLastErrorMessage());
+        code = vrmGetLastErrorCode();
     }
     job = vrmHelperJobsCreate(d, VRM_JOB_ROLE_DESTINATION, msg->domainName,
                               msg->domainUUID);
+    job->waiter = c;
+    if (why) {
+        /* recorded too: the fleet's tools see why a migration went over TCP */
+        vrmDestFail(d, job, code, why);
+        return;
+    }
     job->record->migration = vrmMigrationDefNew();
     vrmMigrationParamsCopy(&job->record->migration->params, &msg->migration->params);
     /* where the domain's helper is once it has arrived: here */
     job->record->migration->locator = vrmLocatorCopy(d->locator);
     /* and where it was: a recovery asks there again */
     job->sourceLocator = vrmLocatorCopy(msg->migration->locator);
-    job->waiter = c;
     vrmHelperJobsSetPhase(d, job, VRM_PHASE_DST_CONNECTING, d->conf->peerTimeout + 1,
                           vrmDestExpired);
     if (!(job->peer = vrmPeerConnConnect(d->peerCreds, msg->migration->locator,

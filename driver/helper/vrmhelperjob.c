@@ -73,14 +73,6 @@ vrmHelperJobFree(vrmHelperJob *job)
 }
 
 bool
-vrmJobStateIsFinal(vrmJobState state)
-{
-    return state == VRM_JOB_STATE_COMPLETED ||
-        state == VRM_JOB_STATE_FAILED ||
-        state == VRM_JOB_STATE_CANCELLED;
-}
-
-bool
 vrmJobStateCanChange(vrmJobState from, vrmJobState to)
 {
     if (from >= VRM_JOB_STATE_LAST || to >= VRM_JOB_STATE_LAST)
@@ -111,7 +103,8 @@ vrmHelperJobSetState(vrmHelperJob *job, vrmJobState state, const char *error)
              vrmJobStateTypeToString(r->state), vrmJobStateTypeToString(state),
              error ? ": " : "", error ? error : "");
     r->state = state;
-    if (state == VRM_JOB_STATE_FAILED || state == VRM_JOB_STATE_CANCELLED) {
+    if (state == VRM_JOB_STATE_FAILED || state == VRM_JOB_STATE_CANCELLED ||
+        state == VRM_JOB_STATE_OVER_TCP) {
         g_free(r->error);
         r->error = g_strdup(error);
     }

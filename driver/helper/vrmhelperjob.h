@@ -19,7 +19,6 @@
  * Public API summary
  * ------------------
  *   vrmHelperJobNew(id, role) / Free
- *   vrmJobStateIsFinal(state)
  *   vrmJobStateCanChange(from, to)
  *   vrmHelperJobSetState(job, state, error)   checked transition, -1 if refused
  *   vrmHelperEngineStatsParse(json, &es)      the engine's stats record
@@ -107,7 +106,6 @@ vrmHelperJob *vrmHelperJobNew(unsigned long long id, vrmJobRole role);
 void vrmHelperJobFree(vrmHelperJob *job);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(vrmHelperJob, vrmHelperJobFree);
 
-bool vrmJobStateIsFinal(vrmJobState state);
 bool vrmJobStateCanChange(vrmJobState from, vrmJobState to);
 int vrmHelperJobSetState(vrmHelperJob *job, vrmJobState state,
                          const char *error);

@@ -246,9 +246,41 @@ auth=psk
 key-file=/etc/virt-rdma/cluster.key
 host=sandbox-$VRM_SANDBOX_HOST
 address=$VRM_SELF_ADDR
+
+# The scenarios check how the per-domain path refuses: under the default
+# (tcp) the hook lets libvirt go on, and an explicit migration then fails
+# at the destination QEMU's listen instead. refusal_steps checks the
+# default itself (step 3b).
+[migration]
+fallback=refuse
 CONF
     local line
     for line in "$@"; do echo "$line" >> /etc/virt-rdma/virt-rdmad.conf; done
+}
+
+# syslog_tap_start / syslog_tap_stop: what programs send to syslog(3) here
+# (the sandbox runs no syslog daemon) goes to /tmp/syslog-tap.txt, one
+# message a line
+syslog_tap_start() {
+    rm -f /dev/log /tmp/syslog-tap.txt
+    python3 -c '
+import socket
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind("/dev/log")
+with open("/tmp/syslog-tap.txt", "ab", buffering=0) as f:
+    while True:
+        f.write(s.recv(65536).rstrip(b"\n") + b"\n")
+' > /dev/null 2>&1 &
+    echo $! > /tmp/syslog-tap.pid
+    local deadline=$((SECONDS + 10))
+    until [ -S /dev/log ]; do
+        [ $SECONDS -ge $deadline ] && fail "the syslog tap did not bind /dev/log within 10 s"
+        nap 0.1
+    done
+}
+syslog_tap_stop() {
+    kill "$(cat /tmp/syslog-tap.pid 2>/dev/null)" 2>/dev/null
+    rm -f /dev/log /tmp/syslog-tap.pid
 }
 
 # helper_log_options: the log options of the helpers run_helper starts

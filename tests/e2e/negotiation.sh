@@ -247,7 +247,27 @@ refusal_steps() {
     # 3. the destination's helper is down
     remote stop_helper || fail "cannot stop b's helper"
     refused "destination helper down" "the virt-rdma helper (virt-rdmad) is not running on this host" "${migrate_args[@]}"
-    remote run_helper || fail "cannot start b's helper"
+
+    # 3b. the same under the default policy ([migration] fallback = tcp),
+    #     over libvirt's own TCP with no --migrateuri (what Nova, oVirt and
+    #     virt-manager do; issue 32): b's hook lets libvirt go on and says
+    #     why in b's syslog, and the guest arrives intact; once b's helper
+    #     is back, it carries the guest home over RDMA
+    remote "sed -i 's/^fallback=refuse\$/fallback=tcp/' /etc/virt-rdma/virt-rdmad.conf && syslog_tap_start" ||
+        fail "cannot set b's fallback to tcp"
+    out=$(virsh migrate --live --p2p --persistent g1 "$dest_b" 2>&1) ||
+        fail "fallback: virsh migrate over TCP failed with b's helper down: $out"
+    say "fallback: virsh migrate --live --p2p --persistent g1 $dest_b (no --migrateuri) with b's helper down: done"
+    remote "check_arrived g1" || fail "fallback: g1 did not arrive on b intact"
+    remote "syslog_tap_stop; grep -F 'g1 migrates in over TCP, not RDMA ([migration] fallback = tcp): the virt-rdma helper (virt-rdmad) is not running on this host' /tmp/syslog-tap.txt" ||
+        fail "fallback: b's hook logged no warning line to syslog"
+    remote "sed -i 's/^fallback=tcp\$/fallback=refuse/' /etc/virt-rdma/virt-rdmad.conf; run_helper; wait_locator g1 sandbox-b" ||
+        fail "fallback: b's helper did not come back and mark g1"
+    remote "virsh migrate --live --p2p --persistent --migrateuri '$uri' g1 qemu+tcp://198.18.0.1/system" ||
+        fail "fallback: g1 did not go home to a over RDMA"
+    arrived_on_a "fallback: g1 home b->a over RDMA" 1
+    remote "virsh -q undefine g1 > /dev/null" || fail "fallback: cannot undefine g1 on b"
+    leftovers_both
 
     # 4. the source's helper is down
     stop_helper

@@ -51,6 +51,7 @@ typedef struct {
     GPid pid;
     char *mode;                     /* VRM_FAKE_ENGINE */
     unsigned int peerPort;
+    const char *fallback;           /* [migration] fallback; NULL: the default (tcp) */
 } Helper;
 
 static const char *
@@ -100,15 +101,23 @@ helperWriteConfig(Helper *h, const char *key, const char *extra)
                         "address = 127.0.0.1\nport = %u\ntimeout = 3\n"
                         "[engine]\nuser = nobody\n"
                         "[libvirt]\nuri = test:///default\n"
-                        "[hook]\ntimeout = 20\n%s",
+                        "[hook]\ntimeout = 20\n%s%s%s%s",
                         h->run, h->state, getgrgid(getpwnam("daemon")->pw_gid)->gr_name,
-                        key, h->peerPort, extra ? extra : "");
+                        key, h->peerPort, extra ? extra : "",
+                        h->fallback ? "[migration]\nfallback = " : "",
+                        h->fallback ? h->fallback : "", h->fallback ? "\n" : "");
 
     g_assert_true(g_file_set_contents(h->conf, text, -1, NULL));
 }
 
+/*
+ * A helper of its own directory, configuration and key (@key NULL) or the
+ * given one. @fallback: its [migration] fallback, NULL for the default.
+ * Most tests look at refusals, under "refuse"; the fallback-* tests at the
+ * default.
+ */
 static Helper *
-helperNew(const char *key, const char *extraConf)
+helperNewFallback(const char *key, const char *extraConf, const char *fallback)
 {
     Helper *h = g_new0(Helper, 1);
     g_autofree char *port = NULL;
@@ -128,6 +137,7 @@ helperNew(const char *key, const char *extraConf)
     h->tokens = g_strdup_printf("%s/tokens", h->dir);
     h->mode = g_strdup("connect");
     h->peerPort = freePort();
+    h->fallback = fallback;
     g_assert_cmpint(g_mkdir_with_parents(h->tokens, 0700), ==, 0);
     port = g_strdup_printf("%s/sys/class/infiniband/rxe0/ports/1", h->dir);
     g_assert_cmpint(g_mkdir_with_parents(port, 0755), ==, 0);
@@ -137,6 +147,12 @@ helperNew(const char *key, const char *extraConf)
         key = ownKey = testKey(h->dir, "cluster.key");
     helperWriteConfig(h, key, extraConf);
     return h;
+}
+
+static Helper *
+helperNew(const char *key, const char *extraConf)
+{
+    return helperNewFallback(key, extraConf, "refuse");
 }
 
 static char **
@@ -923,6 +939,147 @@ testNotRdma(void)
     helperFree(h);
 }
 
+/* ---- [migration] fallback = tcp, the default (issue 32) ---- */
+
+/* The hook let libvirt go on untouched: exit 0, no XML, one warning line
+ * naming the cause; no engine, no directory */
+static void
+assertHookOverTcp(Helper *h, const HookResult *r, const char *want)
+{
+    g_autofree char *qemu = g_strdup_printf("%s/qemu", h->run);
+    g_autoptr(GDir) d = NULL;
+
+    g_test_message("hook: %s", r->err);
+    g_assert_true(WIFEXITED(r->status));
+    g_assert_cmpint(WEXITSTATUS(r->status), ==, 0);
+    g_assert_cmpstr(r->out, ==, "");
+    assertNoEngineStarted(h);
+    if ((d = g_dir_open(qemu, 0, NULL)))
+        g_assert_null(g_dir_read_name(d));
+    if (!want)
+        return;
+    if (!strstr(r->err, "migrates in over TCP, not RDMA ([migration] fallback = tcp): ") ||
+        !strstr(r->err, want))
+        g_error("'%s' does not say over TCP, or '%s'", r->err, want);
+}
+
+/* The helper's one job: over TCP, with the cause; and its log's warning */
+static void
+assertRecordOverTcp(Helper *h, const char *want)
+{
+    g_autoptr(vrmControlMessage) list = call(h, vrmControlMessageNew(VRM_CONTROL_JOB_LIST));
+    g_autofree char *logPath = g_strdup_printf("%s/helper.log", h->dir);
+    g_autofree char *log = NULL;
+    const vrmJobRecord *job;
+
+    g_assert_cmpuint(list->jobs->len, ==, 1);
+    job = g_ptr_array_index(list->jobs, 0);
+    g_test_message("job %llu: %s: %s", job->id, vrmJobStateTypeToString(job->state), job->error);
+    g_assert_cmpint(job->state, ==, VRM_JOB_STATE_OVER_TCP);
+    g_assert_cmpint(job->role, ==, VRM_JOB_ROLE_DESTINATION);
+    g_assert_true(g_str_has_prefix(job->error, "over TCP: "));
+    g_assert_nonnull(strstr(job->error, want));
+    g_assert_true(g_file_get_contents(logPath, &log, NULL, NULL));
+    g_assert_nonnull(strstr(log, "migrates in over TCP, not RDMA ([migration] fallback = tcp): "));
+}
+
+/* The helper here is down: libvirt goes on, and the hook says why */
+static void
+testFallbackHelperDown(void)
+{
+    Helper *dst = helperNewFallback(NULL, NULL, NULL);
+    g_autofree char *xml = domainXML(TEST_DOMAIN_UUID, freePort(), NULL);
+    g_auto(HookResult) r = { 0 };
+
+    runHook(dst, xml, &r);
+    assertHookOverTcp(dst, &r, "the virt-rdma helper (virt-rdmad) is not running on this host");
+    g_assert_cmpstr(strchr(r.err, '\n'), ==, "\n");
+    helperFree(dst);
+}
+
+/* The source's helper is down, or refuses, or the domain carries no
+ * locator: the destination's helper records the job over TCP */
+static void
+testFallbackSourceDown(void)
+{
+    Helper *dst = helperNewFallback(NULL, NULL, NULL);
+    g_autofree char *xml = domainXML(TEST_DOMAIN_UUID, freePort(), NULL);
+    g_auto(HookResult) r = { 0 };
+
+    helperStart(dst);
+    runHook(dst, xml, &r);
+    assertHookOverTcp(dst, &r, NULL);
+    assertRecordOverTcp(dst, "cannot reach the virt-rdma helper at 127.0.0.1:");
+    helperFree(dst);
+}
+
+static void
+testFallbackSourceRefuses(void)
+{
+    Helper *h = helperNewFallback(NULL, NULL, NULL);
+    g_autofree char *key = g_build_filename(h->dir, "cluster.key", NULL);
+    vrmFakeSource *fs = vrmFakeSourceNew(key, FAKE_SOURCE_REFUSE, "/x");
+    g_autofree char *xml = domainXML(OTHER_UUID, fs->port, NULL);
+    g_auto(HookResult) r = { 0 };
+
+    helperStart(h);
+    runHook(h, xml, &r);
+    assertHookOverTcp(h, &r, NULL);
+    assertRecordOverTcp(h, "refused: fake refusal");
+    vrmFakeSourceFree(fs);
+    helperFree(h);
+}
+
+static void
+testFallbackNoLocator(void)
+{
+    Helper *h = helperNewFallback(NULL, NULL, NULL);
+    g_autofree char *xml = domainXML(OTHER_UUID, 0, NULL);
+    g_auto(HookResult) r = { 0 };
+
+    helperStart(h);
+    runHook(h, xml, &r);
+    assertHookOverTcp(h, &r, NULL);
+    assertRecordOverTcp(h, "carries no virt-rdma locator");
+    helperFree(h);
+}
+
+/* What is not RDMA's to give up stays refused under fallback = tcp: a
+ * second migration of a domain whose job runs, and a configuration that
+ * says refuse (the same source down as above) */
+static void
+testFallbackNotForEverything(void)
+{
+    Helper *h = helperNewFallback(NULL, NULL, NULL);
+    g_autofree char *key = g_build_filename(h->dir, "cluster.key", NULL);
+    g_autofree char *path = domainPath(h, OTHER_UUID);
+    vrmFakeSource *fs = vrmFakeSourceNew(key, FAKE_SOURCE_OFFER, path);
+    g_autofree char *xml = domainXML(OTHER_UUID, fs->port, NULL);
+    g_autofree char *down = domainXML(TEST_DOMAIN_UUID, freePort(), NULL);
+    g_auto(HookResult) r1 = { 0 };
+    g_auto(HookResult) r2 = { 0 };
+    g_auto(HookResult) r3 = { 0 };
+    Helper *strict;
+
+    helperStart(h);
+    runHook(h, xml, &r1);
+    g_assert_cmpint(WEXITSTATUS(r1.status), ==, 0);
+    g_assert_nonnull(strstr(r1.out, "<locator"));
+    runHook(h, xml, &r2);
+    g_test_message("second: %s", r2.err);
+    g_assert_cmpint(WEXITSTATUS(r2.status), ==, 1);
+    g_assert_cmpstr(r2.out, ==, "");
+    g_assert_nonnull(strstr(r2.err, "a migration job of the domain 'web1' already runs on this host (job 1)"));
+    vrmFakeSourceFree(fs);
+    helperFree(h);
+
+    strict = helperNewFallback(NULL, NULL, "refuse");
+    helperStart(strict);
+    runHook(strict, down, &r3);
+    assertHookRefused(strict, &r3, "cannot reach the virt-rdma helper at 127.0.0.1:");
+    helperFree(strict);
+}
+
 static char *callAs(Helper *h, const char *user, vrmControlMessage *req);
 
 /* Lines of a log file above debug level (the tests run --debug) */
@@ -1300,7 +1457,8 @@ testImpostorSocket(void)
         g_test_skip("needs root (CI runs the unit tests as root)");
         return;
     }
-    h = helperNew(NULL, NULL);
+    /* the default fallback (tcp): an impostor is never a reason to go on */
+    h = helperNewFallback(NULL, NULL, NULL);
     xml = domainXML(OTHER_UUID, 1, NULL);
     g_assert_cmpint(g_mkdir_with_parents(h->run, 0777), ==, 0);
     g_chmod(h->run, 0777);
@@ -1518,6 +1676,11 @@ main(int argc, char **argv)
     g_test_add_func("/helperd/budget-refused", testBudgetRefused);
     g_test_add_func("/helperd/no-locator", testNoLocator);
     g_test_add_func("/helperd/not-rdma", testNotRdma);
+    g_test_add_func("/helperd/fallback-helper-down", testFallbackHelperDown);
+    g_test_add_func("/helperd/fallback-source-down", testFallbackSourceDown);
+    g_test_add_func("/helperd/fallback-source-refuses", testFallbackSourceRefuses);
+    g_test_add_func("/helperd/fallback-no-locator", testFallbackNoLocator);
+    g_test_add_func("/helperd/fallback-not-for-everything", testFallbackNotForEverything);
     g_test_add_func("/helperd/log-flood", testLogFlood);
     g_test_add_func("/helperd/stalled-engine", testStalledEngine);
     g_test_add_func("/helperd/engine-fails", testEngineFails);

@@ -11,10 +11,14 @@
  * answers once it is connected; the hook then prints the XML with only
  * the locator changed to this host's (and any offer or answer of the
  * first version removed), and libvirt starts the destination QEMU with
- * it. Nothing secret is ever printed. Any problem: exit 1 with one line
- * on standard error, which libvirt reports as the migration's error,
- * before the destination QEMU starts. Not RDMA-enabled, and every other
- * operation: print nothing, exit 0.
+ * it. Nothing secret is ever printed. When RDMA cannot carry the
+ * migration (the helper here or there down, no device, the budget...),
+ * [migration] fallback decides: `tcp` (the default) prints nothing and
+ * exits 0, so libvirt goes on as it would without virt-rdma, with one
+ * warning line in the journal; `refuse` exits 1 with one line on standard
+ * error, which libvirt reports as the migration's error, before the
+ * destination QEMU starts. Not RDMA-enabled, and every other operation:
+ * print nothing, exit 0.
  *
  * Settings (the control socket, the time to wait) come from the helper's
  * configuration file, /etc/virt-rdma/virt-rdmad.conf ($VRM_HELPER_CONFIG
@@ -25,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <syslog.h>
 #include <unistd.h>
 
 #include "vrmhelperclient.h"
@@ -42,6 +47,26 @@ vrmHookFail(const char *message)
     /* one line: libvirt shows it as the migration's error */
     fprintf(stderr, "virt-rdma: %s\n", line);
     return 1;
+}
+
+/*
+ * RDMA cannot carry this migration and the policy lets it go on over TCP:
+ * nothing on standard output (libvirt keeps its XML), one warning in the
+ * journal (libvirt drops a successful hook's standard error) and on
+ * standard error (for whoever runs the hook by hand).
+ */
+static int
+vrmHookOverTcp(const char *domain, const char *why)
+{
+    g_autofree char *line = vrmLogSanitize(why ? why : _("unknown error"));
+
+    openlog("virt-rdma-hook", LOG_PID, LOG_DAEMON);
+    syslog(LOG_WARNING, _("%1$s migrates in over TCP, not RDMA ([migration] fallback = tcp): %2$s"),
+           domain, line);
+    closelog();
+    fprintf(stderr, _("virt-rdma: warning: %1$s migrates in over TCP, not RDMA ([migration] fallback = tcp): %2$s\n"),
+            domain, line);
+    return 0;
 }
 
 static char *
@@ -129,9 +154,19 @@ vrmHookMigrateBegin(const char *argDomain)
     g_clear_pointer(&req->migration->offer, vrmOfferFree);
     g_clear_pointer(&req->migration->answer, vrmAnswerFree);
 
-    if (!(reply = vrmHelperClientCall(socketPath, req, conf->hookTimeout * 1000)) ||
-        vrmHelperReplyCheck(reply) < 0)
+    if (!(reply = vrmHelperClientCall(socketPath, req, conf->hookTimeout * 1000))) {
+        /* the helper down, hung or gone: never a reason to stop libvirt,
+         * unless the policy says so; an impostor on its socket always is */
+        if (conf->fallback == VRM_FALLBACK_TCP && vrmGetLastErrorCode() != VRM_ERR_AUTH)
+            return vrmHookOverTcp(req->domainName, vrmGetLastErrorMessage());
         return vrmHookFail(vrmGetLastErrorMessage());
+    }
+    if (vrmHelperReplyCheck(reply) < 0)
+        return vrmHookFail(vrmGetLastErrorMessage());
+    /* the helper fell back itself, and has logged and recorded why */
+    if (reply->jobs->len == 1 &&
+        ((vrmJobRecord *)g_ptr_array_index(reply->jobs, 0))->state == VRM_JOB_STATE_OVER_TCP)
+        return 0;
     if (reply->jobs->len != 1 ||
         !(job = g_ptr_array_index(reply->jobs, 0))->migration ||
         !job->migration->locator)
@@ -156,7 +191,7 @@ main(int argc, char **argv)
                  "For 'migrate begin' of an RDMA-enabled domain it reads the domain XML on\n"
                  "standard input, lets the local virt-rdmad negotiate the migration with the\n"
                  "source host's, and prints the XML back with this host's locator.\n"
-                 "Settings: %2$s ([paths] run-dir, [hook] timeout).\n"),
+                 "Settings: %2$s ([paths] run-dir, [hook] timeout, [migration] fallback).\n"),
                argv[0], vrmHelperConfigDefaultPath());
         /* message-style: exempt-end */
         return 0;

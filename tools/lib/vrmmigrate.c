@@ -587,8 +587,7 @@ vrmMigrateFinish(vrmMigrateJob *job)
                          job->intent, vrmGetLastErrorMessage());
             return 0;
         }
-        if (rec->state == VRM_JOB_STATE_COMPLETED || rec->state == VRM_JOB_STATE_FAILED ||
-            rec->state == VRM_JOB_STATE_CANCELLED) {
+        if (vrmJobStateIsFinal(rec->state)) {
             if (rec->state != VRM_JOB_STATE_COMPLETED)
                 VRM_WARN(_("libvirt completed the migration, but RDMA job %1$llu ended %2$s: %3$s"),
                          rec->id, vrmJobStateTypeToString(rec->state),
@@ -625,9 +624,7 @@ vrmMigrateReportFailure(vrmMigrateJob *job)
 
         vrmJobRecordFree(rec);
         rec = vrmMigrateQuery(job->helperSocket, req);
-        if (!rec || rec->state == VRM_JOB_STATE_FAILED ||
-            rec->state == VRM_JOB_STATE_CANCELLED || rec->state == VRM_JOB_STATE_COMPLETED ||
-            g_get_monotonic_time() >= deadline)
+        if (!rec || vrmJobStateIsFinal(rec->state) || g_get_monotonic_time() >= deadline)
             break;
         g_usleep(100 * 1000);
     }
