@@ -266,6 +266,16 @@ refusal_steps() {
     remote "virsh migrate --live --p2p --persistent --migrateuri '$uri' g1 qemu+tcp://198.18.0.1/system" ||
         fail "fallback: g1 did not go home to a over RDMA"
     arrived_on_a "fallback: g1 home b->a over RDMA" 1
+    # the fleet's view of it: virt-rdma jobs, its JSON read by a JSON parser
+    virt-rdma jobs --all | sed -n '1p;$p' | sed 's/^/  [a] /'
+    virt-rdma jobs --all --json | python3 -c '
+import json, sys
+j = json.load(sys.stdin)
+assert j["version"] == 1, j
+last = j["jobs"][-1]
+assert (last["domain"], last["direction"], last["state"], last["final"]) == ("g1", "in", "completed", True), last
+assert last["bytes"] > 16 << 20 and last["cause"] is None, last
+' || fail "virt-rdma jobs --json does not show the completed incoming job of g1"
     remote "virsh -q undefine g1 > /dev/null" || fail "fallback: cannot undefine g1 on b"
     leftovers_both
 

@@ -19,6 +19,7 @@
 #include <grp.h>
 #include <pwd.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -963,6 +964,65 @@ assertHookOverTcp(Helper *h, const HookResult *r, const char *want)
         g_error("'%s' does not say over TCP, or '%s'", r->err, want);
 }
 
+/* virt-rdma ARGS... (NULL-terminated) against @h; its standard output */
+static char *
+runCli(Helper *h, int *status, ...)
+{
+    g_autofree char *cli = g_build_filename(env("VRM_BUILD_DIR"), "tools", "cli",
+                                            "virt-rdma", NULL);
+    g_autoptr(GPtrArray) argv = g_ptr_array_new();
+    g_auto(GStrv) e = g_environ_setenv(g_get_environ(), VRM_HELPER_SOCKET_ENV, h->sock, TRUE);
+    const char *arg;
+    char *out = NULL;
+    va_list ap;
+
+    g_ptr_array_add(argv, cli);
+    va_start(ap, status);
+    while ((arg = va_arg(ap, const char *)))
+        g_ptr_array_add(argv, (char *)arg);
+    va_end(ap);
+    g_ptr_array_add(argv, NULL);
+    e = g_environ_setenv(e, "LC_ALL", "C", TRUE);
+    g_assert_true(g_spawn_sync(NULL, (char **)argv->pdata, e, G_SPAWN_STDERR_TO_DEV_NULL,
+                               NULL, NULL, &out, NULL, status, NULL));
+    return out;
+}
+
+/* `virt-rdma jobs` shows the finished job @id with --all only, in both
+ * forms */
+static void
+assertJobsCli(Helper *h, unsigned long long id, const char *want)
+{
+    g_autofree char *running = NULL;
+    g_autofree char *all = NULL;
+    g_autofree char *none = NULL;
+    g_autofree char *json = NULL;
+    g_autofree char *row = g_strdup_printf(" %llu    web1     in          -      over-tcp   -       -        over TCP: ", id);
+    g_autofree char *obj = g_strdup_printf("{\"version\":1,\"jobs\":[{\"id\":%llu,\"domain\":\"web1\",", id);
+    int status;
+
+    running = runCli(h, &status, "jobs", NULL);
+    g_test_message("virt-rdma jobs:\n%s", running);
+    g_assert_cmpint(WEXITSTATUS(status), ==, 0);
+    /* the heading and the rule only: nothing runs */
+    g_assert_cmpstr(strchr(strchr(running, '\n') + 1, '\n'), ==, "\n");
+    all = runCli(h, &status, "jobs", "--all", NULL);
+    g_test_message("virt-rdma jobs --all:\n%s", all);
+    g_assert_cmpint(WEXITSTATUS(status), ==, 0);
+    g_assert_true(g_str_has_prefix(all, " Id   Domain   Direction   Peer   State      Bytes   Mbit/s   Cause\n---"));
+    g_assert_nonnull(strstr(all, row));
+    g_assert_nonnull(strstr(all, want));
+    none = runCli(h, &status, "jobs", "--json", NULL);
+    g_assert_cmpint(WEXITSTATUS(status), ==, 0);
+    g_assert_cmpstr(none, ==, "{\"version\":1,\"jobs\":[]}\n");
+    json = runCli(h, &status, "jobs", "--all", "--json", NULL);
+    g_test_message("virt-rdma jobs --all --json: %s", json);
+    g_assert_cmpint(WEXITSTATUS(status), ==, 0);
+    g_assert_true(g_str_has_prefix(json, obj));
+    g_assert_nonnull(strstr(json, "\"direction\":\"in\",\"peer\":null,\"state\":\"over-tcp\",\"final\":true,"));
+    g_assert_nonnull(strstr(json, "\"cause\":\"over TCP: "));
+}
+
 /* The helper's one job: over TCP, with the cause; and its log's warning */
 static void
 assertRecordOverTcp(Helper *h, const char *want)
@@ -981,6 +1041,7 @@ assertRecordOverTcp(Helper *h, const char *want)
     g_assert_nonnull(strstr(job->error, want));
     g_assert_true(g_file_get_contents(logPath, &log, NULL, NULL));
     g_assert_nonnull(strstr(log, "migrates in over TCP, not RDMA ([migration] fallback = tcp): "));
+    assertJobsCli(h, job->id, want);
 }
 
 /* The helper here is down: libvirt goes on, and the hook says why */

@@ -107,7 +107,7 @@ done
 expect 1 "nosuch" migrate -c test:///default --live --domain nosuch --desturi test:///default
 
 # help headers name the program and the command
-for c in migrate jobinfo uri capabilities bench; do
+for c in migrate jobinfo jobs uri capabilities bench; do
     if "$cli" "$c" --help | grep -qE "^  virt-rdma $c \["; then
         echo "ok: virt-rdma $c --help names 'virt-rdma $c'"
     else
@@ -118,7 +118,7 @@ for c in migrate jobinfo uri capabilities bench; do
         grep -qE -- "(^|[ \"|])$opt([ \"|)]|$)" "$completion" || fail "bash completion lacks $c $opt"
     done
 done
-grep -q '"migrate jobinfo uri capabilities bench' "$completion" || fail "bash completion lacks a command"
+grep -q '"migrate jobinfo jobs uri capabilities bench' "$completion" || fail "bash completion lacks a command"
 
 [ "$failures" = 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo "all cases passed"

@@ -11,6 +11,7 @@
 /* Each returns the process exit status: 0 success, 1 failure, 2 usage. */
 int vrmCmdMigrate(int argc, char **argv);
 int vrmCmdJobInfo(int argc, char **argv);
+int vrmCmdJobs(int argc, char **argv);
 int vrmCmdUri(int argc, char **argv);
 int vrmCmdCapabilities(int argc, char **argv);
 int vrmCmdBench(int argc, char **argv);

@@ -432,11 +432,19 @@ vrmJobFormatRDMA(virTypedParameterPtr params, int nparams)
     return g_string_free(out, FALSE);
 }
 
-static void
-vrmJSONString(GString *out, const char *s)
+/* @s as a JSON string; invalid UTF-8 becomes U+FFFD, control characters
+ * escapes. NULL: null. */
+void
+vrmJobFormatJSONString(GString *out, const char *str)
 {
+    g_autofree char *s = NULL;
     const char *p;
 
+    if (!str) {
+        g_string_append(out, "null");
+        return;
+    }
+    s = g_utf8_make_valid(str, -1);
     g_string_append_c(out, '"');
     for (p = s; *p; p++) {
         unsigned char c = *p;
@@ -454,7 +462,7 @@ vrmJSONString(GString *out, const char *s)
 static void
 vrmJSONParam(GString *out, const virTypedParameter *p)
 {
-    vrmJSONString(out, p->field);
+    vrmJobFormatJSONString(out, p->field);
     g_string_append_c(out, ':');
     switch (p->type) {
     case VIR_TYPED_PARAM_INT:
@@ -476,10 +484,7 @@ vrmJSONParam(GString *out, const virTypedParameter *p)
         g_string_append(out, p->value.b ? "true" : "false");
         return;
     case VIR_TYPED_PARAM_STRING: {
-        /* valid UTF-8 for JSON: invalid bytes become escapes */
-        g_autofree char *valid = g_utf8_make_valid(p->value.s, -1);
-
-        vrmJSONString(out, valid);
+        vrmJobFormatJSONString(out, p->value.s);
         return;
     }
     default:
@@ -510,11 +515,11 @@ vrmJobFormatJSON(int type, virTypedParameterPtr params, int nparams)
     bool first;
     int pass, i;
 
-    vrmJSONString(out, type >= 0 && (size_t)type < G_N_ELEMENTS(types) ?
+    vrmJobFormatJSONString(out, type >= 0 && (size_t)type < G_N_ELEMENTS(types) ?
                   types[type] : "unknown");
     virTypedParamsGetInt(params, nparams, VIR_DOMAIN_JOB_OPERATION, &op);
     g_string_append(out, ",\"operation\":");
-    vrmJSONString(out, op >= 0 && (size_t)op < G_N_ELEMENTS(operations) ?
+    vrmJobFormatJSONString(out, op >= 0 && (size_t)op < G_N_ELEMENTS(operations) ?
                   operations[op] : "unknown");
     for (pass = 0; pass < 2; pass++) {
         g_string_append(out, pass == 0 ? ",\"libvirt\":{" : "},\"rdma\":{");

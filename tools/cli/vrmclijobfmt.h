@@ -16,10 +16,13 @@
  *   vrmJobFormatJSON(type, params, n)     one JSON object, keys in
  *                                         virt-rdma(1) "JSON OUTPUT"
  *   vrmJobFormatPrettySize(bytes, &unit)  virsh's scaled sizes
+ *   vrmJobFormatJSONString(out, str)      a JSON string (valid UTF-8), or null
  */
 #pragma once
 
 #include <stdbool.h>
+
+#include <glib.h>
 
 #include <libvirt/libvirt.h>
 
@@ -28,4 +31,5 @@ char *vrmJobFormatLibvirt(int type, virTypedParameterPtr params, int nparams,
 char *vrmJobFormatRaw(int type, virTypedParameterPtr params, int nparams);
 char *vrmJobFormatRDMA(virTypedParameterPtr params, int nparams);
 char *vrmJobFormatJSON(int type, virTypedParameterPtr params, int nparams);
+void vrmJobFormatJSONString(GString *out, const char *str);
 double vrmJobFormatPrettySize(unsigned long long bytes, const char **unit);
