@@ -14,6 +14,23 @@
 #include "vrmi18n.h"
 #include "vrmlog.h"
 
+/* --check-config: the helpers' channel as the daemon would start it. A
+ * channel that would be off is an error (the daemon would run, and refuse
+ * every RDMA migration), unless [peers] auth = none says so. */
+static int
+vrmCheckPeers(const vrmHelperConfig *conf)
+{
+    g_autoptr(vrmPeerCreds) creds = NULL;
+
+    if (vrmPeerCredsLoad(conf, &creds) < 0)
+        return -1;
+    if (!creds && conf->peerAuth != VRM_PEER_AUTH_NONE) {
+        vrmReportError(VRM_ERR_CONFIG, "%s", vrmPeerChannelOffReason());
+        return -1;
+    }
+    return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -111,7 +128,7 @@ main(int argc, char **argv)
     if (checkConfig) {
         g_autofree char *text = NULL;
 
-        if (vrmHelperConfigCheckSystem(conf) < 0) {
+        if (vrmHelperConfigCheckSystem(conf) < 0 || vrmCheckPeers(conf) < 0) {
             fprintf(stderr, "virt-rdmad: %s\n", vrmGetLastErrorMessage());
             return 1;
         }

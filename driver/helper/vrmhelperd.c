@@ -551,7 +551,7 @@ vrmHelperStartPeers(vrmHelperDaemon *d)
         return;
     }
     if (!d->peerCreds) {
-        d->peerProblem = g_strdup(_("the helpers' channel is off on this host: give virt-rdmad a cluster key ([peers] key-file, made with virt-rdmad --generate-key) or libvirt's TLS certificates ([peers] auth = x509)"));
+        d->peerProblem = g_strdup(vrmPeerChannelOffReason());
         VRM_WARN("%s", d->peerProblem);
         return;
     }

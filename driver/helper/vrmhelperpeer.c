@@ -333,6 +333,14 @@ vrmPeerCredsLoad(const vrmHelperConfig *conf, vrmPeerCreds **out)
     return 0;
 }
 
+/* No credentials, none asked for: what the daemon logs and refuses with,
+ * and what --check-config says */
+const char *
+vrmPeerChannelOffReason(void)
+{
+    return _("the helpers' channel is off on this host: give virt-rdmad a cluster key ([peers] key-file, made with virt-rdmad --generate-key) or libvirt's TLS certificates ([peers] auth = x509)");
+}
+
 void
 vrmPeerCredsFree(vrmPeerCreds *creds)
 {

@@ -18,6 +18,7 @@
  * Public API summary
  * ------------------
  *   vrmPeerCredsLoad(conf, &creds)       NULL creds: the channel is off
+ *   vrmPeerChannelOffReason()            what to tell then
  *                                        (auth none, or auto without files)
  *   vrmPeerCredsFree(creds)  vrmPeerCredsAuth(creds)  vrmPeerCredsDescribe(creds)
  *   vrmPeerKeyGenerate(path)             a new cluster key file (0600, never
@@ -61,6 +62,7 @@ typedef struct {
 typedef void (*vrmPeerAcceptFunc)(vrmPeerConn *pc, gpointer opaque);
 
 int vrmPeerCredsLoad(const vrmHelperConfig *conf, vrmPeerCreds **creds);
+const char *vrmPeerChannelOffReason(void);
 void vrmPeerCredsFree(vrmPeerCreds *creds);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(vrmPeerCreds, vrmPeerCredsFree);
 vrmPeerAuth vrmPeerCredsAuth(const vrmPeerCreds *creds);

@@ -1668,6 +1668,47 @@ testCapabilitiesCli(void)
     helperFree(h);
 }
 
+/* virt-rdmad --check-config of a configuration whose [peers] auth and
+ * key-file are @auth and @keyFile: refused with a line holding @want, or
+ * accepted (@want NULL) */
+static void
+checkConfigPeers(const char *auth, const char *keyFile, const char *want)
+{
+    Helper *h = helperNew(NULL, NULL);
+    g_autofree char *text = NULL;
+    g_autofree char *out = NULL;
+    g_autofree char *err = NULL;
+    g_auto(GStrv) lines = NULL;
+    GString *conf = g_string_new(NULL);
+    int status = 0;
+    const char *argv[] = { env("VRM_HELPERD_PATH"), "--config", h->conf,
+                           "--check-config", NULL };
+    guint i;
+
+    g_assert_true(g_file_get_contents(h->conf, &text, NULL, NULL));
+    lines = g_strsplit(text, "\n", -1);
+    for (i = 0; lines[i]; i++) {
+        if (g_str_has_prefix(lines[i], "auth = "))
+            g_string_append_printf(conf, "auth = %s\n", auth);
+        else if (g_str_has_prefix(lines[i], "key-file = "))
+            g_string_append_printf(conf, "key-file = %s\n", keyFile);
+        else
+            g_string_append_printf(conf, "%s\n", lines[i]);
+    }
+    g_assert_true(g_file_set_contents(h->conf, conf->str, -1, NULL));
+    g_string_free(conf, TRUE);
+    g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL, 0, NULL, NULL, &out, &err,
+                               &status, NULL));
+    g_test_message("auth = %s, key-file = %s: exit %d: %s", auth, keyFile, WEXITSTATUS(status), err);
+    if (want) {
+        g_assert_cmpint(WEXITSTATUS(status), ==, 1);
+        g_assert_nonnull(strstr(err, want));
+    } else {
+        g_assert_cmpint(WEXITSTATUS(status), ==, 0);
+    }
+    helperFree(h);
+}
+
 /* --check-config refuses an access group that does not exist */
 static void
 testCheckConfig(void)
@@ -1694,6 +1735,13 @@ testCheckConfig(void)
     g_assert_cmpint(WEXITSTATUS(status), ==, 1);
     g_assert_nonnull(strstr(err, "the access group 'vrm-no-such-group' ([access] group) does not exist"));
     helperFree(h);
+
+    /* a channel the daemon would run without: a key file that is not there
+     * (psk, or auto with nothing else), and auto with nothing at all */
+    checkConfigPeers("psk", "/nonexistent/key", "/nonexistent/key");
+    checkConfigPeers("auto", "/nonexistent/key", "the helpers' channel is off on this host: give virt-rdmad a cluster key");
+    /* ... unless it is meant: auth = none */
+    checkConfigPeers("none", "/nonexistent/key", NULL);
 }
 
 /* The first version's messages are gone: the daemon says which exist */
