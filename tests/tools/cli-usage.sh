@@ -105,6 +105,10 @@ for d in test 1 6695eb01-f6a4-8304-79aa-97f2502e193f; do
     done
 done
 expect 1 "nosuch" migrate -c test:///default --live --domain nosuch --desturi test:///default
+# a domain that is not RDMA-enabled (test:///default's has no metadata):
+# refused at once, with how to enable it, by uri and by migrate
+expect 1 "virt-rdma: error: the domain 'test' is not RDMA-enabled (no <rdma:migration> element in its metadata): enable it with virsh metadata test --uri http://virt-rdma.org/xmlns/migration/1.0 --key rdma --set '<migration/>' --live --config" uri -c test:///default test
+expect 1 "the domain 'test' is not RDMA-enabled" migrate -c test:///default --live test test:///default
 
 # help headers name the program and the command
 for c in migrate jobinfo jobs uri capabilities bench; do

@@ -66,6 +66,10 @@ vrmCmdUri(int argc, char **argv)
     }
     if (!(dom = vrmCliLookupDomain(conn, argv[1])))
         return 1;
+    if (vrmLibDomainCheckRDMAEnabled(dom) < 0) {
+        vrmCliError("%s", vrmGetLastErrorMessage());
+        return 1;
+    }
     if (virDomainGetUUIDString(dom, uuid) < 0) {
         vrmCliError("%s", virGetLastErrorMessage());
         return 1;

@@ -65,6 +65,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(virConnect, vrmConnectFree);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(virDomain, vrmDomainFree);
 
 void vrmLibReportLibvirtError(const char *what);
+/* 0 if @domain has our metadata element, else -1 with the reason (how to
+ * enable it) */
+int vrmLibDomainCheckRDMAEnabled(virDomainPtr domain);
 /* Our typed parameters and flags as overrides of the domain's metadata. */
 int vrmMigrateOverridesFromParams(virTypedParameterPtr params,
                                   int nparams,

@@ -24,6 +24,7 @@
 #include <libvirt/virterror.h>
 
 #include "virt-rdma.h"
+#include "vrmdomainxml.h"
 #include "vrmerror.h"
 #include "vrmi18n.h"
 #include "vrmlog.h"
@@ -153,6 +154,37 @@ vrmLibReportLibvirtError(const char *what)
     const char *msg = virGetLastErrorMessage();
 
     vrmReportError(VRM_ERR_LIBVIRT, _("%1$s: %2$s"), what, msg);
+}
+
+/*
+ * The domain has our metadata element (live; its definition when it does
+ * not run): RDMA-enabled. Otherwise a migration to its per-domain path
+ * would meet a socket nobody serves, and QEMU's error would not say why.
+ */
+int
+vrmLibDomainCheckRDMAEnabled(virDomainPtr domain)
+{
+    g_autofree char *xml = NULL;
+    g_autoptr(vrmMigrationDef) def = NULL;
+    const char *name = virDomainGetName(domain);
+    int r;
+
+    /* the XML rather than virDomainGetMetadata(): its "not present" would
+     * go to the application's libvirt error handler (stderr by default) */
+    if (!(xml = virDomainGetXMLDesc(domain, virDomainIsActive(domain) == 1 ? 0 :
+                                    VIR_DOMAIN_XML_INACTIVE))) {
+        vrmLibReportLibvirtError(_("cannot read the domain's XML"));
+        return -1;
+    }
+    if ((r = vrmDomainXMLGetMigration(xml, &def)) < 0)
+        return -1;
+    if (r == 0) {
+        vrmReportError(VRM_ERR_INVALID_ARG,
+                       _("the domain '%1$s' is not RDMA-enabled (no <rdma:migration> element in its metadata): enable it with virsh metadata %2$s --uri %3$s --key rdma --set '<migration/>' --live --config"),
+                       name, name, VRM_XML_NS_MIGRATION);
+        return -1;
+    }
+    return 0;
 }
 
 void
@@ -488,7 +520,8 @@ vrmMigratePrepare(virDomainPtr domain, virTypedParameterPtr params,
         VRM_INFO("RDMA job %llu: the recovery, %s", job->id, job->uri);
         return g_steal_pointer(&job);
     }
-    if (vrmMigrateRegister(job, domain, overrides) < 0)
+    if (vrmLibDomainCheckRDMAEnabled(domain) < 0 ||
+        vrmMigrateRegister(job, domain, overrides) < 0)
         return NULL;
     if (vrmMigrateLibvirtParams(job, params, nparams, flags) < 0) {
         vrmMigrateJobCancel(job);
