@@ -11,8 +11,11 @@
  *     engine never makes fail with EPERM: starting programs (execve,
  *     execveat), other processes' memory (ptrace, process_vm_readv/writev),
  *     the mount family, kexec, kernel modules, bpf, perf_event_open, the
- *     kernel keyring, namespaces (unshare, setns). A deny list: everything
- *     libibverbs, librdmacm and their providers do stays allowed.
+ *     kernel keyring, namespaces (unshare, setns, and clone with any
+ *     CLONE_NEW* flag; clone3, whose flags a filter cannot read, fails
+ *     with ENOSYS so that glibc falls back to clone). A deny list:
+ *     everything libibverbs, librdmacm and their providers do stays
+ *     allowed, threads included.
  */
 #include <config.h>
 
@@ -130,7 +133,29 @@ static const int vrmDenied[] = {
 #else
 # define VRM_SECCOMP_X32 0
 #endif
-#define VRM_SECCOMP_LEN (4 + VRM_SECCOMP_X32 + 2 * G_N_ELEMENTS(vrmDenied) + 1)
+
+/* clone's flags that make a namespace (CLONE_NEWTIME is 0x80) */
+#define VRM_CLONE_NEW_FLAGS 0x7E020080u
+G_STATIC_ASSERT((VRM_CLONE_NEW_FLAGS & 0x7E020000u) == 0x7E020000u);
+#if defined(__NR_clone) && defined(__NR_clone3)
+# define VRM_SECCOMP_CLONE 7
+/* clone(flags, ...); s390x passes the stack first */
+# if defined(__s390x__)
+#  define VRM_CLONE_FLAGS_ARG 1
+# else
+#  define VRM_CLONE_FLAGS_ARG 0
+# endif
+/* the flags' low 32 bits, where every CLONE_NEW* flag is */
+# if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#  define VRM_CLONE_FLAGS_OFFSET offsetof(struct seccomp_data, args[VRM_CLONE_FLAGS_ARG])
+# else
+#  define VRM_CLONE_FLAGS_OFFSET (offsetof(struct seccomp_data, args[VRM_CLONE_FLAGS_ARG]) + 4)
+# endif
+#else
+# define VRM_SECCOMP_CLONE 0
+#endif
+#define VRM_SECCOMP_LEN (4 + VRM_SECCOMP_X32 + VRM_SECCOMP_CLONE + \
+                         2 * G_N_ELEMENTS(vrmDenied) + 1)
 
 size_t
 vrmConfineDeniedCount(void)
@@ -167,6 +192,19 @@ vrmConfine(void)
     filter[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, VRM_X32_SYSCALL_BIT, 0, 1);
     filter[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K,
                                                SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA));
+#endif
+#if VRM_SECCOMP_CLONE
+    filter[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone3, 0, 1);
+    filter[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K,
+                                               SECCOMP_RET_ERRNO | (ENOSYS & SECCOMP_RET_DATA));
+    filter[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 0, 4);
+    filter[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, VRM_CLONE_FLAGS_OFFSET);
+    filter[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, VRM_CLONE_NEW_FLAGS, 0, 1);
+    filter[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K,
+                                               SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA));
+    /* not a namespace: on with the number */
+    filter[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+                                               offsetof(struct seccomp_data, nr));
 #endif
     for (i = 0; i < G_N_ELEMENTS(vrmDenied); i++) {
         filter[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
