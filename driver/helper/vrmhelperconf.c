@@ -49,6 +49,7 @@ VRM_ENUM_IMPL(vrmFallback, VRM_FALLBACK_LAST,
 #define VRM_HELPER_URI_MAX 1024
 /* libvirt's PKI (docs/negotiation.rst) */
 #define VRM_PKI_CA_CERT "/etc/pki/CA/cacert.pem"
+#define VRM_PKI_CA_CRL "/etc/pki/CA/cacrl.pem"
 #define VRM_PKI_SERVER_CERT "/etc/pki/libvirt/servercert.pem"
 #define VRM_PKI_SERVER_KEY "/etc/pki/libvirt/private/serverkey.pem"
 #define VRM_PKI_CLIENT_CERT "/etc/pki/libvirt/clientcert.pem"
@@ -114,6 +115,7 @@ static const vrmConfKey vrmConfKeys[] = {
       vrmPeerAuthTypeToString, vrmPeerAuthTypeFromString },
     { "peers", "key-file", VRM_CONF_PATH, OFF(peerKeyFile), 0, 0 },
     { "peers", "ca-cert", VRM_CONF_PATH, OFF(peerCACert), 0, 0 },
+    { "peers", "crl", VRM_CONF_PATH, OFF(peerCRL), 0, 0 },
     { "peers", "server-cert", VRM_CONF_PATH, OFF(peerServerCert), 0, 0 },
     { "peers", "server-key", VRM_CONF_PATH, OFF(peerServerKey), 0, 0 },
     { "peers", "client-cert", VRM_CONF_PATH, OFF(peerClientCert), 0, 0 },
@@ -171,6 +173,7 @@ vrmHelperConfigNew(void)
     conf->fallback = VRM_FALLBACK_TCP;
     conf->peerKeyFile = g_strdup(VRM_SYSCONFDIR "/cluster.key");
     conf->peerCACert = g_strdup(VRM_PKI_CA_CERT);
+    conf->peerCRL = g_strdup(VRM_PKI_CA_CRL);
     conf->peerServerCert = g_strdup(VRM_PKI_SERVER_CERT);
     conf->peerServerKey = g_strdup(VRM_PKI_SERVER_KEY);
     conf->peerClientCert = g_strdup(VRM_PKI_CLIENT_CERT);
@@ -196,6 +199,7 @@ vrmHelperConfigFree(vrmHelperConfig *conf)
     g_free(conf->group);
     g_free(conf->peerKeyFile);
     g_free(conf->peerCACert);
+    g_free(conf->peerCRL);
     g_free(conf->peerServerCert);
     g_free(conf->peerServerKey);
     g_free(conf->peerClientCert);

@@ -122,6 +122,7 @@ struct _vrmHelperConfig {
     int peerAuth;                   /* vrmPeerAuth */
     char *peerKeyFile;              /* cluster key (psk) */
     char *peerCACert;               /* x509: libvirt's CA */
+    char *peerCRL;                  /* x509: its revocation list, if the file exists */
     char *peerServerCert;
     char *peerServerKey;
     char *peerClientCert;

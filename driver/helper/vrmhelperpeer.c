@@ -254,7 +254,7 @@ vrmPeerCredsLoadPsk(vrmPeerCreds *creds, const vrmHelperConfig *conf)
 
 static int
 vrmPeerCertCreds(gnutls_certificate_credentials_t *out, const char *ca,
-                 const char *cert, const char *key)
+                 const char *crl, const char *cert, const char *key)
 {
     int rc;
 
@@ -267,6 +267,15 @@ vrmPeerCertCreds(gnutls_certificate_credentials_t *out, const char *ca,
         vrmReportError(VRM_ERR_CONFIG,
                        _("cannot load the CA certificate %1$s ([peers] ca-cert): %2$s"),
                        ca, rc < 0 ? gnutls_strerror(rc) : _("no certificate in it"));
+        return -1;
+    }
+    /* like libvirt: the CA's revocation list when there is one; a
+     * certificate it revokes is refused both ways */
+    if (crl && g_file_test(crl, G_FILE_TEST_EXISTS) &&
+        (rc = gnutls_certificate_set_x509_crl_file(*out, crl, GNUTLS_X509_FMT_PEM)) < 0) {
+        vrmReportError(VRM_ERR_CONFIG,
+                       _("cannot load the certificate revocation list %1$s ([peers] crl): %2$s"),
+                       crl, gnutls_strerror(rc));
         return -1;
     }
     if ((rc = gnutls_certificate_set_x509_key_file(*out, cert, key,
@@ -322,9 +331,9 @@ vrmPeerCredsLoad(const vrmHelperConfig *conf, vrmPeerCreds **out)
         break;
     case VRM_PEER_AUTH_X509:
         creds->caFile = g_strdup(conf->peerCACert);
-        if (vrmPeerCertCreds(&creds->certServer, conf->peerCACert,
+        if (vrmPeerCertCreds(&creds->certServer, conf->peerCACert, conf->peerCRL,
                              conf->peerServerCert, conf->peerServerKey) < 0 ||
-            vrmPeerCertCreds(&creds->certClient, conf->peerCACert,
+            vrmPeerCertCreds(&creds->certClient, conf->peerCACert, conf->peerCRL,
                              conf->peerClientCert, conf->peerClientKey) < 0)
             return -1;
         break;

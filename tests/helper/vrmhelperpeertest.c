@@ -341,6 +341,33 @@ testX509WrongHost(vrmPeerFixture *f, gconstpointer data)
     g_assert_cmpuint(f->requests, ==, 0);
 }
 
+/* The CA revoked the client's certificate (a CRL at [peers] crl, as at
+ * libvirt's /etc/pki/CA/cacrl.pem): the handshake fails, nothing is asked
+ * (issue 33 item 8); without the CRL the same certificates work */
+static void
+testX509Revoked(vrmPeerFixture *f, gconstpointer data)
+{
+    g_autofree char *cmd = NULL;
+    int status = -1;
+
+    makePki(f->dir);
+    g_assert_true(writeFileIn(f->dir, "crl.tmpl", "crl_next_update = 2\ncrl_number = 1\n"));
+    cmd = g_strdup_printf("sh -c 'cd %s && certtool --generate-crl --load-ca-privkey ca.key "
+                          "--load-ca-certificate cacert.pem --load-certificate clientcert.pem "
+                          "--template crl.tmpl --outfile cacrl.pem >/dev/null 2>&1'", f->dir);
+    g_assert_true(g_spawn_command_line_sync(cmd, NULL, NULL, &status, NULL));
+    g_assert_cmpint(status, ==, 0);
+    useX509(f->conf, f->dir);
+    g_free(f->conf->peerCRL);
+    f->conf->peerCRL = g_build_filename(f->dir, "cacrl.pem", NULL);
+    startServer(f, 4, 5);
+    f->client = connectClient(f, f->creds, "localhost");
+    runUntil(NULL, &f->clientResult, 10000);
+    g_test_message("client: %s", f->clientError);
+    g_assert_cmpint(f->clientResult, ==, -1);
+    g_assert_cmpuint(f->requests, ==, 0);
+}
+
 /* A raw TCP connection to the server; @text is sent if not NULL */
 static int
 rawConnect(vrmPeerFixture *f, const char *text)
@@ -412,6 +439,7 @@ main(int argc, char **argv)
     ADD("/peer/off", testChannelOff, NULL);
     ADD("/peer/x509/ok", testX509, NULL);
     ADD("/peer/x509/wrong-host", testX509WrongHost, NULL);
+    ADD("/peer/x509/revoked", testX509Revoked, NULL);
     ADD("/peer/plain-text", testPlainText, NULL);
     ADD("/peer/stalled/served-meanwhile", testStalledPeer, GUINT_TO_POINTER(4));
     ADD("/peer/stalled/cap-waits", testStalledPeer, GUINT_TO_POINTER(1));
