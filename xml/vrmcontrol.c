@@ -33,6 +33,7 @@ VRM_ENUM_IMPL(vrmJobState, VRM_JOB_STATE_LAST,
               "failed",
               "cancelled",
               "over-tcp",
+              "unknown",
 );
 
 bool
@@ -41,7 +42,8 @@ vrmJobStateIsFinal(vrmJobState state)
     return state == VRM_JOB_STATE_COMPLETED ||
         state == VRM_JOB_STATE_FAILED ||
         state == VRM_JOB_STATE_CANCELLED ||
-        state == VRM_JOB_STATE_OVER_TCP;
+        state == VRM_JOB_STATE_OVER_TCP ||
+        state == VRM_JOB_STATE_UNKNOWN;
 }
 
 VRM_ENUM_IMPL(vrmReplyStatus, VRM_REPLY_LAST,

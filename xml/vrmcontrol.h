@@ -85,11 +85,14 @@ typedef enum {
     VRM_JOB_STATE_CANCELLED,
     VRM_JOB_STATE_OVER_TCP,     /* RDMA could not carry it: libvirt's TCP did
                                  * ([migration] fallback = tcp); error says why */
+    VRM_JOB_STATE_UNKNOWN,      /* the engine completed, libvirt could not be
+                                 * asked how the migration ended */
 
     VRM_JOB_STATE_LAST
 } vrmJobState;
 VRM_ENUM_DECL(vrmJobState);
-/* completed, failed, cancelled, over-tcp: the job will not change again */
+/* completed, failed, cancelled, over-tcp, unknown: the job will not change
+ * again */
 bool vrmJobStateIsFinal(vrmJobState state);
 
 typedef enum {

@@ -104,7 +104,7 @@ vrmHelperJobSetState(vrmHelperJob *job, vrmJobState state, const char *error)
              error ? ": " : "", error ? error : "");
     r->state = state;
     if (state == VRM_JOB_STATE_FAILED || state == VRM_JOB_STATE_CANCELLED ||
-        state == VRM_JOB_STATE_OVER_TCP) {
+        state == VRM_JOB_STATE_OVER_TCP || state == VRM_JOB_STATE_UNKNOWN) {
         g_free(r->error);
         r->error = g_strdup(error);
     }

@@ -239,17 +239,21 @@ vrmSourceOutcome(vrmOutcome outcome, const char *detail, gpointer opaque)
     }
     switch (outcome) {
     case VRM_OUTCOME_SUCCEEDED:
-        vrmHelperJobsFinish(d, job, VRM_JOB_STATE_COMPLETED, NULL);
+        vrmHelperJobsFinish(d, job, vrmOutcomeJobState(outcome), NULL);
         break;
     case VRM_OUTCOME_FAILED:
-        vrmHelperJobsFinish(d, job, VRM_JOB_STATE_FAILED,
+        vrmHelperJobsFinish(d, job, vrmOutcomeJobState(outcome),
                             _("the transport engine completed, but libvirt reports that the migration failed: the domain still runs on this host"));
         break;
-    case VRM_OUTCOME_UNKNOWN:
-        VRM_WARN(_("job %1$llu: cannot ask libvirt how the migration ended (%2$s); recording the engine's outcome"),
-                 job->record->id, detail ? detail : "");
-        vrmHelperJobsFinish(d, job, VRM_JOB_STATE_COMPLETED, NULL);
+    case VRM_OUTCOME_UNKNOWN: {
+        g_autofree char *why =
+            g_strdup_printf(_("the transport engine completed, but libvirt could not be asked how the migration ended: %1$s"),
+                            detail ? detail : _("unknown error"));
+
+        VRM_WARN(_("job %1$llu: %2$s"), job->record->id, why);
+        vrmHelperJobsFinish(d, job, vrmOutcomeJobState(outcome), why);
         break;
+    }
     case VRM_OUTCOME_PENDING:
         if (g_get_monotonic_time() > job->outcomeDeadline) {
             vrmHelperJobsFinish(d, job, VRM_JOB_STATE_FAILED,

@@ -89,6 +89,25 @@ vrmDomainFactsFree(vrmDomainFacts *facts)
     g_free(facts);
 }
 
+/* What the source job says once libvirt has answered: never "completed"
+ * when libvirt could not be asked (the engine's end is not the
+ * migration's) */
+vrmJobState
+vrmOutcomeJobState(vrmOutcome outcome)
+{
+    switch (outcome) {
+    case VRM_OUTCOME_SUCCEEDED:
+        return VRM_JOB_STATE_COMPLETED;
+    case VRM_OUTCOME_FAILED:
+        return VRM_JOB_STATE_FAILED;
+    case VRM_OUTCOME_UNKNOWN:
+        return VRM_JOB_STATE_UNKNOWN;
+    case VRM_OUTCOME_PENDING:
+        break;
+    }
+    return VRM_JOB_STATE_LAST;
+}
+
 vrmOutcome
 vrmMigrationOutcome(bool found, int state, int reason, int jobType)
 {

@@ -34,6 +34,7 @@
  *   vrmHelperVirtQueryOutcome(v, uuid, done, opaque)
  *   vrmHelperVirtOnPostcopyFailed(v, func, opaque)  the incoming one broke
  *   vrmMigrationOutcome(found, state, reason, jobType)   pure decision
+ *   vrmOutcomeJobState(outcome)                          the job's state for it
  *   vrmDomainFactsFree(facts)
  */
 #pragma once
@@ -42,6 +43,7 @@
 
 #include <glib.h>
 
+#include "vrmcontrol.h"
 #include "vrmmigrationdef.h"
 
 typedef struct _vrmHelperVirt vrmHelperVirt;
@@ -105,3 +107,5 @@ void vrmHelperVirtQueryOutcome(vrmHelperVirt *v, const char *uuid,
  * there) = pending.
  */
 vrmOutcome vrmMigrationOutcome(bool found, int state, int reason, int jobType);
+/* The source job's final state for @outcome; VRM_JOB_STATE_LAST: pending */
+vrmJobState vrmOutcomeJobState(vrmOutcome outcome);

@@ -18,17 +18,19 @@
 #define F VRM_JOB_STATE_FAILED
 #define X VRM_JOB_STATE_CANCELLED
 #define TCP VRM_JOB_STATE_OVER_TCP
+#define U VRM_JOB_STATE_UNKNOWN
 
 /* Every pair of states: may the job go from the row to the column? */
 static const bool transitions[VRM_JOB_STATE_LAST][VRM_JOB_STATE_LAST] = {
-    /*        N      C      T      OK     F      X      TCP */
-    [N] = { false, true,  true,  true,  true,  true,  true },
-    [C] = { false, false, true,  true,  true,  true,  true },
-    [T] = { false, false, false, true,  true,  true,  true },
-    [OK] = { false, false, false, false, false, false, false },
-    [F] = { false, false, false, false, false, false, false },
-    [X] = { false, false, false, false, false, false, false },
-    [TCP] = { false, false, false, false, false, false, false },
+    /*        N      C      T      OK     F      X      TCP    U */
+    [N] = { false, true,  true,  true,  true,  true,  true,  true },
+    [C] = { false, false, true,  true,  true,  true,  true,  true },
+    [T] = { false, false, false, true,  true,  true,  true,  true },
+    [OK] = { false, false, false, false, false, false, false, false },
+    [F] = { false, false, false, false, false, false, false, false },
+    [X] = { false, false, false, false, false, false, false, false },
+    [TCP] = { false, false, false, false, false, false, false, false },
+    [U] = { false, false, false, false, false, false, false, false },
 };
 
 static void

@@ -55,6 +55,12 @@ testOutcomeTable(void)
     g_assert_cmpint(vrmMigrationOutcome(true, VIR_DOMAIN_PAUSED,
                                         VIR_DOMAIN_PAUSED_POSTCOPY,
                                         VIR_DOMAIN_JOB_NONE), ==, VRM_OUTCOME_PENDING);
+    /* and the job's state for each: libvirt not asked is never "completed"
+     * (issue 33 item 8) */
+    g_assert_cmpint(vrmOutcomeJobState(VRM_OUTCOME_SUCCEEDED), ==, VRM_JOB_STATE_COMPLETED);
+    g_assert_cmpint(vrmOutcomeJobState(VRM_OUTCOME_FAILED), ==, VRM_JOB_STATE_FAILED);
+    g_assert_cmpint(vrmOutcomeJobState(VRM_OUTCOME_UNKNOWN), ==, VRM_JOB_STATE_UNKNOWN);
+    g_assert_cmpint(vrmOutcomeJobState(VRM_OUTCOME_PENDING), ==, VRM_JOB_STATE_LAST);
 }
 
 static void
