@@ -378,15 +378,18 @@ vrmVirtProcUid(long long pid)
     return g_ascii_strtoll(line + 5, NULL, 10);
 }
 
-/* The QEMU process of a domain: its pid file, confirmed by its command
- * line; else the process whose command line has -uuid UUID */
+/*
+ * The QEMU process of a domain, known only through libvirt: the pid file
+ * libvirt (root) writes, confirmed by the command line (a stale file names
+ * another process). No search of /proc: any process can put "-uuid UUID"
+ * into its arguments (issue 33 item 5). Unknown: -1, and the caller uses
+ * the host's QEMU user.
+ */
 static void
 vrmVirtQemuProcess(const char *name, const char *uuid, vrmDomainFacts *facts)
 {
     g_autofree char *path = g_strdup_printf(VRM_LIBVIRT_QEMU_STATE_DIR "/%s.pid", name);
     g_autofree char *data = NULL;
-    g_autoptr(GDir) proc = NULL;
-    const char *ent;
     long long pid;
 
     facts->qemuPid = facts->qemuUid = -1;
@@ -396,18 +399,7 @@ vrmVirtQemuProcess(const char *name, const char *uuid, vrmDomainFacts *facts)
         facts->qemuUid = vrmVirtProcUid(pid);
         return;
     }
-    if (!(proc = g_dir_open("/proc", 0, NULL)))
-        return;
-    while ((ent = g_dir_read_name(proc))) {
-        if (!g_ascii_isdigit(*ent))
-            continue;
-        pid = g_ascii_strtoll(ent, NULL, 10);
-        if (vrmVirtIsQemuOf(pid, uuid)) {
-            facts->qemuPid = pid;
-            facts->qemuUid = vrmVirtProcUid(pid);
-            return;
-        }
-    }
+    VRM_DEBUG("domain %s: libvirt's pid file %s names no QEMU of it", name, path);
 }
 
 static void

@@ -11,6 +11,7 @@
  */
 #include <config.h>
 
+#include <signal.h>
 #include <string.h>
 
 #include <libvirt/libvirt.h>
@@ -114,6 +115,7 @@ testLocatorAndFacts(void)
     virDomainPtr dom;
     char *xml;
     char *msg = NULL;
+    GPid impostor = 0;
 
     virSetErrorFunc(NULL, quiet);
     conn = virConnectOpen(TEST_URI);
@@ -146,7 +148,22 @@ testLocatorAndFacts(void)
     g_assert_nonnull(strstr(xml, "count=\"3\""));
     free(xml);
 
+    /* a process that says it is the domain's QEMU ("-uuid UUID" in its
+     * arguments) is not taken for it: only libvirt's pid file counts, and
+     * the test driver's domain has none (issue 33 item 5) */
+    {
+        const char *argv[] = { "sh", "-c", "sleep 30", "-uuid", TEST_UUID, NULL };
+        g_autoptr(GError) err = NULL;
+
+        g_assert_true(g_spawn_async(NULL, (char **)argv, NULL, G_SPAWN_SEARCH_PATH,
+                                    NULL, NULL, &impostor, &err));
+    }
     facts = queryFacts(v, TEST_UUID);
+    kill(impostor, SIGKILL);
+    g_spawn_close_pid(impostor);
+    g_test_message("QEMU of the test domain: pid %lld, uid %lld", facts->qemuPid, facts->qemuUid);
+    g_assert_cmpint(facts->qemuPid, ==, -1);
+    g_assert_cmpint(facts->qemuUid, ==, -1);
     g_assert_null(facts->error);
     g_assert_true(facts->found);
     g_assert_true(facts->active);
