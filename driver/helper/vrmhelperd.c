@@ -172,8 +172,13 @@ vrmHelperHandleCancel(vrmHelperDaemon *d, vrmControlMessage *msg, vrmHelperConn 
             return;
         }
         if (intent->record->state == VRM_INTENT_STATE_PENDING) {
+            unsigned long long id = intent->record->id;
+
+            /* its slot is free at once (issue 33 item 4): the reply is
+             * the last anybody hears of it */
             intent->record->state = VRM_INTENT_STATE_CANCELLED;
             vrmHelperReplyIntent(c, intent->record);
+            g_hash_table_remove(d->intents, &id);
             return;
         }
     }
@@ -234,6 +239,8 @@ vrmHelperHandlePrepare(vrmHelperDaemon *d, vrmControlMessage *msg, vrmHelperConn
     unsigned int mine = 0;
 
     vrmHelperIntentsExpire(d);
+    if (g_hash_table_size(d->intents) >= VRM_HELPER_INTENTS_MAX)
+        vrmHelperIntentsDropEnded(d);
     g_hash_table_iter_init(&it, d->intents);
     while (g_hash_table_iter_next(&it, NULL, &v)) {
         vrmHelperIntent *other = v;

@@ -176,6 +176,7 @@ void vrmHelperJobsDropToken(vrmHelperJob *job);
 vrmHelperIntent *vrmHelperIntentsTake(vrmHelperDaemon *d, const char *uuid,
                                       unsigned long long jobId);
 void vrmHelperIntentsExpire(vrmHelperDaemon *d);
+void vrmHelperIntentsDropEnded(vrmHelperDaemon *d);
 void vrmHelperIntentFree(vrmHelperIntent *intent);
 
 /* ---- vrmhelpersource.c ---- */

@@ -829,3 +829,29 @@ vrmHelperIntentsExpire(vrmHelperDaemon *d)
     for (i = 0; i < ended->len; i++)
         g_hash_table_remove(d->intents, ended->pdata[i]);
 }
+
+/* The table is full: drop every intent that has ended (expired, or used
+ * by a job that has ended) before its time, so that only pending ones and
+ * those of running jobs count against the cap */
+void
+vrmHelperIntentsDropEnded(vrmHelperDaemon *d)
+{
+    g_autoptr(GPtrArray) ended = g_ptr_array_new();
+    GHashTableIter it;
+    gpointer k;
+    gpointer v;
+    guint i;
+
+    g_hash_table_iter_init(&it, d->intents);
+    while (g_hash_table_iter_next(&it, &k, &v)) {
+        vrmHelperIntent *intent = v;
+        vrmHelperJob *job = intent->record->hasJob ?
+            vrmHelperJobsGet(d, intent->record->job) : NULL;
+
+        if (intent->record->state != VRM_INTENT_STATE_PENDING &&
+            (!job || vrmJobStateIsFinal(job->record->state)))
+            g_ptr_array_add(ended, k);
+    }
+    for (i = 0; i < ended->len; i++)
+        g_hash_table_remove(d->intents, ended->pdata[i]);
+}

@@ -1482,6 +1482,30 @@ testVisibility(void)
     req->intent = 1;
     memberOwn = callAs(h, "daemon", req);
     g_assert_nonnull(strstr(memberOwn, "state=\"cancelled\""));
+    /* cancelled intents free their slots at once: a thousand and more
+     * registered and withdrawn leave room for anybody's next (issue 33
+     * item 4; the cap is 1024) */
+    {
+        unsigned int i;
+
+        for (i = 0; i < 1100; i++) {
+            g_autoptr(vrmControlMessage) prep = vrmControlMessageNew(VRM_CONTROL_JOB_PREPARE);
+            g_autoptr(vrmControlMessage) got = NULL;
+            g_autoptr(vrmControlMessage) cancel = vrmControlMessageNew(VRM_CONTROL_JOB_CANCEL);
+            g_autoptr(vrmControlMessage) gone = NULL;
+
+            prep->domainName = g_strdup("web2");
+            prep->domainUUID = g_strdup(TEST_DOMAIN_UUID);
+            got = vrmHelperClientCall(h->sock, prep, 10000);
+            if (!got || vrmHelperReplyCheck(got) < 0)
+                g_error("intent %u refused: %s", i, vrmGetLastErrorMessage());
+            cancel->hasIntent = true;
+            cancel->intent = got->intentRecord->id;
+            gone = vrmHelperClientCall(h->sock, cancel, 10000);
+            g_assert_nonnull(gone);
+            g_assert_cmpint(vrmHelperReplyCheck(gone), ==, 0);
+        }
+    }
     /* nobody is not in the group: the socket's mode stops it first */
     outsider = callAs(h, "nobody", vrmControlMessageNew(VRM_CONTROL_JOB_LIST));
     g_test_message("nobody: %s", outsider);
