@@ -14,6 +14,7 @@
 #include "vrmhelperconf.h"
 #include "vrmerror.h"
 #include "vrmi18n.h"
+#include "vrmnetwork.h"
 
 VRM_ENUM_IMPL(vrmPeerAuth, VRM_PEER_AUTH_LAST,
               "auto",
@@ -66,6 +67,7 @@ typedef enum {
     VRM_CONF_STRING,        /* one line of text (a libvirt URI) */
     VRM_CONF_ENUM,          /* one of an enum's names: the row's toString/fromString */
     VRM_CONF_CHUNK_SIZES,   /* list of powers of two */
+    VRM_CONF_NETWORKS,      /* list of IP networks (vrmnetwork.h), kept as text */
 } vrmConfType;
 
 typedef struct {
@@ -123,6 +125,7 @@ static const vrmConfKey vrmConfKeys[] = {
     { "peers", "host", VRM_CONF_HOST_NAME, OFF(peerHost), 0, 0 },
     { "peers", "address", VRM_CONF_ADDRESS, OFF(peerAddress), 0, 0 },
     { "peers", "listen", VRM_CONF_ADDRESS, OFF(peerListen), 0, 0 },
+    { "peers", "allow", VRM_CONF_NETWORKS, OFF(peerAllow), 0, 0 },
     { "peers", "port", VRM_CONF_UINT, OFF(peerPort), 1, 65535 },
     { "peers", "max-peers", VRM_CONF_UINT, OFF(maxPeers),
       1, VRM_HELPER_MAX_PEERS },
@@ -207,6 +210,7 @@ vrmHelperConfigFree(vrmHelperConfig *conf)
     g_free(conf->peerHost);
     g_free(conf->peerAddress);
     g_free(conf->peerListen);
+    g_free(conf->peerAllow);
     g_free(conf->engineUser);
     g_free(conf->qemuUser);
     g_free(conf->libvirtURI);
@@ -365,6 +369,22 @@ vrmConfParseValue(vrmHelperConfig *conf, const char *name,
         g_free(*FIELD(conf, char *, row));
         *FIELD(conf, char *, row) = g_strdup(value);
         return 0;
+
+    case VRM_CONF_NETWORKS: {
+        g_autofree char *bad = NULL;
+        g_autoptr(GArray) nets = vrmNetworkListParse(value, &bad);
+
+        if (!nets) {
+            g_autofree char *expected =
+                g_strdup_printf(_("networks such as 10.0.0.0/8;fd00::/8;192.0.2.7 ('%1$s' is not one)"),
+                                bad);
+
+            return vrmConfInvalid(name, row, value, expected);
+        }
+        g_free(*FIELD(conf, char *, row));
+        *FIELD(conf, char *, row) = vrmNetworkListFormat(nets);
+        return 0;
+    }
 
     case VRM_CONF_PATH:
         if (!g_path_is_absolute(value) || strchr(value, '\n') ||
@@ -531,6 +551,7 @@ vrmHelperConfigFormat(const vrmHelperConfig *conf)
         case VRM_CONF_ADDRESS:
         case VRM_CONF_PATH:
         case VRM_CONF_STRING:
+        case VRM_CONF_NETWORKS:
             if ((str = *FIELD(conf, char *const, row)))
                 g_string_append_printf(buf, "%s=%s\n", row->key, str);
             break;

@@ -130,6 +130,8 @@ struct _vrmHelperConfig {
     char *peerHost;                 /* locator: host name; NULL: this host's */
     char *peerAddress;              /* locator: address; NULL: [rdma] address or the device's */
     char *peerListen;               /* listen address; NULL: the locator's */
+    char *peerAllow;                /* networks peers may be in, canonical
+                                     * (vrmnetwork.h); NULL: any */
     unsigned int peerPort;          /* TCP port of the channel */
     unsigned int maxPeers;          /* peer connections at once */
     unsigned int peerTimeout;       /* s: a handshake, a message */

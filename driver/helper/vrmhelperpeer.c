@@ -26,13 +26,20 @@
 #include "vrmerror.h"
 #include "vrmi18n.h"
 #include "vrmlog.h"
+#include "vrmnetwork.h"
 #include "vrmsocket.h"
 
 /* TLS 1.3 only. PSK: only the (EC)DHE modes, for forward secrecy. */
 #define VRM_PEER_PRIORITY_PSK "NORMAL:-VERS-ALL:+VERS-TLS1.3:-KX-ALL:+ECDHE-PSK:+DHE-PSK"
 #define VRM_PEER_PRIORITY_X509 "NORMAL:-VERS-ALL:+VERS-TLS1.3"
 #define VRM_PEER_PSK_USER_PREFIX "virt-rdma-"
-#define VRM_PEER_LISTEN_BACKLOG 16
+#define VRM_PEER_LISTEN_BACKLOG 128
+/* A flood from one address holds this many handshakes at most; the rest
+ * of its connections are closed at once (issue 33 item 2) */
+#define VRM_PEER_HANDSHAKES_PER_ADDRESS 4
+/* An unauthenticated connection gets this long, whatever [peers] timeout
+ * says (a handshake takes milliseconds) */
+#define VRM_PEER_HANDSHAKE_TIMEOUT_S 5
 
 struct _vrmPeerCreds {
     vrmPeerAuth auth;
@@ -46,6 +53,8 @@ struct _vrmPeerCreds {
     char *caFile;
     gnutls_certificate_credentials_t certClient;
     gnutls_certificate_credentials_t certServer;
+    /* [peers] allow: the networks peers may be in, both ways; NULL: any */
+    GArray *allow;
 };
 
 typedef enum {
@@ -63,6 +72,7 @@ struct _vrmPeerConn {
     vrmPeerState state;
     gnutls_session_t session;
     char *name;                     /* "ADDR:PORT" */
+    char *addr;                     /* server side: the peer's address */
     char *host;                     /* client: the name its certificate must carry */
     guint watch;
     GIOCondition watchCond;
@@ -319,6 +329,14 @@ vrmPeerCredsLoad(const vrmHelperConfig *conf, vrmPeerCreds **out)
         else
             creds->auth = VRM_PEER_AUTH_NONE;
     }
+    if (conf->peerAllow) {
+        g_autofree char *bad = NULL;
+
+        if (!(creds->allow = vrmNetworkListParse(conf->peerAllow, &bad))) {
+            vrmReportError(VRM_ERR_CONFIG, _("'%1$s' in [peers] allow is not a network"), bad);
+            return -1;
+        }
+    }
     gnutls_global_init();
     switch ((vrmPeerAuth)creds->auth) {
     case VRM_PEER_AUTH_NONE:
@@ -367,6 +385,8 @@ vrmPeerCredsFree(vrmPeerCreds *creds)
     g_free(creds->pskUser);
     g_free(creds->keyFile);
     g_free(creds->caFile);
+    if (creds->allow)
+        g_array_unref(creds->allow);
     g_free(creds);
     gnutls_global_deinit();
 }
@@ -436,6 +456,7 @@ vrmPeerConnDestroy(vrmPeerConn *pc)
     g_byte_array_unref(pc->in);
     g_byte_array_unref(pc->out);
     g_free(pc->name);
+    g_free(pc->addr);
     g_free(pc->host);
     g_free(pc);
 }
@@ -913,6 +934,14 @@ vrmPeerConnConnect(vrmPeerCreds *creds, const vrmLocator *to,
                        to->address, gai_strerror(rc));
         return NULL;
     }
+    /* a locator is anybody's to write: connect only where peers may be */
+    if (!vrmNetworkListHasSockaddr(creds->allow, ai->ai_addr)) {
+        vrmReportError(VRM_ERR_POLICY,
+                       _("the virt-rdma helper at %1$s is outside the networks this host's helpers may talk to ([peers] allow)"),
+                       name);
+        freeaddrinfo(ai);
+        return NULL;
+    }
     fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0) {
         vrmReportSystemError(errno, _("cannot create a TCP socket"));
@@ -967,6 +996,23 @@ vrmPeerServerRetry(gpointer opaque)
     return G_SOURCE_REMOVE;
 }
 
+/* The connections from @addr still in their handshake */
+static unsigned int
+vrmPeerServerHandshakesOf(vrmPeerServer *srv, const char *addr)
+{
+    GHashTableIter it;
+    gpointer key;
+    unsigned int n = 0;
+
+    g_hash_table_iter_init(&it, srv->conns);
+    while (g_hash_table_iter_next(&it, &key, NULL)) {
+        const vrmPeerConn *pc = key;
+
+        n += pc->state == VRM_PEER_HANDSHAKE && g_strcmp0(pc->addr, addr) == 0;
+    }
+    return n;
+}
+
 static gboolean
 vrmPeerServerAccept(gint fd, GIOCondition cond, gpointer opaque)
 {
@@ -997,7 +1043,22 @@ vrmPeerServerAccept(gint fd, GIOCondition cond, gpointer opaque)
         getnameinfo((struct sockaddr *)&sa, salen, host, sizeof(host), serv,
                     sizeof(serv), NI_NUMERICHOST | NI_NUMERICSERV);
         name = vrmPeerFormatAddress(host, (unsigned int)atoi(serv));
+        /* before any TLS: who may not be a peer, and one address's share */
+        if (!vrmNetworkListHasSockaddr(srv->creds->allow, (struct sockaddr *)&sa)) {
+            VRM_WARN_LIMITED(&srv->log,
+                             _("refused a connection from %1$s: outside [peers] allow"), name);
+            close(cfd);
+            continue;
+        }
+        if (vrmPeerServerHandshakesOf(srv, host) >= VRM_PEER_HANDSHAKES_PER_ADDRESS) {
+            VRM_WARN_LIMITED(&srv->log,
+                             _("refused a connection from %1$s: %2$u handshakes from that address are under way"),
+                             name, VRM_PEER_HANDSHAKES_PER_ADDRESS);
+            close(cfd);
+            continue;
+        }
         pc = vrmPeerConnNew(srv->creds, cfd, false, name);
+        pc->addr = g_strdup(host);
         if (vrmPeerSessionNew(pc) < 0) {
             VRM_WARN("%s", vrmGetLastErrorMessage());
             vrmPeerConnDestroy(pc);
@@ -1006,7 +1067,7 @@ vrmPeerServerAccept(gint fd, GIOCondition cond, gpointer opaque)
         pc->srv = srv;
         g_hash_table_add(srv->conns, pc);
         pc->state = VRM_PEER_HANDSHAKE;
-        vrmPeerConnSetTimer(pc, srv->timeout);
+        vrmPeerConnSetTimer(pc, MIN(srv->timeout, VRM_PEER_HANDSHAKE_TIMEOUT_S));
         vrmPeerConnUpdateWatch(pc);
     }
     /* at the cap: the next ones wait in the backlog */

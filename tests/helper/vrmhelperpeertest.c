@@ -18,6 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <sys/resource.h>
+
 #include <glib/gstdio.h>
 
 #include "vrmtestutils.h"
@@ -383,6 +385,124 @@ rawConnect(vrmPeerFixture *f, const char *text)
     return fd;
 }
 
+/* A non-blocking TCP connection to the server from 127.0.0.@last; @text
+ * is sent once connected, if not NULL; -1 when the system refuses more */
+static int
+connectFrom(vrmPeerFixture *f, unsigned int last, const char *text)
+{
+    struct sockaddr_in from = { .sin_family = AF_INET };
+    struct sockaddr_in to = { .sin_family = AF_INET };
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+    if (fd < 0)
+        return -1;
+    from.sin_addr.s_addr = htonl(INADDR_LOOPBACK + last - 1);
+    to.sin_port = htons(vrmPeerServerPort(f->srv));
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    g_assert_cmpint(bind(fd, (struct sockaddr *)&from, sizeof(from)), ==, 0);
+    if (connect(fd, (struct sockaddr *)&to, sizeof(to)) < 0 && errno != EINPROGRESS) {
+        close(fd);
+        return -1;
+    }
+    if (text && write(fd, text, strlen(text)) < 0 && errno != EAGAIN)
+        g_assert_cmpint(errno, ==, ENOTCONN);
+    return fd;
+}
+
+/*
+ * A flood from one address (127.0.0.2): a thousand idle connections and a
+ * hundred handshakes that stall after a record header. A peer from another
+ * address (127.0.0.1) is served at once, not after the flood's deadlines
+ * (issue 33 item 2: 16 slots, each held 10 s, before).
+ */
+static void
+testFlood(vrmPeerFixture *f, gconstpointer data)
+{
+    g_autoptr(GArray) fds = g_array_new(FALSE, FALSE, sizeof(int));
+    struct rlimit rl;
+    unsigned int idle = 1000, slow = 100, i;
+    gint64 start;
+    int fd;
+
+    /* room for the flood's descriptors in this process */
+    g_assert_cmpint(getrlimit(RLIMIT_NOFILE, &rl), ==, 0);
+    rl.rlim_cur = MIN(rl.rlim_max, 4096);
+    g_assert_cmpint(setrlimit(RLIMIT_NOFILE, &rl), ==, 0);
+    if (rl.rlim_cur < 1300) {
+        idle = rl.rlim_cur - 300;
+        slow = 50;
+    }
+    g_free(f->conf->peerKeyFile);
+    f->conf->peerKeyFile = writeKey(f->dir, "cluster.key");
+    startServer(f, 16, 10);
+    for (i = 0; i < idle + slow; i++) {
+        /* a TLS handshake record's header, and nothing after it */
+        if ((fd = connectFrom(f, 2, i < idle ? NULL : "\x16\x03\x01\x02\x00")) >= 0)
+            g_array_append_val(fds, fd);
+        if (i % 64 == 0)
+            g_main_context_iteration(NULL, FALSE);
+    }
+    g_test_message("flood: %u connections from 127.0.0.2", fds->len);
+    g_assert_cmpuint(fds->len, >=, idle / 2);
+    start = g_get_monotonic_time();
+    f->client = connectClient(f, f->creds, "localhost");
+    g_assert_nonnull(f->client);
+    runUntil(NULL, &f->clientResult, 20000);
+    g_test_message("the peer from 127.0.0.1 was served in %lld ms",
+                   (long long)(g_get_monotonic_time() - start) / 1000);
+    g_assert_cmpint(f->clientResult, ==, 1);
+    g_assert_cmpuint(f->requests, ==, 1);
+    g_assert_cmpint(g_get_monotonic_time() - start, <, 3 * G_USEC_PER_SEC);
+    for (i = 0; i < fds->len; i++)
+        close(g_array_index(fds, int, i));
+}
+
+/* [peers] allow: a connection from outside is closed before any TLS, and
+ * this side does not connect outside either, whatever a locator says */
+static void
+testAllow(vrmPeerFixture *f, gconstpointer data)
+{
+    g_autoptr(vrmLocator) outside = NULL;
+    char buf[16];
+    gint64 deadline;
+    ssize_t n = -1;
+    int fd;
+
+    g_free(f->conf->peerKeyFile);
+    f->conf->peerKeyFile = writeKey(f->dir, "cluster.key");
+    f->conf->peerAllow = g_strdup("127.0.0.1/32;192.0.2.0/24");
+    startServer(f, 4, 5);
+    fd = connectFrom(f, 2, "\x16\x03\x01\x02\x00");
+    g_assert_cmpint(fd, >=, 0);
+    deadline = g_get_monotonic_time() + 3 * G_USEC_PER_SEC;
+    while (g_get_monotonic_time() < deadline) {
+        g_main_context_iteration(NULL, FALSE);
+        if ((n = read(fd, buf, sizeof(buf))) >= 0 || (errno != EAGAIN && errno != ENOTCONN))
+            break;
+        g_usleep(2000);
+    }
+    /* closed at once: end of file or a reset, no TLS alert */
+    g_assert_true(n == 0 || (n < 0 && errno == ECONNRESET));
+    g_assert_cmpuint(f->serverConns->len, ==, 0);
+    close(fd);
+    /* inside: served */
+    f->client = connectClient(f, f->creds, "localhost");
+    runUntil(NULL, &f->clientResult, 10000);
+    g_assert_cmpint(f->clientResult, ==, 1);
+    /* a locator outside: not even a connection */
+    outside = vrmLocatorNew("elsewhere", "127.0.0.3", vrmPeerServerPort(f->srv));
+    vrmResetLastError();
+    g_assert_null(vrmPeerConnConnect(f->creds, outside, 5, &clientCallbacks, f));
+    g_test_message("%s", vrmGetLastErrorMessage());
+    {
+        g_autofree char *want =
+            g_strdup_printf("the virt-rdma helper at 127.0.0.3:%u is outside the networks this host's helpers may talk to ([peers] allow)",
+                            vrmPeerServerPort(f->srv));
+
+        g_assert_cmpstr(vrmGetLastErrorMessage(), ==, want);
+    }
+}
+
 /* Plain text where TLS is expected: the handshake fails, nothing else */
 static void
 testPlainText(vrmPeerFixture *f, gconstpointer data)
@@ -441,6 +561,8 @@ main(int argc, char **argv)
     ADD("/peer/x509/wrong-host", testX509WrongHost, NULL);
     ADD("/peer/x509/revoked", testX509Revoked, NULL);
     ADD("/peer/plain-text", testPlainText, NULL);
+    ADD("/peer/flood", testFlood, NULL);
+    ADD("/peer/allow", testAllow, NULL);
     ADD("/peer/stalled/served-meanwhile", testStalledPeer, GUINT_TO_POINTER(4));
     ADD("/peer/stalled/cap-waits", testStalledPeer, GUINT_TO_POINTER(1));
 #undef ADD

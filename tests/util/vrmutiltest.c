@@ -11,8 +11,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include "vrmlimits.h"
 #include "vrmlog.h"
+#include "vrmnetwork.h"
 #include "vrmparse.h"
 #include "vrmtoken.h"
 
@@ -226,6 +230,71 @@ testJournal(void)
     g_assert_cmpint(stale[0], !=, '<');
 }
 
+/* [peers] allow: networks parsed, formatted, matched (IPv4-mapped IPv6
+ * as IPv4); items that are not networks named */
+static void
+testNetworks(void)
+{
+    static const struct {
+        const char *text;
+        const char *bad;        /* NULL: parses */
+        const char *canonical;
+    } lists[] = {
+        { "10.0.0.0/8", NULL, "10.0.0.0/8" },
+        { "10.0.0.0/8; 192.0.2.7, fd00::/8", NULL, "10.0.0.0/8;192.0.2.7/32;fd00::/8" },
+        { "::1", NULL, "::1/128" },
+        { "0.0.0.0/0", NULL, "0.0.0.0/0" },
+        { "10.0.0.1/8", "10.0.0.1/8", NULL },           /* host bits set */
+        { "10.0.0.0/33", "10.0.0.0/33", NULL },
+        { "10.0.0.0/", "10.0.0.0/", NULL },
+        { "hv-17.example.org", "hv-17.example.org", NULL },
+        { "10.0.0.0/8;x", "x", NULL },
+        { "", "", NULL },
+        { " ; ", " ; ", NULL },
+    };
+    g_autoptr(GArray) nets = NULL;
+    struct sockaddr_in in4 = { .sin_family = AF_INET };
+    struct sockaddr_in6 in6 = { .sin6_family = AF_INET6 };
+    size_t i;
+
+    for (i = 0; i < G_N_ELEMENTS(lists); i++) {
+        g_autofree char *bad = NULL;
+        g_autoptr(GArray) l = vrmNetworkListParse(lists[i].text, &bad);
+
+        g_assert_cmpstr(bad, ==, lists[i].bad);
+        if (l) {
+            g_autofree char *text = vrmNetworkListFormat(l);
+
+            g_assert_cmpstr(text, ==, lists[i].canonical);
+        }
+        g_assert_true((l == NULL) == (lists[i].bad != NULL));
+    }
+    {
+        g_autofree char *bad = NULL;
+
+        nets = vrmNetworkListParse("198.18.0.0/15;192.0.2.7;fd00:1::/32", &bad);
+    }
+    g_assert_nonnull(nets);
+    g_assert_true(vrmNetworkListHasAddress(nets, "198.18.0.2"));
+    g_assert_true(vrmNetworkListHasAddress(nets, "198.19.255.255"));
+    g_assert_false(vrmNetworkListHasAddress(nets, "198.20.0.1"));
+    g_assert_true(vrmNetworkListHasAddress(nets, "192.0.2.7"));
+    g_assert_false(vrmNetworkListHasAddress(nets, "192.0.2.8"));
+    g_assert_true(vrmNetworkListHasAddress(nets, "fd00:1:ffff::1"));
+    g_assert_false(vrmNetworkListHasAddress(nets, "fd00:2::1"));
+    g_assert_false(vrmNetworkListHasAddress(nets, "not an address"));
+    g_assert_false(vrmNetworkListHasAddress(nets, NULL));
+    g_assert_true(vrmNetworkListHasAddress(NULL, "203.0.113.1"));   /* no list: all */
+    inet_pton(AF_INET, "198.18.0.1", &in4.sin_addr);
+    g_assert_true(vrmNetworkListHasSockaddr(nets, (struct sockaddr *)&in4));
+    inet_pton(AF_INET, "127.0.0.1", &in4.sin_addr);
+    g_assert_false(vrmNetworkListHasSockaddr(nets, (struct sockaddr *)&in4));
+    inet_pton(AF_INET6, "::ffff:198.18.0.9", &in6.sin6_addr);
+    g_assert_true(vrmNetworkListHasSockaddr(nets, (struct sockaddr *)&in6));
+    inet_pton(AF_INET6, "::ffff:10.0.0.9", &in6.sin6_addr);
+    g_assert_false(vrmNetworkListHasSockaddr(nets, (struct sockaddr *)&in6));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -234,6 +303,7 @@ main(int argc, char **argv)
     g_test_add_func("/util/parse/sizes", testSizes);
     g_test_add_func("/util/parse/names-addresses", testNamesAddresses);
     g_test_add_func("/util/token", testToken);
+    g_test_add_func("/util/networks", testNetworks);
     g_test_add_func("/util/limits/pinned", testPinned);
     g_test_add_func("/util/log/sanitize", testSanitize);
     g_test_add_func("/util/log/journal", testJournal);
