@@ -59,13 +59,15 @@ static int
 vrmHookOverTcp(const char *domain, const char *why)
 {
     g_autofree char *line = vrmLogSanitize(why ? why : _("unknown error"));
+    /* the name is the domain XML's: no newline or escape reaches the log */
+    g_autofree char *name = vrmLogSanitize(domain ? domain : "?");
 
     openlog("virt-rdma-hook", LOG_PID, LOG_DAEMON);
     syslog(LOG_WARNING, _("%1$s migrates in over TCP, not RDMA ([migration] fallback = tcp): %2$s"),
-           domain, line);
+           name, line);
     closelog();
     fprintf(stderr, _("virt-rdma: warning: %1$s migrates in over TCP, not RDMA ([migration] fallback = tcp): %2$s\n"),
-            domain, line);
+            name, line);
     return 0;
 }
 
