@@ -84,6 +84,13 @@ start=$SECONDS
 VRM_ENGINE=/bin/false expect 1 "the destination engine ended before it connected channel 0" bench --client 127.0.0.1
 grep -qF "the engine exited with status 1" "$tmp/err" || fail "bench does not report the engine's exit status: $(cat "$tmp/err")"
 [ $((SECONDS - start)) -lt 20 ] || fail "bench took $((SECONDS - start)) s to notice its engine ended"
+# the same on the server's side: the engine's end, at once, not a write
+# that times out two minutes later (issue 35)
+start=$SECONDS
+VRM_ENGINE=/bin/false expect 1 "the engine ended before the streams were through" bench --server --address 127.0.0.1
+grep -qF "the engine exited with status 1" "$tmp/err" || fail "bench --server does not report the engine's exit status: $(cat "$tmp/err")"
+grep -qF "write failed" "$tmp/err" && fail "bench --server blames a write: $(cat "$tmp/err")"
+[ $((SECONDS - start)) -lt 20 ] || fail "bench --server took $((SECONDS - start)) s to notice its engine ended"
 # the options are right: now the source libvirt is contacted, and fails
 expect 1 "no-such-file.xml" migrate -c "$nowhere" --channels=1 web1 qemu:///x
 

@@ -58,6 +58,8 @@ typedef struct {
     gint64 firstUs;         /* monotonic time of the first byte */
     gint64 lastUs;          /* and of the last */
     char *error;
+    bool write;             /* the server's side: write, else read */
+    gint done;              /* atomic: its thread has ended */
 } vrmBenchStream;
 
 /* The stream of a channel: xorshift64, seeded by the channel index. */
@@ -421,6 +423,48 @@ vrmBenchSettings(const vrmBenchOptions *o, const char *sock, vrmEngineSettings *
     return 0;
 }
 
+static gpointer
+vrmBenchStreamMain(gpointer opaque)
+{
+    vrmBenchStream *s = opaque;
+
+    if (s->write)
+        vrmBenchWriter(s);
+    else
+        vrmBenchReader(s);
+    g_atomic_int_set(&s->done, 1);
+    return NULL;
+}
+
+/* Wait for the streams' threads. An engine that exits 0 meanwhile has
+ * closed its ends: the threads finish by themselves. One that fails first
+ * is the cause: end the streams (their writes would wait minutes for a
+ * reader that is gone) and return true. *reaped and *status tell whether
+ * the engine was reaped, and how it ended. */
+static bool
+vrmBenchWatchStreams(vrmBenchStream *streams, int n, GPid pid, bool *reaped, int *status)
+{
+    int i, running;
+
+    for (;;) {
+        for (i = 0, running = 0; i < n; i++)
+            running += streams[i].fd >= 0 && !g_atomic_int_get(&streams[i].done);
+        if (!running)
+            return false;
+        if (!*reaped && waitpid(pid, status, WNOHANG) == pid) {
+            *reaped = true;
+            if (!WIFEXITED(*status) || WEXITSTATUS(*status) != 0)
+                break;
+        }
+        g_usleep(50 * 1000);
+    }
+    for (i = 0; i < n; i++) {
+        if (streams[i].fd >= 0)
+            shutdown(streams[i].fd, SHUT_RDWR);
+    }
+    return true;
+}
+
 /* Plays QEMU on every channel, one thread each, until the streams end;
  * then reaps the engine. Returns 0 when every stream moved all its bytes
  * and the engine exited 0, with the total and its time span. */
@@ -433,10 +477,14 @@ vrmBenchRunStreams(const vrmBenchOptions *o, const char *sock, int lfd, GPid pid
     gint64 deadline = g_get_monotonic_time() + (gint64)VRM_BENCH_DEADLINE_S * G_USEC_PER_SEC;
     gint64 first = G_MAXINT64, last = 0;
     bool reaped = false;
+    bool engineFirst = false;
     int status = 0, ret = 0, i;
 
+    for (i = 0; i < o->channels; i++)
+        streams[i].fd = -1;
     for (i = 0; i < o->channels; i++) {
         streams[i].channel = i;
+        streams[i].write = o->server;
         streams[i].bytes = (guint64)o->sizeMiB << 20;
         streams[i].fd = o->server ? vrmBenchConnect(sock) :
                         vrmBenchAccept(lfd, pid, deadline, &reaped, &status);
@@ -450,7 +498,14 @@ vrmBenchRunStreams(const vrmBenchOptions *o, const char *sock, int lfd, GPid pid
         }
         vrmBenchSetTimeouts(streams[i].fd);
         threads[i] = g_thread_new(o->server ? "bench-writer" : "bench-reader",
-                                  o->server ? vrmBenchWriter : vrmBenchReader, &streams[i]);
+                                  vrmBenchStreamMain, &streams[i]);
+    }
+    /* an engine that ends early (no RDMA device, say) is the cause: not
+     * the write that would time out minutes later */
+    if (!reaped && vrmBenchWatchStreams(streams, o->channels, pid, &reaped, &status)) {
+        vrmCliError(_("the engine ended before the streams were through"));
+        engineFirst = true;
+        ret = -1;
     }
     for (i = 0; i < o->channels; i++) {
         if (threads[i])
@@ -462,10 +517,11 @@ vrmBenchRunStreams(const vrmBenchOptions *o, const char *sock, int lfd, GPid pid
         status = vrmBenchReap(pid, g_get_monotonic_time() + VRM_BENCH_DEADLINE_S * G_USEC_PER_SEC);
     *total = 0;
     for (i = 0; i < o->channels; i++) {
-        if (streams[i].fd > 0)
+        if (streams[i].fd >= 0)
             close(streams[i].fd);
-        if (!threads[i] || streams[i].error) {
-            if (streams[i].error)
+        if (!threads[i] || streams[i].error || engineFirst) {
+            /* the threads' errors follow from the engine's end: not shown */
+            if (streams[i].error && !engineFirst)
                 vrmCliError("%s", streams[i].error);
             g_free(streams[i].error);
             ret = -1;
