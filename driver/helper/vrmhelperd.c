@@ -568,6 +568,8 @@ vrmHelperStartPeers(vrmHelperDaemon *d)
         g_clear_pointer(&d->peerCreds, vrmPeerCredsFree);
         return;
     }
+    /* peers check that our requests come from the locator we name */
+    vrmPeerCredsSetSource(d->peerCreds, locator->address);
     listen = d->conf->peerListen ? d->conf->peerListen : locator->address;
     if (!(d->peerServer = vrmPeerServerNew(d->peerCreds, listen, d->conf->peerPort,
                                            d->conf->maxPeers, d->conf->peerTimeout,

@@ -55,6 +55,9 @@ struct _vrmPeerCreds {
     gnutls_certificate_credentials_t certServer;
     /* [peers] allow: the networks peers may be in, both ways; NULL: any */
     GArray *allow;
+    /* the local address connections come from: the locator's, which the
+     * source compares with the request's; NULL: the kernel's choice */
+    char *source;
 };
 
 typedef enum {
@@ -385,6 +388,7 @@ vrmPeerCredsFree(vrmPeerCreds *creds)
     g_free(creds->pskUser);
     g_free(creds->keyFile);
     g_free(creds->caFile);
+    g_free(creds->source);
     if (creds->allow)
         g_array_unref(creds->allow);
     g_free(creds);
@@ -587,6 +591,19 @@ const char *
 vrmPeerConnPeerName(const vrmPeerConn *pc)
 {
     return pc->name;
+}
+
+const char *
+vrmPeerConnPeerAddress(const vrmPeerConn *pc)
+{
+    return pc->addr;
+}
+
+void
+vrmPeerCredsSetSource(vrmPeerCreds *creds, const char *address)
+{
+    g_free(creds->source);
+    creds->source = g_strdup(address);
 }
 
 void
@@ -910,6 +927,33 @@ vrmPeerFormatAddress(const char *address, unsigned int port)
         g_strdup_printf("%s:%u", address, port);
 }
 
+/* The request names our locator; the source checks that the connection
+ * comes from its address: so it must */
+static int
+vrmPeerBindSource(int fd, const char *address, int family)
+{
+    struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_family = family,
+                              .ai_flags = AI_NUMERICHOST | AI_PASSIVE };
+    struct addrinfo *ai = NULL;
+    int rc;
+
+    if ((rc = getaddrinfo(address, "0", &hints, &ai)) != 0) {
+        vrmReportError(VRM_ERR_CONFIG,
+                       _("cannot connect from this host's locator address %1$s ([peers] address) to a peer of another address family: %2$s"),
+                       address, gai_strerror(rc));
+        return -1;
+    }
+    rc = bind(fd, ai->ai_addr, ai->ai_addrlen);
+    freeaddrinfo(ai);
+    if (rc < 0) {
+        vrmReportSystemError(errno,
+                             _("cannot connect from this host's locator address %1$s ([peers] address)"),
+                             address);
+        return -1;
+    }
+    return 0;
+}
+
 vrmPeerConn *
 vrmPeerConnConnect(vrmPeerCreds *creds, const vrmLocator *to,
                    unsigned int timeout, const vrmPeerConnCallbacks *cb,
@@ -950,6 +994,10 @@ vrmPeerConnConnect(vrmPeerCreds *creds, const vrmLocator *to,
     }
     pc = vrmPeerConnNew(creds, fd, true, name);
     pc->host = g_strdup(to->host);
+    if (creds->source && vrmPeerBindSource(fd, creds->source, ai->ai_family) < 0) {
+        freeaddrinfo(ai);
+        return NULL;
+    }
     pc->cb = *cb;
     pc->opaque = opaque;
     rc = connect(fd, ai->ai_addr, ai->ai_addrlen);

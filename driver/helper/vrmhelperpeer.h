@@ -28,6 +28,9 @@
  *   vrmPeerConnExpect(pc, seconds)       the next message must come by then
  *   vrmPeerConnFree(pc)  vrmPeerConnFinish(pc)   now / once written
  *   vrmPeerConnPeerName(pc)              "ADDR:PORT" (and the identity), logs
+ *   vrmPeerConnPeerAddress(pc)           server side: the address it came from
+ *   vrmPeerCredsSetSource(creds, addr)   connect from this local address (the
+ *                                        locator's, which peers check)
  *   vrmPeerServerNew(creds, address, port, maxPeers, timeout, cb, opaque)
  *   vrmPeerServerFree(srv)
  */
@@ -68,6 +71,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(vrmPeerCreds, vrmPeerCredsFree);
 vrmPeerAuth vrmPeerCredsAuth(const vrmPeerCreds *creds);
 /* "psk (key id 3f2a...)" or "x509 (CA /etc/pki/CA/cacert.pem)" */
 char *vrmPeerCredsDescribe(const vrmPeerCreds *creds);
+void vrmPeerCredsSetSource(vrmPeerCreds *creds, const char *address);
 
 int vrmPeerKeyGenerate(const char *path);
 
@@ -80,6 +84,7 @@ void vrmPeerConnSetCallbacks(vrmPeerConn *pc, const vrmPeerConnCallbacks *cb,
 int vrmPeerConnSend(vrmPeerConn *pc, const vrmPeerMessage *msg);
 void vrmPeerConnExpect(vrmPeerConn *pc, unsigned int seconds);
 const char *vrmPeerConnPeerName(const vrmPeerConn *pc);
+const char *vrmPeerConnPeerAddress(const vrmPeerConn *pc);
 void vrmPeerConnFree(vrmPeerConn *pc);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(vrmPeerConn, vrmPeerConnFree);
 /* Free @pc once what was sent has been written (at most a few seconds);

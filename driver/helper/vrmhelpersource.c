@@ -29,6 +29,7 @@
 #include "vrmerror.h"
 #include "vrmi18n.h"
 #include "vrmlog.h"
+#include "vrmnetwork.h"
 
 /* How long the source engine may take to listen */
 #define VRM_SOURCE_LISTEN_TIMEOUT_S 15
@@ -587,6 +588,31 @@ vrmSourceFacts(vrmDomainFacts *facts, gpointer opaque)
     vrmSourceRequestFree(req);
 }
 
+/*
+ * A requester acts only from the host it names: its connection must come
+ * from its locator's address (issue 33 item 1). With one cluster key for
+ * all, that is what tells one holder of the key from another; the
+ * recovery then goes only where the offer went (vrmSourceCheckRecovery).
+ */
+static int
+vrmSourceCheckRequester(vrmPeerConn *pc, const vrmPeerMessage *msg)
+{
+    const char *from = vrmPeerConnPeerAddress(pc);
+    g_autofree char *bad = NULL;
+    g_autoptr(GArray) named = NULL;
+
+    if (!msg->requester || !msg->requester->address ||
+        !(named = vrmNetworkListParse(msg->requester->address, &bad)) ||
+        !vrmNetworkListHasAddress(named, from)) {
+        vrmReportError(VRM_ERR_AUTH,
+                       _("the request names the helper at %1$s but comes from %2$s: a helper may ask only as itself"),
+                       msg->requester && msg->requester->address ? msg->requester->address : "?",
+                       from ? from : "?");
+        return -1;
+    }
+    return 0;
+}
+
 static void
 vrmSourceRequestMessage(vrmPeerConn *pc, vrmPeerMessage *msg, gpointer opaque)
 {
@@ -603,6 +629,11 @@ vrmSourceRequestMessage(vrmPeerConn *pc, vrmPeerMessage *msg, gpointer opaque)
                        VRM_ERR_VERSION,
                        _("expected a migration request of version %1$d, got <%2$s> version %3$u"),
                        VRM_PEER_VERSION, vrmPeerTypeTypeToString(msg->type), msg->version);
+        vrmPeerMessageFree(msg);
+        vrmHelperJobRefuse(req);
+        return;
+    }
+    if (vrmSourceCheckRequester(pc, msg) < 0) {
         vrmPeerMessageFree(msg);
         vrmHelperJobRefuse(req);
         return;

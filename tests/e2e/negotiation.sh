@@ -234,7 +234,7 @@ refusal_steps() {
 
     # 2. a peer asks for a domain that runs here but is not migrating
     records_before=$(ls /var/lib/virt-rdma/job-*.xml 2>/dev/null | wc -l)
-    out=$(remote "vrmhelperctl peer-request /etc/virt-rdma/cluster.key 198.18.0.1 16530 g1 $uuid") &&
+    out=$(remote "vrmhelperctl peer-request /etc/virt-rdma/cluster.key 198.18.0.1 16530 g1 $uuid 198.18.0.2") &&
         fail "a's helper offered a domain that is not migrating"
     grep -qF "refused: the domain 'g1' runs on sandbox-a but is not migrating out of it" <<<"$out" ||
         fail "the refusal does not say why: $out"
@@ -242,6 +242,13 @@ refusal_steps() {
     grep -F "refused the request of the peer helper at 198.18.0.2" /tmp/virt-rdmad.log | tail -1 | sed 's/^/  [a log] /'
     [ "$(ls /var/lib/virt-rdma/job-*.xml 2>/dev/null | wc -l)" = "$records_before" ] ||
         fail "a refused request left a job record"
+    # 2b. a holder of the cluster key on b that names another helper (a's
+    #     own address) is refused as an impostor (issue 33 item 1)
+    out=$(remote "vrmhelperctl peer-request /etc/virt-rdma/cluster.key 198.18.0.1 16530 g1 $uuid 198.18.0.2 198.18.0.1") &&
+        fail "a's helper answered a request that named another helper"
+    grep -qF "refused: the request names the helper at 198.18.0.1 but comes from 198.18.0.2: a helper may ask only as itself" <<<"$out" ||
+        fail "the impostor's refusal does not say why: $out"
+    say "impostor: $out"
     leftovers_both
 
     # 3. the destination's helper is down

@@ -9,9 +9,11 @@
  *   vrmhelperctl [--socket PATH] raw < request.xml
  *       prints the reply document; exit 0 for an ok reply, 1 for an error
  *       reply (its message on stderr), 2 when there was no reply
- *   vrmhelperctl peer-request KEYFILE ADDRESS PORT NAME UUID
+ *   vrmhelperctl peer-request KEYFILE ADDRESS PORT NAME UUID [FROM [NAMED]]
  *       asks the helper at ADDRESS:PORT, on the helpers' TLS channel with
- *       the cluster key KEYFILE, for the migration of the domain; prints
+ *       the cluster key KEYFILE, for the migration of the domain, from the
+ *       local address FROM (default 127.0.0.1, the kernel's choice), as
+ *       the helper at NAMED (default FROM); prints
  *       "offer" (and withdraws) or "refused: MESSAGE" / "failed: MESSAGE";
  *       exit 0 for an offer, 1 otherwise
  */
@@ -30,6 +32,7 @@ typedef struct {
     GMainLoop *loop;
     const char *name;
     const char *uuid;
+    const char *named;              /* the requester's address in the request */
     int rc;
     bool answered;                  /* one line: the channel's end after it is no news */
 } vrmCtlPeer;
@@ -42,7 +45,7 @@ ctlReady(vrmPeerConn *pc, gpointer opaque)
 
     req->domainName = g_strdup(p->name);
     req->domainUUID = g_strdup(p->uuid);
-    req->requester = vrmLocatorNew("vrmhelperctl", "127.0.0.1", 1);
+    req->requester = vrmLocatorNew("vrmhelperctl", p->named, 1);
     req->maxChannels = 1;
     vrmPeerConnSend(pc, req);
     vrmPeerConnExpect(pc, 30);
@@ -81,21 +84,28 @@ ctlFailed(vrmPeerConn *pc, gpointer opaque)
 }
 
 static int
-ctlPeerRequest(char **argv)
+ctlPeerRequest(int argc, char **argv)
 {
     g_autoptr(vrmHelperConfig) conf = vrmHelperConfigNew();
     g_autoptr(vrmPeerCreds) creds = NULL;
     g_autoptr(vrmLocator) to = vrmLocatorNew("localhost", argv[1], atoi(argv[2]));
     g_autoptr(GMainLoop) loop = g_main_loop_new(NULL, FALSE);
     vrmPeerConnCallbacks cb = { ctlReady, ctlMessage, ctlFailed };
-    vrmCtlPeer p = { loop, argv[3], argv[4], 1, false };
+    const char *from = argc > 5 ? argv[5] : NULL;
+    vrmCtlPeer p = { loop, argv[3], argv[4], argc > 6 ? argv[6] : from ? from : "127.0.0.1",
+                     1, false };
     vrmPeerConn *pc;
 
     g_free(conf->peerKeyFile);
     conf->peerKeyFile = g_strdup(argv[0]);
     conf->peerAuth = VRM_PEER_AUTH_PSK;
-    if (vrmPeerCredsLoad(conf, &creds) < 0 ||
-        !(pc = vrmPeerConnConnect(creds, to, 10, &cb, &p))) {
+    if (vrmPeerCredsLoad(conf, &creds) < 0) {
+        printf("failed: %s\n", vrmGetLastErrorMessage());
+        return 1;
+    }
+    if (from)
+        vrmPeerCredsSetSource(creds, from);
+    if (!(pc = vrmPeerConnConnect(creds, to, 10, &cb, &p))) {
         printf("failed: %s\n", vrmGetLastErrorMessage());
         return 1;
     }
@@ -159,7 +169,7 @@ main(int argc, char **argv)
 
     vrmI18nInit();
     if (argc >= 7 && g_str_equal(argv[1], "peer-request"))
-        return ctlPeerRequest(argv + 2);
+        return ctlPeerRequest(argc - 2, argv + 2);
     if (argc >= 3 && g_str_equal(argv[1], "--socket")) {
         sock = argv[2];
         argv += 2;
@@ -167,7 +177,7 @@ main(int argc, char **argv)
     }
     if (argc < 2 || !(req = ctlRequest(argc, argv))) {
         fprintf(stderr, "usage: vrmhelperctl [--socket PATH] list|host-info|query ID|cancel ID|query-intent N|cancel-intent N|query-domain NAME|prepare NAME UUID [CH]|raw\n"
-                        "       vrmhelperctl peer-request KEYFILE ADDRESS PORT NAME UUID\n");
+                        "       vrmhelperctl peer-request KEYFILE ADDRESS PORT NAME UUID [FROM [NAMED]]\n");
         return 2;
     }
     if (!(reply = vrmHelperClientCall(sock, req, 60000))) {

@@ -768,6 +768,59 @@ testRecoveryRefused(void)
     helperFree(src);
 }
 
+/* A holder of the cluster key that names another host's helper (127.0.0.1)
+ * while it connects from its own address (127.0.0.2) is refused before
+ * libvirt is even asked (issue 33 item 1); the same request from the
+ * address it names gets the usual answer */
+static void
+testImpersonation(void)
+{
+    Helper *src = helperNew(NULL, NULL);
+    g_autofree char *key = g_build_filename(src->dir, "cluster.key", NULL);
+    g_autoptr(vrmHelperConfig) conf = vrmHelperConfigNew();
+    g_autoptr(vrmPeerCreds) creds = NULL;
+    g_autoptr(vrmLocator) to = NULL;
+    g_autofree char *logPath = g_strdup_printf("%s/helper.log", src->dir);
+    g_autofree char *log = NULL;
+    const char *const sources[] = { "127.0.0.2", "127.0.0.1" };
+    size_t i;
+
+    helperStart(src);
+    g_free(conf->peerKeyFile);
+    conf->peerKeyFile = g_strdup(key);
+    conf->peerAuth = VRM_PEER_AUTH_PSK;
+    g_assert_cmpint(vrmPeerCredsLoad(conf, &creds), ==, 0);
+    to = vrmLocatorNew("localhost", "127.0.0.1", src->peerPort);
+    for (i = 0; i < G_N_ELEMENTS(sources); i++) {
+        PeerReply pr = { 0 };
+        gint64 deadline = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;
+        vrmPeerConn *pc;
+
+        vrmPeerCredsSetSource(creds, sources[i]);
+        pc = vrmPeerConnConnect(creds, to, 5, &peerReplyCallbacks, &pr);
+        g_assert_nonnull(pc);
+        while (!pr.reply && !pr.failed && g_get_monotonic_time() < deadline)
+            g_main_context_iteration(NULL, TRUE);
+        g_assert_nonnull(pr.reply);
+        g_test_message("from %s: %s", sources[i], pr.reply->errorMessage);
+        g_assert_cmpint(pr.reply->type, ==, VRM_PEER_MIGRATION_RESULT);
+        if (i == 0) {
+            g_assert_cmpint(pr.reply->errorCode, ==, VRM_ERR_AUTH);
+            g_assert_cmpstr(pr.reply->errorMessage, ==,
+                            "the request names the helper at 127.0.0.1 but comes from 127.0.0.2: a helper may ask only as itself");
+        } else {
+            /* past that check: libvirt's facts decide (no recovery to do) */
+            g_assert_cmpint(pr.reply->errorCode, ==, VRM_ERR_POLICY);
+        }
+        vrmPeerConnFree(pc);
+        vrmPeerMessageFree(pr.reply);
+    }
+    assertNoEngineStarted(src);
+    g_assert_true(g_file_get_contents(logPath, &log, NULL, NULL));
+    g_assert_nonnull(strstr(log, "a helper may ask only as itself"));
+    helperFree(src);
+}
+
 static void
 testWrongKey(void)
 {
@@ -1802,6 +1855,7 @@ main(int argc, char **argv)
     g_test_add_func("/helperd/source-not-migrating", testSourceNotMigrating);
     g_test_add_func("/helperd/recovery-refused", testRecoveryRefused);
     g_test_add_func("/helperd/wrong-key", testWrongKey);
+    g_test_add_func("/helperd/impersonation", testImpersonation);
     g_test_add_func("/helperd/source-down", testSourceDown);
     g_test_add_func("/helperd/dest-down", testDestDown);
     g_test_add_func("/helperd/source-refuses", testSourceRefuses);
