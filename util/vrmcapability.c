@@ -30,7 +30,9 @@ static const vrmCapabilityInfo vrmCapabilityTable[] = {
         .bit = VRM_CAP_WRITE_IMM,
         .side = VRM_SIDE_BOTH,
         .defaultOn = true,
-        .option = "--rdma-write-imm",
+        /* on unless the metadata says <write-imm enabled="no"/>: no
+         * option of virt-rdma migrate (there was none behind the name) */
+        .option = NULL,
         .help = N_("announce data with RDMA WRITE_WITH_IMM instead of a descriptor SEND"),
     },
 };

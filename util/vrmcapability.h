@@ -42,7 +42,8 @@ typedef struct {
     guint32 bit;            /* flag in the offer/answer and connect private data */
     vrmSide side;           /* whose engine acts on it once agreed */
     bool defaultOn;         /* asked for unless switched off */
-    const char *option;     /* virt-rdma migrate option that switches it on */
+    const char *option;     /* virt-rdma migrate option that switches it on;
+                             * NULL: only the metadata does */
     const char *help;       /* N_() text for --help and docs */
 } vrmCapabilityInfo;
 

@@ -130,6 +130,10 @@ for c in migrate jobinfo jobs uri capabilities bench; do
     done
 done
 grep -q '"migrate jobinfo jobs uri capabilities bench' "$completion" || fail "bash completion lacks a command"
+# the capability table's options are the command's (util/vrmcapability.c:
+# --rdma-pin-all; write-imm has none, and none is offered)
+"$cli" migrate --help | grep -q -- "--rdma-pin-all" || fail "virt-rdma migrate has no --rdma-pin-all"
+"$cli" migrate --help | grep -q -- "write-imm" && fail "virt-rdma migrate offers a write-imm option the table does not name"
 
 [ "$failures" = 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo "all cases passed"
