@@ -56,6 +56,18 @@ vrmErrorCodeTypeToString(int code)
     return vrmErrorCodeNames[code];
 }
 
+int
+vrmErrorCodeTypeFromString(const char *str)
+{
+    int i;
+
+    for (i = 0; str && i < VRM_ERR_LAST; i++) {
+        if (g_str_equal(str, vrmErrorCodeNames[i]))
+            return i;
+    }
+    return -1;
+}
+
 void
 vrmReportErrorFull(int code, int errnum,
                    const char *file, const char *func, int line,

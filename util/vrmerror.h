@@ -33,6 +33,8 @@ typedef enum {
 } vrmErrorCode;
 
 const char *vrmErrorCodeTypeToString(int code);
+/* the code of a name vrmErrorCodeTypeToString() gives; -1 if none */
+int vrmErrorCodeTypeFromString(const char *str);
 
 void vrmReportErrorFull(int code, int errnum,
                         const char *file, const char *func, int line,

@@ -774,22 +774,10 @@ vrmXMLPropAddress(xmlNodePtr node, const char *name, bool required,
     return 1;
 }
 
-static int
-vrmErrorCodeFromString(const char *str)
-{
-    int i;
-
-    for (i = 0; i < VRM_ERR_LAST; i++) {
-        if (g_strcmp0(vrmErrorCodeTypeToString(i), str) == 0)
-            return i;
-    }
-    return -1;
-}
-
 int
 vrmXMLPropErrorCode(xmlNodePtr node, const char *name, int *code)
 {
-    return vrmXMLPropEnum(node, name, true, vrmErrorCodeFromString,
+    return vrmXMLPropEnum(node, name, true, vrmErrorCodeTypeFromString,
                           vrmErrorCodeTypeToString, VRM_ERR_LAST, code);
 }
 

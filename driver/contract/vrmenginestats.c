@@ -113,18 +113,6 @@ vrmEngineStatsKeyGet(size_t i)
     return i < G_N_ELEMENTS(vrmEngineStatKeys) ? &vrmEngineStatKeys[i] : NULL;
 }
 
-int
-vrmEngineErrorCodeFromString(const char *name)
-{
-    int i;
-
-    for (i = 0; name && i < VRM_ERR_LAST; i++) {
-        if (g_str_equal(name, vrmErrorCodeTypeToString(i)))
-            return i;
-    }
-    return -1;
-}
-
 void
 vrmEngineStatsInit(vrmEngineStats *st)
 {
@@ -471,7 +459,7 @@ vrmEngineStatsReadValue(vrmJSONCursor *c, const vrmEngineStatKey *k,
         else if (k->type == VRM_ENGINE_STAT_STATE)
             v = vrmEngineStateTypeFromString(text);
         else
-            v = vrmEngineErrorCodeFromString(text);
+            v = vrmErrorCodeTypeFromString(text);
         if (v < 0)
             return vrmEngineStatsBad(k->key, _("not one of the known names"));
         *(int *)field = v;

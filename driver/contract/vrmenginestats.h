@@ -113,5 +113,3 @@ int vrmEngineStatsParse(const char *text, size_t len, vrmEngineStats *st);
 size_t vrmEngineStatsKeyCount(void);
 const vrmEngineStatKey *vrmEngineStatsKeyGet(size_t i);
 
-/* vrmErrorCode from its name, -1 if unknown */
-int vrmEngineErrorCodeFromString(const char *name);

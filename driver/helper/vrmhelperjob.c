@@ -185,26 +185,6 @@ vrmHelperJobReadLog(vrmHelperJob *job)
 }
 
 char *
-vrmHelperJobEngineError(const vrmHelperJob *job)
-{
-    g_auto(GStrv) lines = g_strsplit(job->stderrBuf->str, "\n", -1);
-    ssize_t i;
-
-    /* the engine's one error line: "virt-rdma-engine: error: REASON";
-     * its log lines (info, debug) are not reasons */
-    for (i = (ssize_t)g_strv_length(lines) - 1; i >= 0; i--) {
-        const char *err = strstr(lines[i], "error: ");
-
-        if (!err || !strstr(lines[i], "virt-rdma-engine"))
-            continue;
-        err += strlen("error: ");
-        if (*err)
-            return g_strstrip(g_strdup(err));
-    }
-    return NULL;
-}
-
-char *
 vrmHelperJobKey(const vrmToken *token)
 {
     g_autofree char *sum =

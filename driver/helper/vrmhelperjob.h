@@ -116,7 +116,6 @@ void vrmHelperJobApplyStats(vrmHelperJob *job, const vrmEngineSnapshot *es);
 /* Load the last 16 KiB of the engine's log into stderrBuf */
 void vrmHelperJobReadLog(vrmHelperJob *job);
 /* The engine's "error:" line in stderrBuf, or NULL */
-char *vrmHelperJobEngineError(const vrmHelperJob *job);
 
 char *vrmHelperJobKey(const vrmToken *token);
 

@@ -203,29 +203,6 @@ testApplyStats(void)
 }
 
 static void
-testEngineError(void)
-{
-    g_autoptr(vrmHelperJob) job = vrmHelperJobNew(3, VRM_JOB_ROLE_SOURCE);
-    g_autofree char *none = vrmHelperJobEngineError(job);
-    g_autofree char *line = NULL;
-
-    g_assert_null(none);
-    g_string_append(job->stderrBuf,
-                    "virt-rdma-engine: channel 0 established\n"
-                    "virt-rdma-engine: error: the peer engine went away\n"
-                    "17:06:17.992714 virt-rdma-engine[188] info: channel 0 closed\n\n  \n");
-    line = vrmHelperJobEngineError(job);
-    g_assert_cmpstr(line, ==, "the peer engine went away");
-    g_clear_pointer(&line, g_free);
-
-    /* log lines only: no reason */
-    g_string_assign(job->stderrBuf,
-                    "17:06:17.992714 virt-rdma-engine[188] info: channel 0 connected to QEMU\n");
-    line = vrmHelperJobEngineError(job);
-    g_assert_null(line);
-}
-
-static void
 testJobKey(void)
 {
     vrmToken a = { { 0 } }, b = { { 0 } };
@@ -345,7 +322,6 @@ main(int argc, char **argv)
     g_test_add_func("/helper/job/stats-parse-final", testStatsParseFinal);
     g_test_add_func("/helper/job/stats-parse-bad", testStatsParseBad);
     g_test_add_func("/helper/job/apply-stats", testApplyStats);
-    g_test_add_func("/helper/job/engine-error", testEngineError);
     g_test_add_func("/helper/job/key", testJobKey);
     g_test_add_func("/helper/job/save-load", testSaveLoad);
     g_test_add_func("/helper/job/load-missing-dir", testLoadMissingDir);

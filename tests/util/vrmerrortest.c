@@ -55,10 +55,15 @@ testCodeNames(void)
 {
     size_t i;
 
-    for (i = 0; i < VRM_ERR_LAST; i++)
+    for (i = 0; i < VRM_ERR_LAST; i++) {
         g_assert_nonnull(vrmErrorCodeTypeToString(i));
+        /* and back: the one parser of the names (XML and engine stats) */
+        g_assert_cmpint(vrmErrorCodeTypeFromString(vrmErrorCodeTypeToString(i)), ==, i);
+    }
     g_assert_null(vrmErrorCodeTypeToString(VRM_ERR_LAST));
     g_assert_null(vrmErrorCodeTypeToString(-1));
+    g_assert_cmpint(vrmErrorCodeTypeFromString("no-such-code"), ==, -1);
+    g_assert_cmpint(vrmErrorCodeTypeFromString(NULL), ==, -1);
 }
 
 int
