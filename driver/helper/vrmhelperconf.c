@@ -28,8 +28,6 @@ VRM_ENUM_IMPL(vrmFallback, VRM_FALLBACK_LAST,
               "refuse",
 );
 
-#define VRM_HELPER_DEFAULT_CM_PORT_MIN 18515
-#define VRM_HELPER_DEFAULT_CM_PORT_MAX 18600
 #define VRM_HELPER_DEFAULT_MAX_JOBS 4
 #define VRM_HELPER_MAX_JOBS 1024
 #define VRM_HELPER_DEFAULT_HISTORY 64
@@ -88,10 +86,6 @@ static const vrmConfKey vrmConfKeys[] = {
     { "rdma", "port", VRM_CONF_UINT, OFF(devicePort),
       VRM_DEVICE_PORT_MIN, VRM_DEVICE_PORT_MAX },
     { "rdma", "address", VRM_CONF_ADDRESS, OFF(address), 0, 0 },
-    { "rdma", "cm-port-min", VRM_CONF_UINT, OFF(cmPortMin),
-      VRM_CM_PORT_MIN, VRM_CM_PORT_MAX },
-    { "rdma", "cm-port-max", VRM_CONF_UINT, OFF(cmPortMax),
-      VRM_CM_PORT_MIN, VRM_CM_PORT_MAX },
     { "limits", "max-jobs", VRM_CONF_UINT, OFF(maxJobs),
       1, VRM_HELPER_MAX_JOBS },
     { "limits", "max-pinned-bytes", VRM_CONF_SIZE, OFF(maxPinnedBytes),
@@ -155,8 +149,6 @@ vrmHelperConfigNew(void)
 
     vrmHostPolicyInit(&policy);
     conf->devicePort = 1;
-    conf->cmPortMin = VRM_HELPER_DEFAULT_CM_PORT_MIN;
-    conf->cmPortMax = VRM_HELPER_DEFAULT_CM_PORT_MAX;
     conf->maxJobs = VRM_HELPER_DEFAULT_MAX_JOBS;
     conf->maxPinnedBytes = VRM_HELPER_DEFAULT_BUDGET;
     conf->maxChannels = VRM_HELPER_DEFAULT_MAX_CHANNELS;
@@ -504,13 +496,6 @@ vrmHelperConfigLoadData(const char *data, size_t len, const char *name)
         }
     }
 
-    if (conf->cmPortMin > conf->cmPortMax) {
-        vrmReportError(VRM_ERR_CONFIG,
-                       _("%1$s: key '%2$s' (%3$u) must not be greater than key '%4$s' (%5$u) in group '[%6$s]'"),
-                       name, "cm-port-min", conf->cmPortMin, "cm-port-max",
-                       conf->cmPortMax, "rdma");
-        return NULL;
-    }
     return g_steal_pointer(&conf);
 }
 

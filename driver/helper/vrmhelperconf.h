@@ -6,7 +6,7 @@
  * against its type and range, and the message names the file, the group,
  * the key, the bad value and what is allowed. docs/xml.rst lists the keys.
  *
- *   [rdma]      device, port, address, cm-port-min, cm-port-max
+ *   [rdma]      device, port, address
  *   [limits]    max-jobs, max-pinned-bytes (the host's budget), max-channels,
  *               chunk-sizes, max-ring-depth, max-bandwidth, max-clients
  *   [paths]     run-dir, state-dir
@@ -97,8 +97,6 @@ struct _vrmHelperConfig {
     char *device;                   /* NULL: the first active device */
     unsigned int devicePort;        /* 1..255 */
     char *address;                  /* NULL: the device's first address */
-    unsigned int cmPortMin;         /* rdma_cm ports of source engines */
-    unsigned int cmPortMax;
     /* [limits] */
     unsigned int maxJobs;           /* concurrent migrations */
     unsigned long long maxPinnedBytes; /* the host's budget: every running job's

@@ -95,7 +95,6 @@ helperWriteConfig(Helper *h, const char *key, const char *extra)
 {
     g_autofree char *text =
         g_strdup_printf("[rdma]\ndevice = rxe0\naddress = 127.0.0.1\n"
-                        "cm-port-min = 18515\ncm-port-max = 18530\n"
                         "[paths]\nrun-dir = %s\nstate-dir = %s\n"
                         "[access]\ngroup = %s\n"
                         "[peers]\nauth = psk\nkey-file = %s\nhost = localhost\n"

@@ -148,7 +148,6 @@ testAcceptedUncommented(void)
     g_autoptr(vrmHelperConfig) conf = NULL;
 
     g_assert_nonnull(all);
-    g_assert_null(strstr(all, "\n#cm-port-min="));
     vrmResetLastError();
     if (!(conf = vrmHelperConfigLoadData(all, strlen(all), "uncommented sample")))
         g_error("%s", vrmGetLastErrorMessage());
