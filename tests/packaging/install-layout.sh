@@ -55,6 +55,7 @@ $unitdir/virt-rdmad.socket
 /usr/share/doc/virt-rdma/performance.rst
 /usr/share/doc/virt-rdma/protocol.rst
 /usr/share/doc/virt-rdma/reliability.rst
+/usr/share/doc/virt-rdma/transparent.rst
 /usr/share/doc/virt-rdma/xml.rst
 /usr/share/locale/de/LC_MESSAGES/virt-rdma.mo
 /usr/share/man/man1/virt-rdma.1
@@ -63,6 +64,7 @@ $unitdir/virt-rdmad.socket
 /usr/share/man/man3/vrmDomainMigrateToURI3.3
 /usr/share/man/man3/vrmLastError.3
 /usr/share/man/man3/vrmLastErrorMessage.3
+/usr/share/man/man5/virt-rdmad.conf.5
 /usr/share/man/man8/virt-rdma-engine.8
 /usr/share/man/man8/virt-rdma-hook.8
 /usr/share/man/man8/virt-rdmad.8

@@ -177,6 +177,46 @@ testEveryKeyDocumented(void)
     }
 }
 
+/* virt-rdmad.conf(5) names every key the daemon accepts, under its
+ * group's section ("[group]" underlined, then "``key``" at a line's
+ * start, alone or in a list) */
+static void
+testEveryKeyInManPage(void)
+{
+    g_autofree char *path = testSourcePath("docs/man/virt-rdmad.conf.rst");
+    g_autofree char *page = NULL;
+    g_autoptr(GPtrArray) groups =
+        testAllowedNames("[no-such-group]\n", "allowed groups:", "'\\[([a-z-]+)\\]'");
+    size_t i, j;
+
+    g_assert_true(g_file_get_contents(path, &page, NULL, NULL));
+    for (i = 0; i < groups->len; i++) {
+        const char *group = g_ptr_array_index(groups, i);
+        g_autofree char *doc = g_strdup_printf("[%s]\nno-such-key=1\n", group);
+        g_autofree char *heading = g_strdup_printf("\n[%s]\n=", group);
+        g_autoptr(GPtrArray) keys =
+            testAllowedNames(doc, "allowed keys:", "'([a-z][a-z0-9-]*)'");
+        const char *section = strstr(page, heading);
+        g_autofree char *body = NULL;
+        const char *next;
+
+        if (!section)
+            g_error("virt-rdmad.conf(5) has no section [%s]", group);
+        section += strlen(heading);
+        /* up to the next section: a "[...]" line underlined with '=' */
+        next = strstr(section, "\n\n[");
+        body = next ? g_strndup(section, next - section) : g_strdup(section);
+        for (j = 0; j < keys->len; j++) {
+            g_autofree char *first = g_strdup_printf("\n``%s``", (char *)g_ptr_array_index(keys, j));
+            g_autofree char *listed = g_strdup_printf(", ``%s``", (char *)g_ptr_array_index(keys, j));
+
+            if (!strstr(body, first) && !strstr(body, listed))
+                g_error("virt-rdmad.conf(5) does not document key '%s' of group '[%s]'",
+                        (char *)g_ptr_array_index(keys, j), group);
+        }
+    }
+}
+
 static void
 testDefaultsAreTrue(void)
 {
@@ -252,6 +292,7 @@ main(int argc, char **argv)
     g_test_add_func("/sampleconf/accepted-as-shipped", testAcceptedAsShipped);
     g_test_add_func("/sampleconf/accepted-uncommented", testAcceptedUncommented);
     g_test_add_func("/sampleconf/every-key-documented", testEveryKeyDocumented);
+    g_test_add_func("/sampleconf/every-key-in-man-page", testEveryKeyInManPage);
     g_test_add_func("/sampleconf/defaults-are-true", testDefaultsAreTrue);
     g_test_add_func("/sampleconf/no-trailing-comments", testNoTrailingComments);
     g_test_add_func("/sampleconf/access-group-is-the-units", testAccessGroupIsTheUnits);
