@@ -389,7 +389,7 @@ vrmHelperDestIncoming(vrmHelperDaemon *d, vrmControlMessage *msg,
     vrmHelperJob *job;
     vrmHelperJob *other;
     g_autofree char *why = NULL;
-    int code;
+    int code = VRM_ERR_OK;
 
     if (cred->uid != 0 && cred->uid != geteuid()) {
         vrmHelperConnReplyError(c, VRM_ERR_AUTH,
