@@ -112,6 +112,7 @@ static const vrmConfKey vrmConfKeys[] = {
     { "peers", "key-file", VRM_CONF_PATH, OFF(peerKeyFile), 0, 0 },
     { "peers", "ca-cert", VRM_CONF_PATH, OFF(peerCACert), 0, 0 },
     { "peers", "crl", VRM_CONF_PATH, OFF(peerCRL), 0, 0 },
+    { "peers", "allowed-dn", VRM_CONF_STRING, OFF(peerAllowedDN), 0, 0 },
     { "peers", "server-cert", VRM_CONF_PATH, OFF(peerServerCert), 0, 0 },
     { "peers", "server-key", VRM_CONF_PATH, OFF(peerServerKey), 0, 0 },
     { "peers", "client-cert", VRM_CONF_PATH, OFF(peerClientCert), 0, 0 },
@@ -203,6 +204,7 @@ vrmHelperConfigFree(vrmHelperConfig *conf)
     g_free(conf->peerAddress);
     g_free(conf->peerListen);
     g_free(conf->peerAllow);
+    g_free(conf->peerAllowedDN);
     g_free(conf->engineUser);
     g_free(conf->qemuUser);
     g_free(conf->libvirtURI);

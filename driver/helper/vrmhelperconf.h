@@ -12,9 +12,9 @@
  *   [paths]     run-dir, state-dir
  *   [access]    group
  *   [history]   size
- *   [peers]     auth, key-file, ca-cert, server-cert, server-key,
- *               client-cert, client-key, host, address, listen, port,
- *               max-peers, timeout
+ *   [peers]     auth, key-file, ca-cert, crl, allowed-dn, server-cert,
+ *               server-key, client-cert, client-key, host, address, listen,
+ *               allow, port, max-peers, timeout
  *   [engine]    user
  *   [qemu]      user
  *   [libvirt]   uri
@@ -121,6 +121,7 @@ struct _vrmHelperConfig {
     char *peerKeyFile;              /* cluster key (psk) */
     char *peerCACert;               /* x509: libvirt's CA */
     char *peerCRL;                  /* x509: its revocation list, if the file exists */
+    char *peerAllowedDN;            /* x509: ';'-separated subject patterns, NULL: any */
     char *peerServerCert;
     char *peerServerKey;
     char *peerClientCert;

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <arpa/inet.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -53,6 +54,9 @@ struct _vrmPeerCreds {
     char *caFile;
     gnutls_certificate_credentials_t certClient;
     gnutls_certificate_credentials_t certServer;
+    /* [peers] allowed-dn: patterns a client certificate's subject must
+     * match, like libvirt's tls_allowed_dn_list; NULL: any the CA signed */
+    GStrv allowedDN;
     /* [peers] allow: the networks peers may be in, both ways; NULL: any */
     GArray *allow;
     /* the local address connections come from: the locator's, which the
@@ -77,6 +81,7 @@ struct _vrmPeerConn {
     char *name;                     /* "ADDR:PORT" */
     char *addr;                     /* server side: the peer's address */
     char *host;                     /* client: the name its certificate must carry */
+    char *subject;                  /* x509, server side: the client's DN */
     guint watch;
     GIOCondition watchCond;
     guint timer;                    /* connect/handshake or expect deadline */
@@ -340,6 +345,21 @@ vrmPeerCredsLoad(const vrmHelperConfig *conf, vrmPeerCreds **out)
             return -1;
         }
     }
+    if (conf->peerAllowedDN && creds->auth == VRM_PEER_AUTH_PSK)
+        VRM_WARN("%s", _("[peers] allowed-dn names certificate subjects: it has no effect under auth = psk"));
+    if (conf->peerAllowedDN) {
+        g_auto(GStrv) patterns = g_strsplit(conf->peerAllowedDN, ";", -1);
+        g_autoptr(GPtrArray) kept = g_ptr_array_new_with_free_func(g_free);
+        size_t i;
+
+        for (i = 0; patterns[i]; i++) {
+            g_strstrip(patterns[i]);
+            if (*patterns[i])
+                g_ptr_array_add(kept, g_strdup(patterns[i]));
+        }
+        g_ptr_array_add(kept, NULL);
+        creds->allowedDN = (GStrv)g_ptr_array_free(g_steal_pointer(&kept), FALSE);
+    }
     gnutls_global_init();
     switch ((vrmPeerAuth)creds->auth) {
     case VRM_PEER_AUTH_NONE:
@@ -388,6 +408,7 @@ vrmPeerCredsFree(vrmPeerCreds *creds)
     g_free(creds->pskUser);
     g_free(creds->keyFile);
     g_free(creds->caFile);
+    g_strfreev(creds->allowedDN);
     g_free(creds->source);
     if (creds->allow)
         g_array_unref(creds->allow);
@@ -462,6 +483,7 @@ vrmPeerConnDestroy(vrmPeerConn *pc)
     g_free(pc->name);
     g_free(pc->addr);
     g_free(pc->host);
+    g_free(pc->subject);
     g_free(pc);
 }
 
@@ -638,6 +660,152 @@ vrmPeerReportHandshake(vrmPeerConn *pc, int rc)
                    pc->name, gnutls_strerror(rc));
 }
 
+/* The certificate the peer presented (x509 mode), or NULL */
+static gnutls_x509_crt_t
+vrmPeerConnCertificate(vrmPeerConn *pc)
+{
+    const gnutls_datum_t *chain;
+    unsigned int n = 0;
+    gnutls_x509_crt_t crt = NULL;
+
+    if (!pc->session ||
+        gnutls_certificate_type_get(pc->session) != GNUTLS_CRT_X509 ||
+        !(chain = gnutls_certificate_get_peers(pc->session, &n)) || n == 0)
+        return NULL;
+    if (gnutls_x509_crt_init(&crt) < 0)
+        return NULL;
+    if (gnutls_x509_crt_import(crt, &chain[0], GNUTLS_X509_FMT_DER) < 0) {
+        gnutls_x509_crt_deinit(crt);
+        return NULL;
+    }
+    return crt;
+}
+
+/*
+ * Server side, x509: note the client's subject and hold it against
+ * [peers] allowed-dn (glob patterns, as libvirt's tls_allowed_dn_list
+ * matches the same "C=..,O=..,CN=.." form). The CA may sign for more than
+ * the hypervisors (a monitoring box, an operator's laptop): the list says
+ * which of its certificates may ask for a migration.
+ */
+static int
+vrmPeerConnCheckSubject(vrmPeerConn *pc)
+{
+    gnutls_x509_crt_t crt;
+    gnutls_datum_t dn = { NULL, 0 };
+    size_t i;
+
+    if (pc->creds->auth != VRM_PEER_AUTH_X509)
+        return 0;
+    if (!(crt = vrmPeerConnCertificate(pc))) {
+        vrmReportError(VRM_ERR_AUTH,
+                       _("the virt-rdma helper at %1$s presented no certificate"),
+                       pc->name);
+        return -1;
+    }
+    if (gnutls_x509_crt_get_dn2(crt, &dn) < 0 || !dn.data) {
+        gnutls_x509_crt_deinit(crt);
+        vrmReportError(VRM_ERR_AUTH,
+                       _("cannot read the subject of the certificate of the virt-rdma helper at %1$s"),
+                       pc->name);
+        return -1;
+    }
+    gnutls_x509_crt_deinit(crt);
+    g_free(pc->subject);
+    pc->subject = g_strndup((const char *)dn.data, dn.size);
+    gnutls_free(dn.data);
+    if (!pc->creds->allowedDN)
+        return 0;
+    for (i = 0; pc->creds->allowedDN[i]; i++) {
+        if (g_pattern_match_simple(pc->creds->allowedDN[i], pc->subject))
+            return 0;
+    }
+    vrmReportError(VRM_ERR_AUTH,
+                   _("the certificate of the virt-rdma helper at %1$s (%2$s) matches no pattern of [peers] allowed-dn"),
+                   pc->name, pc->subject);
+    return -1;
+}
+
+/* Does @crt name @host: a DNS name, or else (no DNS name at all) its
+ * common name? GnuTLS looks at the common name only in server
+ * certificates; libvirt's client certificates carry the host there. */
+static bool
+vrmPeerCertNamesHost(gnutls_x509_crt_t crt, const char *host)
+{
+    char buf[256];
+    size_t size;
+    unsigned int i;
+    int type;
+
+    if (gnutls_x509_crt_check_hostname2(crt, host, 0))
+        return true;
+    for (i = 0; ; i++) {
+        size = sizeof(buf);
+        type = gnutls_x509_crt_get_subject_alt_name(crt, i, buf, &size, NULL);
+        if (type == GNUTLS_E_REQUESTED_DATA_NOT_AVAILABLE)
+            break;
+        if (type == GNUTLS_SAN_DNSNAME)
+            return false;
+    }
+    size = sizeof(buf);
+    if (gnutls_x509_crt_get_dn_by_oid(crt, GNUTLS_OID_X520_COMMON_NAME, 0, 0,
+                                      buf, &size) < 0 ||
+        size >= sizeof(buf))
+        return false;
+    buf[size] = '\0';
+    return g_ascii_strcasecmp(buf, host) == 0;
+}
+
+int
+vrmPeerConnCheckIdentity(vrmPeerConn *pc, const vrmLocator *named)
+{
+    gnutls_x509_crt_t crt;
+    bool match = false;
+
+    if (pc->creds->auth != VRM_PEER_AUTH_X509)
+        return 0;
+    if (!named || !named->host || !(crt = vrmPeerConnCertificate(pc))) {
+        vrmReportError(VRM_ERR_AUTH,
+                       _("the virt-rdma helper at %1$s presented no certificate for the host it names"),
+                       pc->name);
+        return -1;
+    }
+    /* the host name, else an IP address */
+    if (vrmPeerCertNamesHost(crt, named->host))
+        match = true;
+    if (!match && named->address) {
+        g_auto(GStrv) addrs = g_strsplit(named->address, ";", -1);
+        size_t i;
+
+        for (i = 0; addrs[i] && !match; i++) {
+            guint8 bin[16];
+            gnutls_datum_t ip = { bin, 0 };
+
+            if (inet_pton(AF_INET, g_strstrip(addrs[i]), bin) == 1)
+                ip.size = 4;
+            else if (inet_pton(AF_INET6, addrs[i], bin) == 1)
+                ip.size = 16;
+            if (ip.size && gnutls_x509_crt_check_ip(crt, ip.data, ip.size, 0))
+                match = true;
+        }
+    }
+    gnutls_x509_crt_deinit(crt);
+    if (!match) {
+        vrmReportError(VRM_ERR_AUTH,
+                       _("the certificate of the virt-rdma helper at %1$s (%2$s) names neither the host %3$s nor its address %4$s: a helper may ask only as itself"),
+                       pc->name, pc->subject ? pc->subject : "?", named->host,
+                       named->address ? named->address : "?");
+        return -1;
+    }
+    return 0;
+}
+
+const char *
+vrmPeerConnPeerSubject(const vrmPeerConn *pc)
+{
+    return pc->subject;
+}
+
 static void vrmPeerConnReadyServer(vrmPeerConn *pc);
 
 static void
@@ -662,6 +830,11 @@ vrmPeerConnHandshake(vrmPeerConn *pc)
               gnutls_protocol_get_name(gnutls_protocol_get_version(pc->session)));
     vrmPeerConnUpdateWatch(pc);
     if (!pc->client) {
+        if (vrmPeerConnCheckSubject(pc) < 0) {
+            VRM_WARN_LIMITED(&vrmPeerHandshakeLog, "%s", vrmGetLastErrorMessage());
+            vrmPeerConnFail(pc);
+            return;
+        }
         vrmPeerConnReadyServer(pc);
         return;
     }
@@ -1028,7 +1201,10 @@ vrmPeerConnReadyServer(vrmPeerConn *pc)
         vrmPeerConnFree(pc);
         return;
     }
-    VRM_INFO("peer helper %s connected", pc->name);
+    if (pc->subject)
+        VRM_INFO("peer helper %s connected (%s)", pc->name, pc->subject);
+    else
+        VRM_INFO("peer helper %s connected", pc->name);
     vrmPeerConnEnter(pc);
     srv->func(pc, srv->opaque);
     vrmPeerConnLeave(pc);

@@ -29,6 +29,9 @@
  *   vrmPeerConnFree(pc)  vrmPeerConnFinish(pc)   now / once written
  *   vrmPeerConnPeerName(pc)              "ADDR:PORT" (and the identity), logs
  *   vrmPeerConnPeerAddress(pc)           server side: the address it came from
+ *   vrmPeerConnCheckIdentity(pc, named)  server side, x509: its certificate
+ *                                        names that locator's host or address
+ *   vrmPeerConnPeerSubject(pc)           server side, x509: its DN, or NULL
  *   vrmPeerCredsSetSource(creds, addr)   connect from this local address (the
  *                                        locator's, which peers check)
  *   vrmPeerServerNew(creds, address, port, maxPeers, timeout, cb, opaque)
@@ -85,6 +88,8 @@ int vrmPeerConnSend(vrmPeerConn *pc, const vrmPeerMessage *msg);
 void vrmPeerConnExpect(vrmPeerConn *pc, unsigned int seconds);
 const char *vrmPeerConnPeerName(const vrmPeerConn *pc);
 const char *vrmPeerConnPeerAddress(const vrmPeerConn *pc);
+int vrmPeerConnCheckIdentity(vrmPeerConn *pc, const vrmLocator *named);
+const char *vrmPeerConnPeerSubject(const vrmPeerConn *pc);
 void vrmPeerConnFree(vrmPeerConn *pc);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(vrmPeerConn, vrmPeerConnFree);
 /* Free @pc once what was sent has been written (at most a few seconds);

@@ -589,10 +589,12 @@ vrmSourceFacts(vrmDomainFacts *facts, gpointer opaque)
 }
 
 /*
- * A requester acts only from the host it names: its connection must come
- * from its locator's address (issue 33 item 1). With one cluster key for
- * all, that is what tells one holder of the key from another; the
- * recovery then goes only where the offer went (vrmSourceCheckRecovery).
+ * A requester acts only as the host it names: its connection must come
+ * from its locator's address (issue 33 item 1), and under x509 its
+ * certificate must name that locator's host or address. With one cluster
+ * key for all, the address is what tells one holder of the key from
+ * another; the recovery then goes only where the offer went
+ * (vrmSourceCheckRecovery), to a requester bound the same way.
  */
 static int
 vrmSourceCheckRequester(vrmPeerConn *pc, const vrmPeerMessage *msg)
@@ -610,7 +612,8 @@ vrmSourceCheckRequester(vrmPeerConn *pc, const vrmPeerMessage *msg)
                        from ? from : "?");
         return -1;
     }
-    return 0;
+    /* x509: and its certificate is that host's */
+    return vrmPeerConnCheckIdentity(pc, msg->requester);
 }
 
 static void

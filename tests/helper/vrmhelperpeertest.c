@@ -39,6 +39,11 @@ typedef struct {
     bool clientReady;
     int clientResult;               /* 0 none yet, 1 ok, -1 failed */
     char *clientError;
+    /* the server holds the requester to its certificate (x509) */
+    bool checkIdentity;
+    unsigned int identityRefused;
+    char *identityError;
+    const char *requesterHost;      /* NULL: "dst" */
 } vrmPeerFixture;
 
 static void
@@ -89,6 +94,15 @@ serverMessage(vrmPeerConn *pc, vrmPeerMessage *msg, gpointer opaque)
 
     g_assert_cmpint(m->type, ==, VRM_PEER_MIGRATION_REQUEST);
     g_assert_cmpstr(m->domainName, ==, "web1");
+    if (f->checkIdentity && vrmPeerConnCheckIdentity(pc, m->requester) < 0) {
+        f->identityRefused++;
+        g_free(f->identityError);
+        f->identityError = g_strdup(vrmGetLastErrorMessage());
+        ok->errorCode = VRM_ERR_AUTH;
+        ok->errorMessage = g_strdup(f->identityError);
+        g_assert_cmpint(vrmPeerConnSend(pc, ok), ==, 0);
+        return;
+    }
     f->requests++;
     g_assert_cmpint(vrmPeerConnSend(pc, ok), ==, 0);
 }
@@ -128,7 +142,8 @@ clientReady(vrmPeerConn *pc, gpointer opaque)
     f->clientReady = true;
     req->domainName = g_strdup("web1");
     req->domainUUID = g_strdup("7b9c1a2e-3f4d-4e5f-8a6b-0c1d2e3f4a5b");
-    req->requester = vrmLocatorNew("dst", "127.0.0.1", 16530);
+    req->requester = vrmLocatorNew(f->requesterHost ? f->requesterHost : "dst",
+                                   "127.0.0.1", 16530);
     req->maxChannels = 9;
     g_assert_cmpint(vrmPeerConnSend(pc, req), ==, 0);
     vrmPeerConnExpect(pc, 5);
@@ -178,6 +193,7 @@ fixtureTearDown(vrmPeerFixture *f, gconstpointer data)
     vrmPeerCredsFree(f->creds);
     vrmHelperConfigFree(f->conf);
     g_free(f->clientError);
+    g_free(f->identityError);
     removeTree(f->dir);
     g_free(f->dir);
 }
@@ -341,6 +357,70 @@ testX509WrongHost(vrmPeerFixture *f, gconstpointer data)
     g_test_message("client: %s", f->clientError);
     g_assert_nonnull(strstr(f->clientError, "does not verify"));
     g_assert_cmpuint(f->requests, ==, 0);
+}
+
+/*
+ * The requester names a host: under x509 its certificate must name it too
+ * (issue 33 item 1: any certificate of the CA could ask as any host). The
+ * client's says client.example and no address: asking as "dst" from
+ * 127.0.0.1 is refused, as client.example served.
+ */
+static void
+testX509Identity(vrmPeerFixture *f, gconstpointer data)
+{
+    makePki(f->dir);
+    useX509(f->conf, f->dir);
+    f->checkIdentity = true;
+    startServer(f, 4, 5);
+    f->client = connectClient(f, f->creds, "localhost");
+    runUntil(NULL, &f->clientResult, 10000);
+    g_assert_cmpint(f->clientResult, ==, -1);
+    g_assert_cmpuint(f->identityRefused, ==, 1);
+    g_assert_cmpuint(f->requests, ==, 0);
+    g_test_message("server: %s", f->identityError);
+    g_assert_nonnull(strstr(f->identityError, "names neither the host dst"));
+    g_assert_nonnull(strstr(f->identityError, "CN=client.example"));
+
+    g_clear_pointer(&f->client, vrmPeerConnFree);
+    f->clientResult = 0;
+    f->requesterHost = "client.example";
+    f->client = connectClient(f, f->creds, "localhost");
+    runUntil(NULL, &f->clientResult, 10000);
+    g_test_message("client: %s; server: %s", f->clientError, f->identityError);
+    g_assert_cmpuint(f->identityRefused, ==, 1);
+    g_assert_cmpint(f->clientResult, ==, 1);
+    g_assert_cmpuint(f->requests, ==, 1);
+}
+
+/* [peers] allowed-dn: a certificate of the CA whose subject matches no
+ * pattern is refused after the handshake, before any request; one that
+ * matches is served */
+static void
+testX509AllowedDN(vrmPeerFixture *f, gconstpointer data)
+{
+    makePki(f->dir);
+    useX509(f->conf, f->dir);
+    f->conf->peerAllowedDN = g_strdup("CN=hv-*.example.org; O=Example,CN=*");
+    startServer(f, 4, 5);
+    f->client = connectClient(f, f->creds, "localhost");
+    runUntil(NULL, &f->clientResult, 10000);
+    g_assert_cmpint(f->clientResult, ==, -1);
+    g_assert_cmpuint(f->requests, ==, 0);
+    g_assert_cmpuint(f->serverFailures, ==, 0);
+    g_assert_cmpuint(f->serverConns->len, ==, 0);
+
+    /* the same certificates, a list that names the client */
+    vrmPeerServerFree(g_steal_pointer(&f->srv));
+    vrmPeerCredsFree(g_steal_pointer(&f->creds));
+    g_clear_pointer(&f->client, vrmPeerConnFree);
+    f->clientResult = 0;
+    g_free(f->conf->peerAllowedDN);
+    f->conf->peerAllowedDN = g_strdup("CN=hv-*.example.org;CN=client.*");
+    startServer(f, 4, 5);
+    f->client = connectClient(f, f->creds, "localhost");
+    runUntil(NULL, &f->clientResult, 10000);
+    g_assert_cmpint(f->clientResult, ==, 1);
+    g_assert_cmpuint(f->requests, ==, 1);
 }
 
 /* The CA revoked the client's certificate (a CRL at [peers] crl, as at
@@ -560,6 +640,8 @@ main(int argc, char **argv)
     ADD("/peer/x509/ok", testX509, NULL);
     ADD("/peer/x509/wrong-host", testX509WrongHost, NULL);
     ADD("/peer/x509/revoked", testX509Revoked, NULL);
+    ADD("/peer/x509/identity", testX509Identity, NULL);
+    ADD("/peer/x509/allowed-dn", testX509AllowedDN, NULL);
     ADD("/peer/plain-text", testPlainText, NULL);
     ADD("/peer/flood", testFlood, NULL);
     ADD("/peer/allow", testAllow, NULL);
