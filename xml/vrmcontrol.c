@@ -17,6 +17,7 @@ VRM_ENUM_IMPL(vrmControlType, VRM_CONTROL_LAST,
               "job-query",
               "job-cancel",
               "job-list",
+              "job-events",
               "reply",
 );
 
@@ -962,6 +963,7 @@ vrmControlMessageParseXML(xmlXPathContextPtr ctxt)
         rc = vrmControlParseJobId(node, msg, type == VRM_CONTROL_JOB_QUERY);
         break;
     case VRM_CONTROL_JOB_LIST:
+    case VRM_CONTROL_JOB_EVENTS:
         rc = vrmXMLCheckLeaf(node, noAttrs);
         break;
     case VRM_CONTROL_REPLY:
@@ -1055,6 +1057,7 @@ vrmControlMessageFormat(const vrmControlMessage *msg)
 
     case VRM_CONTROL_HOST_INFO:
     case VRM_CONTROL_JOB_LIST:
+    case VRM_CONTROL_JOB_EVENTS:
         g_string_append_printf(buf, "<%s/>\n", name);
         break;
 

@@ -20,6 +20,9 @@
  *   <job-query id="42"/>, <job-query domain="web1"/>, <job-query intent="7"/>
  *   <job-cancel id="42"/>, <job-cancel intent="7"/>
  *   <job-list/>
+ *   <job-events/>   a subscription: <reply status="ok"/>, then one
+ *                   <reply status="ok"><job .../></reply> each time a job
+ *                   the caller may see changes state, until it hangs up
  *   <reply status="ok"> <job .../>* | <intent .../> | <host-info .../> </reply>
  *   <reply status="error"><error code="policy">message</error></reply>
  *
@@ -62,6 +65,7 @@ typedef enum {
     VRM_CONTROL_JOB_QUERY,
     VRM_CONTROL_JOB_CANCEL,
     VRM_CONTROL_JOB_LIST,
+    VRM_CONTROL_JOB_EVENTS,
     VRM_CONTROL_REPLY,
 
     VRM_CONTROL_LAST

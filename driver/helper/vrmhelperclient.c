@@ -267,30 +267,69 @@ vrmHelperConnect(const char *path, gint64 deadline)
     return -1;
 }
 
+/* Connect to @path (NULL: the default) and send @request: the fd, or -1 */
+static int
+vrmHelperClientSend(const char *path, const vrmControlMessage *request,
+                    gint64 deadline)
+{
+    g_autofree char *xml = vrmControlMessageFormat(request);
+    g_autofree char *defPath = NULL;
+    int fd;
+
+    if (!xml)
+        return -1;
+    if (!path)
+        path = defPath = vrmHelperSocketPath();
+    if ((fd = vrmHelperConnect(path, deadline)) < 0)
+        return -1;
+    if (vrmHelperFrameWrite(fd, xml, strlen(xml), deadline) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 vrmControlMessage *
 vrmHelperClientCall(const char *path,
                     const vrmControlMessage *request,
                     int timeout_ms)
 {
     gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
-    g_autofree char *xml = vrmControlMessageFormat(request);
-    g_autofree char *answer = NULL;
-    g_autofree char *defPath = NULL;
     vrmControlMessage *reply;
     int fd;
 
-    if (!xml)
+    if ((fd = vrmHelperClientSend(path, request, deadline)) < 0)
         return NULL;
-    if (!path)
-        path = defPath = vrmHelperSocketPath();
-    if ((fd = vrmHelperConnect(path, deadline)) < 0)
-        return NULL;
-    if (vrmHelperFrameWrite(fd, xml, strlen(xml), deadline) < 0 ||
-        !(answer = vrmHelperFrameRead(fd, deadline, NULL))) {
-        close(fd);
-        return NULL;
-    }
+    reply = vrmHelperClientNext(fd, deadline);
     close(fd);
+    return reply;
+}
+
+int
+vrmHelperClientSubscribe(const char *path, const vrmControlMessage *request,
+                         int timeout_ms)
+{
+    gint64 deadline = g_get_monotonic_time() + (gint64)timeout_ms * 1000;
+    g_autoptr(vrmControlMessage) reply = NULL;
+    int fd;
+
+    if ((fd = vrmHelperClientSend(path, request, deadline)) < 0)
+        return -1;
+    if (!(reply = vrmHelperClientNext(fd, deadline)) || vrmHelperReplyCheck(reply) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+vrmControlMessage *
+vrmHelperClientNext(int fd, gint64 deadline)
+{
+    g_autofree char *answer = NULL;
+    vrmControlMessage *reply;
+
+    if (!(answer = vrmHelperFrameRead(fd, deadline, NULL)))
+        return NULL;
     if (!(reply = vrmControlMessageParseString(answer)))
         return NULL;
     if (reply->type != VRM_CONTROL_REPLY) {

@@ -4,7 +4,8 @@
  * A message on the control socket is a 4-byte big-endian length followed
  * by one XML document of that many bytes (xml/vrmcontrol.h), at most
  * VRM_HELPER_FRAME_MAX bytes. A client connects, sends one request, reads
- * one reply, and closes. Every read and write has a deadline.
+ * one reply, and closes; a subscriber (<job-events/>) reads replies until
+ * it closes. Every read and write has a deadline.
  *
  * Before it sends anything, a client checks who serves the socket
  * (SO_PEERCRED): root, or the client's own user (a helper run without
@@ -21,6 +22,11 @@
  *   vrmHelperFrameRead(fd, deadline)       one document, NUL-terminated
  *   vrmHelperClientCall(path, req, timeout_ms)
  *                                          one request -> the parsed reply
+ *   vrmHelperClientSubscribe(path, req, timeout_ms)
+ *                                          a subscription (job-events): the
+ *                                          fd once the helper said ok
+ *   vrmHelperClientNext(fd, deadline)      the next reply on it (G_MAXINT64:
+ *                                          as long as it takes)
  *   vrmHelperReplyCheck(reply)             0 if ok, else -1 with the
  *                                          helper's error reported as ours
  * Deadlines are g_get_monotonic_time() values in microseconds.
@@ -53,5 +59,9 @@ int vrmHelperConnect(const char *path, gint64 deadline);
 vrmControlMessage *vrmHelperClientCall(const char *path,
                                        const vrmControlMessage *request,
                                        int timeout_ms);
+
+int vrmHelperClientSubscribe(const char *path, const vrmControlMessage *request,
+                             int timeout_ms);
+vrmControlMessage *vrmHelperClientNext(int fd, gint64 deadline);
 
 int vrmHelperReplyCheck(const vrmControlMessage *reply);

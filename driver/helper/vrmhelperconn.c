@@ -28,7 +28,13 @@ typedef enum {
     VRM_CONN_READING,       /* taking the request: length, then document */
     VRM_CONN_WAITING,       /* handed to the daemon, no watch */
     VRM_CONN_WRITING,       /* sending the reply */
+    VRM_CONN_STREAMING,     /* a subscriber: frames go out as they come,
+                             * until it hangs up */
 } vrmConnState;
+
+/* A subscriber that lets this much pile up unread is dropped: one slow
+ * reader must not grow the helper without bound */
+#define VRM_HELPER_STREAM_BACKLOG_MAX (256u * 1024)
 
 struct _vrmHelperConn {
     vrmHelperServer *srv;
@@ -36,6 +42,7 @@ struct _vrmHelperConn {
     vrmConnState state;
     vrmHelperCred cred;
     guint watch;
+    GIOCondition watchCond; /* STREAMING: what the watch waits for */
     guint timer;            /* the deadline of the current state */
     GByteArray *in;         /* READING: what arrived */
     GByteArray *out;        /* WRITING: frame to send */
@@ -197,6 +204,164 @@ vrmHelperConnReadTimeout(gpointer opaque)
     vrmHelperConnReplyError(c, VRM_ERR_TIMEOUT,
                             _("no complete request arrived in time on the control socket"));
     return G_SOURCE_REMOVE;
+}
+
+/* ---- subscribers --------------------------------------------------------- */
+
+static void vrmHelperConnStreamWatch(vrmHelperConn *c);
+
+/* Write what is pending; -1 if the subscriber is gone */
+static int
+vrmHelperConnStreamFlush(vrmHelperConn *c)
+{
+    while (c->written < c->out->len) {
+        ssize_t r = send(c->fd, c->out->data + c->written, c->out->len - c->written,
+                         MSG_NOSIGNAL | MSG_DONTWAIT);
+
+        if (r > 0) {
+            c->written += r;
+            continue;
+        }
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return 0;
+        VRM_DEBUG("subscriber pid %d: %s", (int)c->cred.pid,
+                  r < 0 ? g_strerror(errno) : "closed");
+        return -1;
+    }
+    g_byte_array_set_size(c->out, 0);
+    c->written = 0;
+    return 0;
+}
+
+static gboolean
+vrmHelperConnStreamIO(gint fd, GIOCondition cond, gpointer opaque)
+{
+    vrmHelperConn *c = opaque;
+    GIOCondition was = c->watchCond;
+
+    if (cond & (G_IO_IN | G_IO_HUP | G_IO_ERR)) {
+        guint8 b[64];
+        ssize_t r = recv(fd, b, sizeof(b), MSG_DONTWAIT);
+
+        /* a subscriber sends nothing: data, EOF or an error ends it */
+        if (r >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+            c->watch = 0;
+            vrmHelperConnClose(c);
+            return G_SOURCE_REMOVE;
+        }
+    }
+    if ((cond & G_IO_OUT) && vrmHelperConnStreamFlush(c) < 0) {
+        c->watch = 0;
+        vrmHelperConnClose(c);
+        return G_SOURCE_REMOVE;
+    }
+    if (!!(was & G_IO_OUT) == (c->out->len > 0))
+        return G_SOURCE_CONTINUE;
+    /* watch for room only while something waits */
+    c->watch = 0;
+    vrmHelperConnStreamWatch(c);
+    return G_SOURCE_REMOVE;
+}
+
+static void
+vrmHelperConnStreamWatch(vrmHelperConn *c)
+{
+    if (c->watch)
+        g_source_remove(c->watch);
+    c->watchCond = G_IO_IN | G_IO_HUP | G_IO_ERR | (c->out->len ? G_IO_OUT : 0);
+    c->watch = g_unix_fd_add(c->fd, c->watchCond, vrmHelperConnStreamIO, c);
+}
+
+/* Append one frame; false if the subscriber was dropped (freed) */
+static bool
+vrmHelperConnStreamQueue(vrmHelperConn *c, const char *xml)
+{
+    size_t len = strlen(xml);
+    guint32 be = GUINT32_TO_BE((guint32)len);
+
+    if (len == 0 || len > VRM_HELPER_FRAME_MAX ||
+        c->out->len - c->written + len > VRM_HELPER_STREAM_BACKLOG_MAX) {
+        VRM_WARN_LIMITED(&c->srv->acceptLog,
+                         _("dropping the event subscriber pid %1$d: it does not read its events"),
+                         (int)c->cred.pid);
+        vrmHelperConnClose(c);
+        return false;
+    }
+    g_byte_array_append(c->out, (const guint8 *)&be, sizeof(be));
+    g_byte_array_append(c->out, (const guint8 *)xml, len);
+    if (!(c->watchCond & G_IO_OUT))
+        vrmHelperConnStreamWatch(c);
+    return true;
+}
+
+void
+vrmHelperConnSubscribe(vrmHelperConn *c)
+{
+    g_autoptr(vrmControlMessage) ok = vrmControlMessageNew(VRM_CONTROL_REPLY);
+    g_autofree char *xml = vrmControlMessageFormat(ok);
+
+    vrmHelperConnClearSources(c);
+    c->state = VRM_CONN_STREAMING;
+    if (!c->out)
+        c->out = g_byte_array_new();
+    c->written = 0;
+    c->watchCond = 0;
+    if (vrmHelperConnStreamQueue(c, xml))
+        VRM_DEBUG("pid %d subscribed to job events", (int)c->cred.pid);
+}
+
+void
+vrmHelperConnPush(vrmHelperConn *c, const char *xml)
+{
+    if (c->state == VRM_CONN_STREAMING)
+        vrmHelperConnStreamQueue(c, xml);
+}
+
+/* The subscribers now (a copy: a push may drop one) */
+static GPtrArray *
+vrmHelperServerStreamsList(vrmHelperServer *srv)
+{
+    GPtrArray *list = g_ptr_array_new();
+    GHashTableIter it;
+    gpointer k;
+
+    g_hash_table_iter_init(&it, srv->conns);
+    while (g_hash_table_iter_next(&it, &k, NULL)) {
+        vrmHelperConn *c = k;
+
+        if (c->state == VRM_CONN_STREAMING)
+            g_ptr_array_add(list, c);
+    }
+    return list;
+}
+
+void
+vrmHelperServerForEachSubscriber(vrmHelperServer *srv, vrmHelperSubscriberFunc func,
+                                 gpointer opaque)
+{
+    g_autoptr(GPtrArray) list = vrmHelperServerStreamsList(srv);
+    guint i;
+
+    for (i = 0; i < list->len; i++)
+        func(list->pdata[i], opaque);
+}
+
+unsigned int
+vrmHelperServerSubscribers(vrmHelperServer *srv, uid_t uid)
+{
+    g_autoptr(GPtrArray) list = vrmHelperServerStreamsList(srv);
+    unsigned int n = 0;
+    guint i;
+
+    for (i = 0; i < list->len; i++) {
+        vrmHelperConn *c = list->pdata[i];
+
+        if (uid == (uid_t)-1 || c->cred.uid == uid)
+            n++;
+    }
+    return n;
 }
 
 /* 1: a whole request is in, 0: more to come, -1: refused (error reported) */

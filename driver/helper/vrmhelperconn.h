@@ -25,6 +25,15 @@
  *   vrmHelperConnReplyLastError(c)  this thread's last vrmerror
  * After a Reply* call the connection belongs to the server again: the
  * caller must forget it.
+ *
+ * A subscriber (virt-rdma events) is the other shape: the reply is
+ * <reply status="ok"/>, then the daemon pushes frames to it as things
+ * happen, until it hangs up (STREAMING). It sends nothing more; one that
+ * lets more than 256 KiB pile up unread is dropped.
+ *   vrmHelperConnSubscribe(c)       answer ok, keep it as a subscriber
+ *   vrmHelperConnPush(c, xml)       one frame (may drop @c: forget it)
+ *   vrmHelperServerForEachSubscriber(srv, func, opaque)
+ *   vrmHelperServerSubscribers(srv, uid)    how many ((uid_t)-1: all)
  */
 #pragma once
 
@@ -72,3 +81,11 @@ void vrmHelperConnReply(vrmHelperConn *c, const char *xml);
 void vrmHelperConnReplyError(vrmHelperConn *c, int code, const char *message);
 void vrmHelperConnReplyMessage(vrmHelperConn *c, const vrmControlMessage *msg);
 void vrmHelperConnReplyLastError(vrmHelperConn *c);
+
+typedef void (*vrmHelperSubscriberFunc)(vrmHelperConn *c, gpointer opaque);
+void vrmHelperConnSubscribe(vrmHelperConn *c);
+void vrmHelperConnPush(vrmHelperConn *c, const char *xml);
+void vrmHelperServerForEachSubscriber(vrmHelperServer *srv,
+                                      vrmHelperSubscriberFunc func,
+                                      gpointer opaque);
+unsigned int vrmHelperServerSubscribers(vrmHelperServer *srv, uid_t uid);

@@ -52,14 +52,6 @@ vrmHelperCredAllowed(vrmHelperDaemon *d, const vrmHelperCred *cred)
 
 /* root and ourselves see every job; the others the jobs they opened */
 static bool
-vrmHelperCredSees(const vrmHelperCred *cred, const vrmJobRecord *rec)
-{
-    if (cred->uid == 0 || cred->uid == geteuid())
-        return true;
-    return rec->hasOwner && rec->owner == cred->uid;
-}
-
-static bool
 vrmHelperCredOwns(const vrmHelperCred *cred, const vrmHelperIntent *intent)
 {
     return cred->uid == 0 || cred->uid == geteuid() || intent->owner == cred->uid;
@@ -440,6 +432,9 @@ vrmHelperRequest(vrmHelperConn *c, const char *xml, gpointer opaque)
         return;
     case VRM_CONTROL_JOB_LIST:
         vrmHelperHandleList(d, c);
+        return;
+    case VRM_CONTROL_JOB_EVENTS:
+        vrmHelperEventsSubscribe(d, c);
         return;
     case VRM_CONTROL_REPLY:
     case VRM_CONTROL_LAST:

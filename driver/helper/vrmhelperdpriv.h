@@ -179,6 +179,14 @@ void vrmHelperIntentsExpire(vrmHelperDaemon *d);
 void vrmHelperIntentsDropEnded(vrmHelperDaemon *d);
 void vrmHelperIntentFree(vrmHelperIntent *intent);
 
+/* ---- vrmhelperevents.c ---- */
+/* root and the helper's own user see every job; others those they opened */
+bool vrmHelperCredSees(const vrmHelperCred *cred, const vrmJobRecord *rec);
+/* <job-events/>: keep @c as a subscriber, or refuse it (caps) */
+void vrmHelperEventsSubscribe(vrmHelperDaemon *d, vrmHelperConn *c);
+/* @job changed state: tell the subscribers that may see it */
+void vrmHelperEventsJobChanged(vrmHelperDaemon *d, vrmHelperJob *job);
+
 /* ---- vrmhelpersource.c ---- */
 extern const vrmHelperRoleOps vrmHelperSourceOps;
 void vrmHelperSourceAccept(vrmPeerConn *pc, gpointer opaque);

@@ -38,6 +38,7 @@ vrmHelperJobNew(unsigned long long id, vrmJobRole role)
     job->qemuListenFd = -1;
     job->diskListenFd = -1;
     job->qemuUid = job->qemuPid = -1;
+    job->eventState = -1;
     return job;
 }
 

@@ -94,6 +94,7 @@ struct _vrmHelperJob {
     gint64 outcomeDeadline;         /* source: libvirt must tell by then */
     guint outcomeTimer;
     bool unsaved;                   /* its last record did not reach the disk */
+    int eventState;                 /* vrmJobState subscribers last heard, -1: none */
     /* post-copy recovery (issue 17) */
     vrmLocator *sourceLocator;      /* destination: the source's helper (also
                                      * in the .run file while the engine runs) */

@@ -190,6 +190,11 @@ vrmHelperJobsReserve(vrmHelperDaemon *d, vrmHelperJob *job,
 void
 vrmHelperJobsSave(vrmHelperDaemon *d, vrmHelperJob *job)
 {
+    /* every change of state passes here: the subscribers hear of it */
+    if (job->eventState != (int)job->record->state) {
+        job->eventState = job->record->state;
+        vrmHelperEventsJobChanged(d, job);
+    }
     if (vrmHelperJobSave(job, d->conf->stateDir) < 0) {
         if (!job->unsaved) {
             VRM_WARN(_("job %1$llu: %2$s; virt-rdmad keeps the job in memory and writes the record again every %3$u s"),

@@ -270,9 +270,30 @@ refusal_steps() {
         fail "fallback: b's hook logged no warning line to syslog"
     remote "sed -i 's/^fallback=tcp\$/fallback=refuse/' /etc/virt-rdma/virt-rdmad.conf; run_helper; wait_locator g1 sandbox-b" ||
         fail "fallback: b's helper did not come back and mark g1"
+    # a's job events as they happen (virt-rdma events, issue 35): one JSON
+    # line per change of state, read by a JSON parser below
+    virt-rdma events --loop --json --timeout 300 > /tmp/events.json 2> /tmp/events.err &
+    events_pid=$!
     remote "virsh migrate --live --p2p --persistent --migrateuri '$uri' g1 qemu+tcp://198.18.0.1/system" ||
         fail "fallback: g1 did not go home to a over RDMA"
     arrived_on_a "fallback: g1 home b->a over RDMA" 1
+    deadline=$((SECONDS + 30))
+    until grep -q '"state":"completed"' /tmp/events.json; do
+        [ $SECONDS -ge $deadline ] && { cat /tmp/events.err; fail "virt-rdma events printed no completed job"; }
+        nap 0.2
+    done
+    kill "$events_pid"; wait "$events_pid" 2>/dev/null
+    python3 -c '
+import json, sys
+events = [json.loads(line) for line in open("/tmp/events.json")]
+states = [e["job"]["state"] for e in events if e["job"]["domain"] == "g1"]
+assert all(e["version"] == 1 and e["event"] == "job-state" for e in events), events
+order = ["negotiating", "connected", "transferring", "completed"]
+steps = [order.index(s) for s in states]
+assert len(states) >= 2 and states[-1] == "completed" and steps == sorted(steps), states
+assert events[-1]["job"]["direction"] == "in" and events[-1]["job"]["final"], events[-1]
+print("  [a] virt-rdma events: g1 in: " + " -> ".join(states))
+' || fail "virt-rdma events did not show g1's job arriving: $(cat /tmp/events.json)"
     # the fleet's view of it: virt-rdma jobs, its JSON read by a JSON parser
     virt-rdma jobs --all | sed -n '1p;$p' | sed 's/^/  [a] /'
     virt-rdma jobs --all --json | python3 -c '

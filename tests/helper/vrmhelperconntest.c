@@ -7,7 +7,9 @@
  * at the client cap the next client waits in the backlog until a slot is
  * free; with no file descriptor left (EMFILE) the loop does not spin and
  * serves the waiting clients once descriptors are back; a request that
- * announces more than the limit is refused without being read.
+ * announces more than the limit is refused without being read; an event
+ * subscriber gets what is pushed, in order, is forgotten when it hangs
+ * up, and is dropped when it lets too much pile up unread.
  */
 #include <config.h>
 
@@ -38,6 +40,10 @@ handler(vrmHelperConn *c, const char *xml, gpointer opaque)
     vrmConnFixture *f = opaque;
 
     f->handled++;
+    if (strstr(xml, "<job-events")) {
+        vrmHelperConnSubscribe(c);
+        return;
+    }
     if (strstr(xml, "domain=\"later\"")) {
         g_ptr_array_add(f->held, c);
         return;
@@ -258,6 +264,61 @@ testTooLarge(vrmConnFixture *f, gconstpointer data)
     close(fd);
 }
 
+static void
+pushOne(vrmHelperConn *c, gpointer opaque)
+{
+    vrmHelperConnPush(c, opaque);
+}
+
+static void
+subscribe(int fd)
+{
+    const char *xml = "<job-events/>";
+
+    g_assert_cmpint(vrmHelperFrameWrite(fd, xml, strlen(xml),
+                                        g_get_monotonic_time() + G_USEC_PER_SEC), ==, 0);
+}
+
+static void
+testSubscribers(vrmConnFixture *f, gconstpointer data)
+{
+    int reader = rawClient(f);
+    int sleeper = rawClient(f);
+    g_autofree char *first = NULL;
+    g_autofree char *big = g_strnfill(4000, 'x');
+    g_autofree char *event = g_strdup_printf("<reply status=\"ok\"><!-- %s --></reply>", big);
+    unsigned int i;
+
+    subscribe(reader);
+    subscribe(sleeper);
+    first = readReply(reader, 2000);
+    g_assert_cmpstr(first, ==, "<reply status=\"ok\"/>\n");
+    g_assert_cmpuint(vrmHelperServerSubscribers(f->srv, (uid_t)-1), ==, 2);
+    g_assert_cmpuint(vrmHelperServerSubscribers(f->srv, getuid()), ==, 2);
+    g_assert_cmpuint(vrmHelperServerSubscribers(f->srv, getuid() + 1), ==, 0);
+
+    /* the reader takes each event as it comes; the sleeper reads nothing
+     * and is dropped once more than 256 KiB wait for it */
+    for (i = 0; i < 200 && vrmHelperServerSubscribers(f->srv, (uid_t)-1) == 2; i++) {
+        g_autofree char *got = NULL;
+
+        vrmHelperServerForEachSubscriber(f->srv, pushOne, event);
+        got = readReply(reader, 2000);
+        g_assert_cmpstr(got, ==, event);
+    }
+    g_test_message("sleeper dropped after %u events of %zu bytes", i, strlen(event));
+    g_assert_cmpuint(vrmHelperServerSubscribers(f->srv, (uid_t)-1), ==, 1);
+    g_assert_cmpuint(i, >, 256 * 1024 / 4096 - 1);
+    g_assert_cmpuint(i, <, 200);
+
+    /* the reader hangs up: forgotten, its slot free */
+    close(reader);
+    iterate(100);
+    g_assert_cmpuint(vrmHelperServerSubscribers(f->srv, (uid_t)-1), ==, 0);
+    g_assert_cmpuint(vrmHelperServerClients(f->srv), ==, 0);
+    close(sleeper);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -268,6 +329,7 @@ main(int argc, char **argv)
     ADD("/conn/client-cap", testClientCap, 2);
     ADD("/conn/emfile", testEmfile, 0);
     ADD("/conn/too-large", testTooLarge, 0);
+    ADD("/conn/subscribers", testSubscribers, 0);
 #undef ADD
     return g_test_run();
 }

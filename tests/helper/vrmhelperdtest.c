@@ -1843,6 +1843,178 @@ testOldMessages(void)
     helperFree(h);
 }
 
+/* Until the helper's log shows @n event subscribers (or fail) */
+static void
+waitSubscribers(Helper *h, unsigned int n)
+{
+    g_autofree char *logPath = g_strdup_printf("%s/helper.log", h->dir);
+    gint64 deadline = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+
+    while (g_get_monotonic_time() < deadline) {
+        g_autofree char *log = NULL;
+        unsigned int seen = 0;
+        const char *p;
+
+        if (g_file_get_contents(logPath, &log, NULL, NULL))
+            for (p = log; (p = strstr(p, "subscribed to job events")); p++)
+                seen++;
+        if (seen >= n)
+            return;
+        g_usleep(20000);
+    }
+    g_error("fewer than %u event subscribers in time", n);
+}
+
+/* In a child as the access group's member "daemon": subscribe and count
+ * the events heard within @seconds; the count on @out */
+static pid_t
+subscribeAsMember(Helper *h, int *out, unsigned int seconds)
+{
+    struct passwd *pw = getpwnam("daemon");
+    int pipefd[2];
+    pid_t pid;
+
+    g_assert_nonnull(pw);
+    g_assert_cmpint(pipe(pipefd), ==, 0);
+    if ((pid = fork()) == 0) {
+        g_autoptr(vrmControlMessage) req = vrmControlMessageNew(VRM_CONTROL_JOB_EVENTS);
+        gint64 deadline = g_get_monotonic_time() + (gint64)seconds * G_USEC_PER_SEC;
+        unsigned int n = 0;
+        g_autofree char *text = NULL;
+        int fd;
+
+        close(pipefd[0]);
+        if (initgroups(pw->pw_name, pw->pw_gid) < 0 || setgid(pw->pw_gid) < 0 ||
+            setuid(pw->pw_uid) < 0)
+            _exit(3);
+        if ((fd = vrmHelperClientSubscribe(h->sock, req, 10000)) < 0) {
+            text = g_strdup_printf("NO SUBSCRIPTION: %s", vrmGetLastErrorMessage());
+        } else {
+            vrmControlMessage *ev;
+
+            while ((ev = vrmHelperClientNext(fd, deadline))) {
+                n += ev->jobs->len;
+                vrmControlMessageFree(ev);
+            }
+            text = g_strdup_printf("%u %s", n, vrmGetLastErrorMessage());
+        }
+        _exit(write(pipefd[1], text, strlen(text)) > 0 ? 0 : 4);
+    }
+    close(pipefd[1]);
+    *out = pipefd[0];
+    return pid;
+}
+
+/*
+ * virt-rdma events (issue 35): a subscriber hears each change of state of
+ * the jobs it may see as it happens, in order, ending with how the job
+ * ended; the CLI prints them as JSON lines; a member of the access group
+ * hears nothing of root's job; a subscriber that hangs up is forgotten,
+ * and the subscribers are capped (half the client slots) with a clear
+ * error.
+ */
+static void
+testEvents(void)
+{
+    Helper *dst = helperNewFallback(NULL, "[limits]\nmax-clients = 8\n", NULL);
+    g_autofree char *xml = domainXML(TEST_DOMAIN_UUID, freePort(), NULL);
+    g_autofree char *cli = g_build_filename(env("VRM_BUILD_DIR"), "tools", "cli",
+                                            "virt-rdma", NULL);
+    const char *argv[] = { cli, "events", "--loop", "--json", "--timeout", "4", NULL };
+    g_auto(GStrv) e = g_environ_setenv(g_get_environ(), VRM_HELPER_SOCKET_ENV, dst->sock, TRUE);
+    g_auto(HookResult) r = { 0 };
+    g_autoptr(vrmControlMessage) req = vrmControlMessageNew(VRM_CONTROL_JOB_EVENTS);
+    g_autoptr(GString) heard = g_string_new(NULL);
+    g_autofree char *cliOut = NULL;
+    g_autofree char *memberText = NULL;
+    g_auto(GStrv) lines = NULL;
+    int fds[4];
+    int cliStdout = -1;
+    int memberFd = -1;
+    pid_t member = 0;
+    GPid cliPid;
+    int status;
+    unsigned int subscribers = 2;
+    unsigned int i;
+
+    helperStart(dst);
+    fds[0] = vrmHelperClientSubscribe(dst->sock, req, 10000);
+    g_assert_cmpint(fds[0], >=, 0);
+    e = g_environ_setenv(e, "LC_ALL", "C", TRUE);
+    g_assert_true(g_spawn_async_with_pipes(NULL, (char **)argv, e, G_SPAWN_DO_NOT_REAP_CHILD,
+                                           NULL, NULL, &cliPid, NULL, &cliStdout, NULL, NULL));
+    if (geteuid() == 0) {
+        member = subscribeAsMember(dst, &memberFd, 4);
+        subscribers++;
+    }
+    waitSubscribers(dst, subscribers);
+
+    runHook(dst, xml, &r);
+    assertHookOverTcp(dst, &r, NULL);
+
+    /* the library's subscriber: every state in order, the last final */
+    for (;;) {
+        g_autoptr(vrmControlMessage) ev =
+            vrmHelperClientNext(fds[0], g_get_monotonic_time() + 5 * G_USEC_PER_SEC);
+        const vrmJobRecord *rec;
+
+        g_assert_nonnull(ev);
+        g_assert_cmpint(ev->status, ==, VRM_REPLY_OK);
+        g_assert_cmpuint(ev->jobs->len, ==, 1);
+        rec = ev->jobs->pdata[0];
+        g_assert_cmpstr(rec->domainName, ==, "web1");
+        g_string_append_printf(heard, "%s ", vrmJobStateTypeToString(rec->state));
+        if (vrmJobStateIsFinal(rec->state))
+            break;
+    }
+    g_test_message("heard: %s", heard->str);
+    g_assert_cmpstr(heard->str, ==, "negotiating over-tcp ");
+    close(fds[0]);
+
+    /* the CLI: the same, as JSON lines, until its timeout */
+    cliOut = readAll(cliStdout);
+    g_assert_cmpint(waitpid(cliPid, &status, 0), ==, cliPid);
+    g_test_message("virt-rdma events --loop --json:\n%s", cliOut);
+    g_assert_cmpint(WEXITSTATUS(status), ==, 0);
+    g_assert_true(g_str_has_prefix(cliOut, "{\"version\":1,\"event\":\"job-state\",\"time\":\""));
+    g_assert_nonnull(strstr(cliOut, "\"job\":{\"id\":1,\"domain\":\"web1\","));
+    g_assert_nonnull(strstr(cliOut, "\"state\":\"negotiating\""));
+    g_assert_nonnull(strstr(cliOut, "\"state\":\"over-tcp\",\"final\":true,"));
+    lines = g_strsplit(cliOut, "\n", -1);
+    g_assert_cmpuint(g_strv_length(lines), ==, 3);
+
+    if (member) {
+        memberText = readAll(memberFd);
+        g_assert_cmpint(waitpid(member, &status, 0), ==, member);
+        g_test_message("member: %s", memberText);
+        g_assert_true(g_str_has_prefix(memberText, "0 timed out"));
+    }
+
+    /* the cap: half of max-clients (8); hung-up ones no longer count */
+    for (i = 0; i < G_N_ELEMENTS(fds); i++) {
+        fds[i] = vrmHelperClientSubscribe(dst->sock, req, 10000);
+        g_assert_cmpint(fds[i], >=, 0);
+    }
+    g_assert_cmpint(vrmHelperClientSubscribe(dst->sock, req, 10000), ==, -1);
+    g_test_message("fifth: %s", vrmGetLastErrorMessage());
+    g_assert_cmpint(vrmGetLastErrorCode(), ==, VRM_ERR_RESOURCE);
+    g_assert_nonnull(strstr(vrmGetLastErrorMessage(), "too many event subscribers"));
+    close(fds[3]);
+    for (i = 0; i < 50; i++) {
+        int fd = vrmHelperClientSubscribe(dst->sock, req, 10000);
+
+        if (fd >= 0) {
+            close(fd);
+            break;
+        }
+        g_usleep(20000);
+    }
+    g_assert_cmpuint(i, <, 50);
+    for (i = 0; i < 3; i++)
+        close(fds[i]);
+    helperFree(dst);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1867,6 +2039,7 @@ main(int argc, char **argv)
     g_test_add_func("/helperd/fallback-source-refuses", testFallbackSourceRefuses);
     g_test_add_func("/helperd/fallback-no-locator", testFallbackNoLocator);
     g_test_add_func("/helperd/fallback-not-for-everything", testFallbackNotForEverything);
+    g_test_add_func("/helperd/events", testEvents);
     g_test_add_func("/helperd/log-flood", testLogFlood);
     g_test_add_func("/helperd/stalled-engine", testStalledEngine);
     g_test_add_func("/helperd/engine-fails", testEngineFails);

@@ -118,7 +118,7 @@ expect 1 "virt-rdma: error: the domain 'test' is not RDMA-enabled (no <rdma:migr
 expect 1 "the domain 'test' is not RDMA-enabled" migrate -c test:///default --live test test:///default
 
 # help headers name the program and the command
-for c in migrate jobinfo jobs uri capabilities bench; do
+for c in migrate jobinfo jobs events uri capabilities bench; do
     if "$cli" "$c" --help | grep -qE "^  virt-rdma $c \["; then
         echo "ok: virt-rdma $c --help names 'virt-rdma $c'"
     else
@@ -129,7 +129,7 @@ for c in migrate jobinfo jobs uri capabilities bench; do
         grep -qE -- "(^|[ \"|])$opt([ \"|)]|$)" "$completion" || fail "bash completion lacks $c $opt"
     done
 done
-grep -q '"migrate jobinfo jobs uri capabilities bench' "$completion" || fail "bash completion lacks a command"
+grep -q '"migrate jobinfo jobs events uri capabilities bench' "$completion" || fail "bash completion lacks a command"
 # the capability table's options are the command's (util/vrmcapability.c:
 # --rdma-pin-all; write-imm has none, and none is offered)
 "$cli" migrate --help | grep -q -- "--rdma-pin-all" || fail "virt-rdma migrate has no --rdma-pin-all"

@@ -23,6 +23,7 @@ static const vrmCliCommand vrmCliCommands[] = {
     { "migrate", vrmCmdMigrate, N_("live-migrate a domain over RDMA") },
     { "jobinfo", vrmCmdJobInfo, N_("show a domain's migration job, with its RDMA transport") },
     { "jobs", vrmCmdJobs, N_("list this host's RDMA migration jobs (running; --all: finished too)") },
+    { "events", vrmCmdEvents, N_("print RDMA migration job events as they happen (like virsh event)") },
     { "uri", vrmCmdUri, N_("print the migration URI of a domain's RDMA migration (for virsh migrate --migrateuri)") },
     { "capabilities", vrmCmdCapabilities, N_("show whether this host can migrate over RDMA, as virt-rdmad sees it") },
     { "bench", vrmCmdBench, N_("measure the RDMA transport engine between two hosts") },

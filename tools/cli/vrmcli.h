@@ -8,13 +8,25 @@
 
 #include <libvirt/libvirt.h>
 
+#include "vrmcontrol.h"
+
 /* Each returns the process exit status: 0 success, 1 failure, 2 usage. */
 int vrmCmdMigrate(int argc, char **argv);
 int vrmCmdJobInfo(int argc, char **argv);
 int vrmCmdJobs(int argc, char **argv);
+int vrmCmdEvents(int argc, char **argv);
 int vrmCmdUri(int argc, char **argv);
 int vrmCmdCapabilities(int argc, char **argv);
 int vrmCmdBench(int argc, char **argv);
+
+/* One job as `jobs` and `events` show it (vrmclijobs.c): the other end
+ * (NULL if not known yet), "out" or "in", and its JSON object, whose keys
+ * virt-rdma(1) lists; VRM_CLI_JOBS_JSON_VERSION goes up when a key changes
+ * meaning. */
+#define VRM_CLI_JOBS_JSON_VERSION 1
+const char *vrmCliJobPeer(const vrmJobRecord *rec);
+const char *vrmCliJobDirection(const vrmJobRecord *rec);
+void vrmCliJobFormatJSON(GString *out, const vrmJobRecord *rec);
 
 /* "123.456 MiB" like virsh's pretty capacities. */
 char *vrmCliPrettySize(unsigned long long bytes);

@@ -19,13 +19,11 @@
 #include "vrmlog.h"
 
 #define VRM_JOBS_HELPER_TIMEOUT_MS 10000
-/* The "version" key of --json: raised when a key changes meaning */
-#define VRM_JOBS_JSON_VERSION 1
 
 /* The other end: the destination's locator for an outgoing job, the
  * source engine's address for an incoming one; NULL if not known yet */
-static const char *
-vrmJobsPeer(const vrmJobRecord *rec)
+const char *
+vrmCliJobPeer(const vrmJobRecord *rec)
 {
     if (!rec->migration)
         return NULL;
@@ -34,8 +32,8 @@ vrmJobsPeer(const vrmJobRecord *rec)
     return rec->migration->offer ? rec->migration->offer->address : NULL;
 }
 
-static const char *
-vrmJobsDirection(const vrmJobRecord *rec)
+const char *
+vrmCliJobDirection(const vrmJobRecord *rec)
 {
     return rec->role == VRM_JOB_ROLE_SOURCE ? "out" : "in";
 }
@@ -48,35 +46,41 @@ vrmJobsBytes(const vrmJobRecord *rec)
     return rec->role == VRM_JOB_ROLE_SOURCE ? rec->stats.bytesSent : rec->stats.bytesReceived;
 }
 
+void
+vrmCliJobFormatJSON(GString *out, const vrmJobRecord *rec)
+{
+    g_string_append_printf(out, "{\"id\":%llu,\"domain\":", rec->id);
+    vrmJobFormatJSONString(out, rec->domainName);
+    g_string_append(out, ",\"uuid\":");
+    vrmJobFormatJSONString(out, rec->domainUUID);
+    g_string_append(out, ",\"direction\":");
+    vrmJobFormatJSONString(out, vrmCliJobDirection(rec));
+    g_string_append(out, ",\"peer\":");
+    vrmJobFormatJSONString(out, vrmCliJobPeer(rec));
+    g_string_append(out, ",\"state\":");
+    vrmJobFormatJSONString(out, vrmJobStateTypeToString(rec->state));
+    g_string_append_printf(out, ",\"final\":%s", vrmJobStateIsFinal(rec->state) ? "true" : "false");
+    if (rec->hasStats)
+        g_string_append_printf(out, ",\"bytes\":%llu,\"mbps\":%u,\"channels\":%u",
+                               vrmJobsBytes(rec), rec->stats.mbps, rec->stats.channels);
+    else
+        g_string_append(out, ",\"bytes\":null,\"mbps\":null,\"channels\":null");
+    g_string_append(out, ",\"cause\":");
+    vrmJobFormatJSONString(out, rec->error);
+    g_string_append_c(out, '}');
+}
+
 static char *
 vrmJobsFormatJSON(GPtrArray *recs)
 {
     GString *out = g_string_new(NULL);
     guint i;
 
-    g_string_append_printf(out, "{\"version\":%d,\"jobs\":[", VRM_JOBS_JSON_VERSION);
+    g_string_append_printf(out, "{\"version\":%d,\"jobs\":[", VRM_CLI_JOBS_JSON_VERSION);
     for (i = 0; i < recs->len; i++) {
-        const vrmJobRecord *rec = recs->pdata[i];
-
-        g_string_append_printf(out, "%s{\"id\":%llu,\"domain\":", i ? "," : "", rec->id);
-        vrmJobFormatJSONString(out, rec->domainName);
-        g_string_append(out, ",\"uuid\":");
-        vrmJobFormatJSONString(out, rec->domainUUID);
-        g_string_append(out, ",\"direction\":");
-        vrmJobFormatJSONString(out, vrmJobsDirection(rec));
-        g_string_append(out, ",\"peer\":");
-        vrmJobFormatJSONString(out, vrmJobsPeer(rec));
-        g_string_append(out, ",\"state\":");
-        vrmJobFormatJSONString(out, vrmJobStateTypeToString(rec->state));
-        g_string_append_printf(out, ",\"final\":%s", vrmJobStateIsFinal(rec->state) ? "true" : "false");
-        if (rec->hasStats)
-            g_string_append_printf(out, ",\"bytes\":%llu,\"mbps\":%u,\"channels\":%u",
-                                   vrmJobsBytes(rec), rec->stats.mbps, rec->stats.channels);
-        else
-            g_string_append(out, ",\"bytes\":null,\"mbps\":null,\"channels\":null");
-        g_string_append(out, ",\"cause\":");
-        vrmJobFormatJSONString(out, rec->error);
-        g_string_append_c(out, '}');
+        if (i)
+            g_string_append_c(out, ',');
+        vrmCliJobFormatJSON(out, recs->pdata[i]);
     }
     g_string_append(out, "]}\n");
     return g_string_free(out, FALSE);
@@ -116,11 +120,11 @@ vrmJobsFormatText(GPtrArray *recs)
     }
     for (i = 0; i < recs->len; i++) {
         const vrmJobRecord *rec = recs->pdata[i];
-        const char *peer = vrmJobsPeer(rec);
+        const char *peer = vrmCliJobPeer(rec);
 
         cols[ID].cells[i] = g_strdup_printf("%llu", rec->id);
         cols[DOMAIN].cells[i] = vrmLogSanitize(rec->domainName ? rec->domainName : "-");
-        cols[DIRECTION].cells[i] = g_strdup(vrmJobsDirection(rec));
+        cols[DIRECTION].cells[i] = g_strdup(vrmCliJobDirection(rec));
         cols[PEER].cells[i] = vrmLogSanitize(peer ? peer : "-");
         cols[STATE].cells[i] = g_strdup(vrmJobStateTypeToString(rec->state));
         cols[BYTES].cells[i] = rec->hasStats ? vrmCliPrettySize(vrmJobsBytes(rec)) : g_strdup("-");
