@@ -225,6 +225,25 @@ testWrite(void)
     g_assert_cmpint(rmdir(dir), ==, 0);
 }
 
+/* docs/metrics.rst names every metric of the table, with its type */
+static void
+testDocumented(void)
+{
+    g_autofree char *docs = vrmTestDataDir("../docs");
+    g_autofree char *path = g_build_filename(docs, "metrics.rst", NULL);
+    g_autofree char *text = vrmTestReadFile(path);
+    size_t i;
+
+    for (i = 0; i < VRM_METRIC_LAST; i++) {
+        g_autofree char *entry = g_strdup_printf("``%s`` (%s",
+                                                 vrmHelperMetricTable[i].name,
+                                                 vrmHelperMetricTable[i].type);
+
+        if (!strstr(text, entry))
+            g_error("%s does not document %s", path, entry);
+    }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -232,5 +251,6 @@ main(int argc, char **argv)
     g_test_add_func("/helpermetrics/format", testFormat);
     g_test_add_func("/helpermetrics/escape", testEscape);
     g_test_add_func("/helpermetrics/write", testWrite);
+    g_test_add_func("/helpermetrics/documented", testDocumented);
     return g_test_run();
 }
