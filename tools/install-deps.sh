@@ -12,6 +12,8 @@ packages=(
     libgnutls28-dev
     # tests: certtool makes the x509 PKI of vrmhelperpeertest
     gnutls-bin
+    # tests: Prometheus' own parser reads the helper's metrics file
+    python3-prometheus-client
     # sandbox: QEMU (TCG), Debian's kernel (ships rdma_rxe), busybox initramfs
     qemu-system-x86 linux-image-amd64 busybox-static cpio gzip kmod
     # inside the sandbox: RDMA user space and reference tools

@@ -62,6 +62,7 @@ typedef enum {
     VRM_CONF_ULLONG,        /* unsigned long long in [min, max] */
     VRM_CONF_SIZE,          /* bytes in [min, max], with the size grammar */
     VRM_CONF_PATH,          /* absolute path */
+    VRM_CONF_PATH_OR_OFF,   /* absolute path, or empty: the feature is off (NULL) */
     VRM_CONF_STRING,        /* one line of text (a libvirt URI) */
     VRM_CONF_ENUM,          /* one of an enum's names: the row's toString/fromString */
     VRM_CONF_CHUNK_SIZES,   /* list of powers of two */
@@ -133,11 +134,12 @@ static const vrmConfKey vrmConfKeys[] = {
       1, VRM_HELPER_MAX_TIMEOUT },
     { "migration", "fallback", VRM_CONF_ENUM, OFF(fallback), 0, VRM_FALLBACK_LAST,
       vrmFallbackTypeToString, vrmFallbackTypeFromString },
+    { "metrics", "textfile-dir", VRM_CONF_PATH_OR_OFF, OFF(metricsDir), 0, 0 },
 };
 
 static const char *const vrmConfGroups[] = {
     "rdma", "limits", "paths", "access", "history", "peers", "engine",
-    "qemu", "libvirt", "hook", "migration",
+    "qemu", "libvirt", "hook", "migration", "metrics",
 };
 
 #define FIELD(conf, type, row) ((type *)((char *)(conf) + (row)->offset))
@@ -170,6 +172,7 @@ vrmHelperConfigNew(void)
     conf->peerKeyFile = g_strdup(VRM_SYSCONFDIR "/cluster.key");
     conf->peerCACert = g_strdup(VRM_PKI_CA_CERT);
     conf->peerCRL = g_strdup(VRM_PKI_CA_CRL);
+    conf->metricsDir = g_strdup(VRM_HELPER_DEFAULT_METRICS_DIR);
     conf->peerServerCert = g_strdup(VRM_PKI_SERVER_CERT);
     conf->peerServerKey = g_strdup(VRM_PKI_SERVER_KEY);
     conf->peerClientCert = g_strdup(VRM_PKI_CLIENT_CERT);
@@ -208,6 +211,7 @@ vrmHelperConfigFree(vrmHelperConfig *conf)
     g_free(conf->engineUser);
     g_free(conf->qemuUser);
     g_free(conf->libvirtURI);
+    g_free(conf->metricsDir);
     g_free(conf);
 }
 
@@ -381,9 +385,16 @@ vrmConfParseValue(vrmHelperConfig *conf, const char *name,
     }
 
     case VRM_CONF_PATH:
+    case VRM_CONF_PATH_OR_OFF:
+        if (row->type == VRM_CONF_PATH_OR_OFF && !*value) {
+            g_clear_pointer(FIELD(conf, char *, row), g_free);
+            return 0;
+        }
         if (!g_path_is_absolute(value) || strchr(value, '\n') ||
             strlen(value) >= VRM_HELPER_PATH_MAX)
-            return vrmConfInvalid(name, row, value, _("an absolute path"));
+            return vrmConfInvalid(name, row, value,
+                                  row->type == VRM_CONF_PATH ? _("an absolute path") :
+                                  _("an absolute path, or nothing to turn it off"));
         g_free(*FIELD(conf, char *, row));
         *FIELD(conf, char *, row) = g_strdup(value);
         return 0;
@@ -541,6 +552,11 @@ vrmHelperConfigFormat(const vrmHelperConfig *conf)
         case VRM_CONF_NETWORKS:
             if ((str = *FIELD(conf, char *const, row)))
                 g_string_append_printf(buf, "%s=%s\n", row->key, str);
+            break;
+        case VRM_CONF_PATH_OR_OFF:
+            /* off is written: left out, the key would mean its default */
+            str = *FIELD(conf, char *const, row);
+            g_string_append_printf(buf, "%s=%s\n", row->key, str ? str : "");
             break;
         case VRM_CONF_ENUM:
             g_string_append_printf(buf, "%s=%s\n", row->key,

@@ -19,6 +19,8 @@
  *   [qemu]      user
  *   [libvirt]   uri
  *   [hook]      timeout
+ *   [migration] fallback
+ *   [metrics]   textfile-dir
  *
  * The same file tells the clients (the hook, the CLI, the library) where
  * the control socket is and how long the hook waits: libvirt runs hooks
@@ -65,6 +67,8 @@
 #define VRM_HELPER_DEFAULT_PEER_PORT 16530
 #define VRM_HELPER_DEFAULT_GROUP "virt-rdma"
 #define VRM_HELPER_DEFAULT_ENGINE_USER "virt-rdma-engine"
+/* Debian's prometheus-node-exporter reads *.prom files here */
+#define VRM_HELPER_DEFAULT_METRICS_DIR "/var/lib/prometheus/node-exporter"
 
 /* How the helpers' channel authenticates (docs/negotiation.rst). */
 typedef enum {
@@ -144,6 +148,9 @@ struct _vrmHelperConfig {
     unsigned int hookTimeout;       /* s: the hook waits this long for the helper */
     /* [migration] */
     int fallback;                   /* vrmFallback */
+    /* [metrics] */
+    char *metricsDir;               /* node-exporter's textfile directory;
+                                     * NULL: no metrics */
 };
 
 vrmHelperConfig *vrmHelperConfigNew(void);

@@ -667,6 +667,8 @@ vrmHelperDaemonNew(vrmHelperConfig *conf, const vrmHelperOptions *opts)
     vrmHelperDaemon *d = g_new0(vrmHelperDaemon, 1);
     const char *engine = g_getenv("VRM_ENGINE");
     vrmRateLimit rl = VRM_RATE_LIMIT_INIT(5, 60);
+    /* a directory that stays unwritable: one line every ten minutes */
+    vrmRateLimit metricsRl = VRM_RATE_LIMIT_INIT(1, 600);
 
     d->conf = conf;
     vrmHelperConfigToPolicy(conf, &d->policy);
@@ -692,6 +694,7 @@ vrmHelperDaemonNew(vrmHelperConfig *conf, const vrmHelperOptions *opts)
     d->ops[VRM_JOB_ROLE_DESTINATION] = &vrmHelperDestOps;
     d->peerLog = rl;
     d->clientLog = rl;
+    d->metricsLog = metricsRl;
     d->loop = g_main_loop_new(NULL, FALSE);
     return d;
 }
@@ -715,6 +718,7 @@ vrmHelperDaemonStart(vrmHelperDaemon *d)
     d->virt = vrmHelperVirtNew(d->conf->libvirtURI, d->locator);
     vrmHelperVirtOnPostcopyFailed(d->virt, vrmHelperDestPostcopyFailed, d);
     vrmHelperJobsRecover(d);
+    vrmHelperJobsMetricsStart(d);
     if (vrmHelperListen(d) < 0)
         return -1;
     d->server = vrmHelperServerNew(d->listenFd, d->conf->maxClients,
@@ -798,6 +802,7 @@ vrmHelperDaemonFree(vrmHelperDaemon *d)
     g_free(d->enginePath);
     g_free(d->peerProblem);
     g_free(d->engineProblem);
+    g_free(d->metricsDir);
     vrmHelperConfigFree(d->conf);
     g_free(d);
 }

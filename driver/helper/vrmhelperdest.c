@@ -73,9 +73,10 @@ vrmDestMayFallBack(vrmHelperDaemon *d, vrmHelperJob *job, int code)
 }
 
 /* RDMA cannot carry it, and the policy lets libvirt go on over TCP: one
- * warning, a job record "over TCP: <why>", and the hook changes nothing */
+ * warning, a job record "over TCP: <why>", the fallback counted by the
+ * code of its cause, and the hook changes nothing */
 static void
-vrmDestOverTcp(vrmHelperDaemon *d, vrmHelperJob *job, const char *why)
+vrmDestOverTcp(vrmHelperDaemon *d, vrmHelperJob *job, int code, const char *why)
 {
     g_autoptr(vrmControlMessage) msg = vrmControlMessageNew(VRM_CONTROL_REPLY);
     g_autofree char *reason = g_strdup_printf(_("over TCP: %1$s"), why);
@@ -92,6 +93,10 @@ vrmDestOverTcp(vrmHelperDaemon *d, vrmHelperJob *job, const char *why)
     rec->domainUUID = g_strdup(job->record->domainUUID);
     rec->error = g_strdup(reason);
     msg->status = VRM_REPLY_OK;
+    /* a peer may send any number: one that is no code counts as internal */
+    if (code <= VRM_ERR_OK || code >= VRM_ERR_LAST)
+        code = VRM_ERR_INTERNAL;
+    d->metrics.fallbacks[code]++;
     g_ptr_array_add(msg->jobs, rec);
     vrmHelperJobsFinish(d, job, VRM_JOB_STATE_OVER_TCP, reason);
     vrmHelperConnReplyMessage(c, msg);
@@ -109,7 +114,7 @@ vrmDestFail(vrmHelperDaemon *d, vrmHelperJob *job, int code, const char *why)
     }
     vrmHelperJobsKill(job, SIGTERM);
     if (vrmDestMayFallBack(d, job, code)) {
-        vrmDestOverTcp(d, job, why);
+        vrmDestOverTcp(d, job, code, why);
         return;
     }
     vrmDestReplyWaiter(job, code, why);

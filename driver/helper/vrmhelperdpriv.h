@@ -28,6 +28,7 @@
 #include "vrmhelperd.h"
 #include "vrmhelperconn.h"
 #include "vrmhelperjob.h"
+#include "vrmhelpermetrics.h"
 #include "vrmhelperpeer.h"
 #include "vrmhelperratelimit.h"
 #include "vrmhelperrundir.h"
@@ -57,6 +58,9 @@
 /* A record that could not be written (state directory full) is tried
  * again this often */
 #define VRM_HELPER_SAVE_RETRY_S 10
+/* While jobs run, the metrics file is written this often (and whenever
+ * a job starts or ends) */
+#define VRM_HELPER_METRICS_INTERVAL_S 5
 /* How long libvirt may take to finish after the source engine ended */
 #define VRM_HELPER_OUTCOME_TIMEOUT_S 30
 #define VRM_HELPER_OUTCOME_POLL_MS 250
@@ -142,6 +146,14 @@ struct _vrmHelperDaemon {
     const vrmHelperRoleOps *ops[VRM_JOB_ROLE_LAST];
     vrmRateLimit peerLog;           /* refused peer requests */
     vrmRateLimit clientLog;         /* refused clients */
+    /* metrics for node-exporter (vrmhelpermetrics.h) */
+    char *metricsDir;               /* [metrics] textfile-dir if it exists,
+                                     * NULL: off */
+    vrmHelperMetrics metrics;       /* the counters; the gauges are taken
+                                     * from the job table when written */
+    gint64 metricsWrittenAt;        /* monotonic us */
+    bool metricsFailing;            /* the last write failed */
+    vrmRateLimit metricsLog;        /* failed writes */
 };
 
 /* ---- vrmhelperjobs.c ---- */
@@ -172,6 +184,9 @@ void vrmHelperJobsWatchWaiters(vrmHelperDaemon *d);
 void vrmHelperJobsStartPolling(vrmHelperDaemon *d);
 void vrmHelperJobsRecover(vrmHelperDaemon *d);
 void vrmHelperJobsDropToken(vrmHelperJob *job);
+/* [metrics] textfile-dir: on if it exists, and the file written at once */
+void vrmHelperJobsMetricsStart(vrmHelperDaemon *d);
+void vrmHelperJobsMetricsWrite(vrmHelperDaemon *d);
 
 vrmHelperIntent *vrmHelperIntentsTake(vrmHelperDaemon *d, const char *uuid,
                                       unsigned long long jobId);

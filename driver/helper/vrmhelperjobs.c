@@ -44,6 +44,7 @@ vrmHelperJobsCreate(vrmHelperDaemon *d, vrmJobRole role, const char *name,
     job->record->owner = 0;
     *id = job->record->id;
     g_hash_table_insert(d->jobs, id, job);
+    vrmHelperJobsMetricsWrite(d);
     return job;
 }
 
@@ -310,6 +311,90 @@ vrmHelperJobsDropToken(vrmHelperJob *job)
 }
 
 
+/* ---- metrics -------------------------------------------------------------- */
+
+/* What a job moved: a source sends, a destination receives */
+static unsigned long long
+vrmHelperJobsBytes(const vrmHelperJob *job)
+{
+    const vrmJobRecord *rec = job->record;
+
+    if (!rec->hasStats)
+        return 0;
+    return rec->role == VRM_JOB_ROLE_SOURCE ? rec->stats.bytesSent :
+        rec->stats.bytesReceived;
+}
+
+void
+vrmHelperJobsMetricsStart(vrmHelperDaemon *d)
+{
+    const char *dir = d->conf->metricsDir;
+
+    if (!dir) {
+        VRM_DEBUG("metrics for node-exporter are off ([metrics] textfile-dir is empty)");
+        return;
+    }
+    /* node-exporter is not installed, or reads elsewhere: nothing to do */
+    if (!g_file_test(dir, G_FILE_TEST_IS_DIR)) {
+        VRM_DEBUG("metrics for node-exporter are off: there is no directory %s", dir);
+        return;
+    }
+    d->metricsDir = g_strdup(dir);
+    VRM_INFO("metrics for node-exporter in %s/%s", dir, VRM_HELPER_METRICS_FILE);
+    /* the counters appear at 0 before the first job */
+    vrmHelperJobsMetricsWrite(d);
+}
+
+/* The file is small and local: written at once. A failure (a read-only or
+ * removed directory, a full disk) is said at a bounded rate and changes
+ * nothing else, not even the caller's last error; the next write tries
+ * again */
+void
+vrmHelperJobsMetricsWrite(vrmHelperDaemon *d)
+{
+    vrmHelperMetrics m = d->metrics;
+    g_autofree char *text = NULL;
+    g_autofree char *callerError = NULL;
+    int callerCode;
+    GHashTableIter it;
+    gpointer v;
+
+    if (!d->metricsDir)
+        return;
+    g_hash_table_iter_init(&it, d->jobs);
+    while (g_hash_table_iter_next(&it, NULL, &v)) {
+        vrmHelperJob *job = v;
+
+        if (vrmJobStateIsFinal(job->record->state))
+            continue;
+        m.jobsRunning[job->record->role]++;
+        /* running jobs' bytes so far: the counter grows while they run
+         * and does not jump when they end */
+        m.bytes[job->record->role] += vrmHelperJobsBytes(job);
+    }
+    m.pinnedBytes = vrmHelperJobsPinned(d);
+    m.pinnedBudget = d->conf->maxPinnedBytes;
+    text = vrmHelperMetricsFormat(&m);
+    d->metricsWrittenAt = g_get_monotonic_time();
+    if ((callerCode = vrmGetLastErrorCode()) != VRM_ERR_OK)
+        callerError = g_strdup(vrmGetLastErrorMessage());
+    if (vrmHelperMetricsWrite(d->metricsDir, text) < 0) {
+        VRM_WARN_LIMITED(&d->metricsLog,
+                         _("the metrics for node-exporter are not up to date: %1$s"),
+                         vrmGetLastErrorMessage());
+        vrmResetLastError();
+        if (callerError)
+            vrmSetLastError(callerCode, callerError);
+        d->metricsFailing = true;
+        return;
+    }
+    if (d->metricsFailing) {
+        d->metricsFailing = false;
+        VRM_INFO("the metrics for node-exporter are written again");
+    }
+}
+
+
 /* ---- the end of a job --------------------------------------------------- */
 
 static void
@@ -357,8 +442,13 @@ vrmHelperJobsFinish(vrmHelperDaemon *d, vrmHelperJob *job, vrmJobState state,
     vrmEngineSnapshotClear(&es);
     if (job->cancelRequested)
         state = VRM_JOB_STATE_CANCELLED;
-    if (!vrmJobStateIsFinal(job->record->state))
-        vrmHelperJobSetState(job, state, why);
+    if (!vrmJobStateIsFinal(job->record->state) &&
+        vrmHelperJobSetState(job, state, why) == 0) {
+        vrmJobRole role = job->record->role;
+
+        d->metrics.jobsFinished[role][state]++;
+        d->metrics.bytes[role] += vrmHelperJobsBytes(job);
+    }
     if (job->childWatch) {
         g_source_remove(job->childWatch);
         job->childWatch = 0;
@@ -382,6 +472,7 @@ vrmHelperJobsFinish(vrmHelperDaemon *d, vrmHelperJob *job, vrmJobState state,
     vrmRunDirDomainRemove(d->runDir, &job->domainDir);
     vrmHelperJobsSave(d, job);
     vrmHelperJobsPrune(d);
+    vrmHelperJobsMetricsWrite(d);
 }
 
 void
@@ -660,8 +751,14 @@ vrmHelperJobsPoll(vrmHelperDaemon *d, bool waitersOnly)
 static gboolean
 vrmHelperJobsPollTimer(gpointer opaque)
 {
-    vrmHelperJobsPoll(opaque, false);
-    vrmHelperJobsRetrySaves(opaque);
+    vrmHelperDaemon *d = opaque;
+
+    vrmHelperJobsPoll(d, false);
+    vrmHelperJobsRetrySaves(d);
+    if (d->metricsDir && vrmHelperJobsLive(d, NULL) > 0 &&
+        g_get_monotonic_time() - d->metricsWrittenAt >=
+        VRM_HELPER_METRICS_INTERVAL_S * G_USEC_PER_SEC)
+        vrmHelperJobsMetricsWrite(d);
     return G_SOURCE_CONTINUE;
 }
 

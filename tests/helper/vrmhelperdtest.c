@@ -53,6 +53,8 @@ typedef struct {
     char *mode;                     /* VRM_FAKE_ENGINE */
     unsigned int peerPort;
     const char *fallback;           /* [migration] fallback; NULL: the default (tcp) */
+    char *metricsDir;               /* [metrics] textfile-dir; NULL: off (never
+                                     * the host's node-exporter directory) */
 } Helper;
 
 static const char *
@@ -101,9 +103,11 @@ helperWriteConfig(Helper *h, const char *key, const char *extra)
                         "address = 127.0.0.1\nport = %u\ntimeout = 3\n"
                         "[engine]\nuser = nobody\n"
                         "[libvirt]\nuri = test:///default\n"
-                        "[hook]\ntimeout = 20\n%s%s%s%s",
+                        "[hook]\ntimeout = 20\n"
+                        "[metrics]\ntextfile-dir = %s\n%s%s%s%s",
                         h->run, h->state, getgrgid(getpwnam("daemon")->pw_gid)->gr_name,
-                        key, h->peerPort, extra ? extra : "",
+                        key, h->peerPort, h->metricsDir ? h->metricsDir : "",
+                        extra ? extra : "",
                         h->fallback ? "[migration]\nfallback = " : "",
                         h->fallback ? h->fallback : "", h->fallback ? "\n" : "");
 
@@ -282,6 +286,7 @@ helperFree(Helper *h)
     g_free(h->log);
     g_free(h->tokens);
     g_free(h->mode);
+    g_free(h->metricsDir);
     g_free(h);
 }
 
@@ -1124,6 +1129,163 @@ testFallbackSourceDown(void)
     assertHookOverTcp(dst, &r, NULL);
     assertRecordOverTcp(dst, "cannot reach the virt-rdma helper at 127.0.0.1:");
     helperFree(dst);
+}
+
+/* What Prometheus' parser reads in the metrics file (vrmmetricsparse.py's
+ * lines) */
+static char *
+metricsParse(const char *path)
+{
+    g_autofree char *script = g_build_filename(env("VRM_SOURCE_DIR"), "tests", "helper",
+                                               "vrmmetricsparse.py", NULL);
+    const char *argv[] = { "/usr/bin/python3", script, path, NULL };
+    g_autofree char *err = NULL;
+    char *out = NULL;
+    int status = 0;
+
+    g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_DEFAULT, NULL, NULL,
+                               &out, &err, &status, NULL));
+    if (!g_spawn_check_wait_status(status, NULL))
+        g_error("the Prometheus parser refused %s: %s", path, err);
+    return out;
+}
+
+static char *
+metricsSample(const char *name, const char *label, const char *value,
+              const char *label2, const char *value2, unsigned long long n)
+{
+    GString *buf = g_string_new(NULL);
+    const char *s;
+
+    g_string_append_printf(buf, "sample %s", name);
+    if (label) {
+        g_string_append_printf(buf, " %s=", label);
+        for (s = value; *s; s++)
+            g_string_append_printf(buf, "%02x", (unsigned char)*s);
+    }
+    if (label2) {
+        g_string_append_printf(buf, " %s=", label2);
+        for (s = value2; *s; s++)
+            g_string_append_printf(buf, "%02x", (unsigned char)*s);
+    }
+    g_string_append_printf(buf, " %llu\n", n);
+    return g_string_free(buf, FALSE);
+}
+
+static void
+assertMetric(const char *parsed, char *sample)
+{
+    g_autofree char *want = sample;
+
+    if (!strstr(parsed, want))
+        g_error("the metrics lack '%s':\n%s", want, parsed);
+}
+
+/* The directory goes away: two more jobs end, one warning, and the helper
+ * serves on */
+static void
+metricsAfterLoss(Helper *dst)
+{
+    g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", dst->metricsDir);
+    g_autofree char *logPath = g_strdup_printf("%s/helper.log", dst->dir);
+    g_autofree char *log = NULL;
+    g_autoptr(vrmControlMessage) list = NULL;
+    const char *warning = "the metrics for node-exporter are not up to date: cannot open the metrics directory";
+    const char *first;
+    int i;
+
+    g_assert_cmpint(system(cmd), ==, 0);
+    for (i = 0; i < 2; i++) {
+        g_autofree char *xml = domainXML(TEST_DOMAIN_UUID, freePort(), NULL);
+        g_auto(HookResult) r = { 0 };
+
+        runHook(dst, xml, &r);
+        assertHookOverTcp(dst, &r, NULL);
+    }
+    list = call(dst, vrmControlMessageNew(VRM_CONTROL_JOB_LIST));
+    g_assert_cmpuint(list->jobs->len, ==, 3);
+    g_assert_true(g_file_get_contents(logPath, &log, NULL, NULL));
+    if (!(first = strstr(log, warning)))
+        g_error("no warning in %s", logPath);
+    g_assert_null(strstr(first + 1, warning));
+}
+
+/* The helper writes the metrics file when it starts (counters at 0) and
+ * when a job ends: an incoming migration gone over TCP counts as a job
+ * ended over-tcp and as a fallback by the code of its cause */
+static void
+testMetrics(void)
+{
+    Helper *dst = helperNewFallback(NULL, NULL, NULL);
+    g_autofree char *xml = domainXML(TEST_DOMAIN_UUID, freePort(), NULL);
+    g_autofree char *file = NULL;
+    g_autofree char *parsed = NULL;
+    g_autofree char *text = NULL;
+    g_autofree char *key = NULL;
+    g_auto(HookResult) r = { 0 };
+    struct stat st;
+
+    dst->metricsDir = g_strdup_printf("%s/node-exporter", dst->dir);
+    file = g_strdup_printf("%s/virt_rdma.prom", dst->metricsDir);
+    key = g_build_filename(dst->dir, "cluster.key", NULL);
+    g_assert_cmpint(g_mkdir(dst->metricsDir, 0755), ==, 0);
+    helperWriteConfig(dst, key, "[limits]\nmax-pinned-bytes = 512M\n");
+    /* written as the helper comes up */
+    helperStart(dst);
+    g_assert_cmpint(stat(file, &st), ==, 0);
+    g_assert_cmpint(st.st_mode & 07777, ==, 0644);
+    parsed = metricsParse(file);
+    g_test_message("at start:\n%s", parsed);
+    assertMetric(parsed, metricsSample("virt_rdma_jobs_finished_total", "direction", "in",
+                                       "outcome", "over-tcp", 0));
+    assertMetric(parsed, metricsSample("virt_rdma_fallbacks_total", "cause", "peer",
+                                       NULL, NULL, 0));
+    assertMetric(parsed, metricsSample("virt_rdma_pinned_budget_bytes", NULL, NULL,
+                                       NULL, NULL, 512ULL << 20));
+    assertMetric(parsed, metricsSample("virt_rdma_jobs_running", "direction", "in",
+                                       NULL, NULL, 0));
+    g_clear_pointer(&parsed, g_free);
+
+    runHook(dst, xml, &r);
+    assertHookOverTcp(dst, &r, NULL);
+    assertRecordOverTcp(dst, "cannot reach the virt-rdma helper at 127.0.0.1:");
+    parsed = metricsParse(file);
+    g_test_message("after the fallback:\n%s", parsed);
+    assertMetric(parsed, metricsSample("virt_rdma_jobs_finished_total", "direction", "in",
+                                       "outcome", "over-tcp", 1));
+    assertMetric(parsed, metricsSample("virt_rdma_jobs_finished_total", "direction", "in",
+                                       "outcome", "failed", 0));
+    assertMetric(parsed, metricsSample("virt_rdma_fallbacks_total", "cause", "peer",
+                                       NULL, NULL, 1));
+    assertMetric(parsed, metricsSample("virt_rdma_jobs_running", "direction", "in",
+                                       NULL, NULL, 0));
+    assertMetric(parsed, metricsSample("virt_rdma_pinned_bytes", NULL, NULL,
+                                       NULL, NULL, 0));
+    /* per-host totals only: nothing of the domain */
+    g_assert_true(g_file_get_contents(file, &text, NULL, NULL));
+    g_assert_null(strstr(text, TEST_DOMAIN_UUID));
+    g_assert_null(strstr(text, "test\""));
+    metricsAfterLoss(dst);
+    helperFree(dst);
+}
+
+/* No directory, no file, no complaint: metrics are off */
+static void
+testMetricsNoDir(void)
+{
+    Helper *h = helperNew(NULL, NULL);
+    g_autofree char *logPath = g_strdup_printf("%s/helper.log", h->dir);
+    g_autofree char *log = NULL;
+    g_autofree char *key = g_build_filename(h->dir, "cluster.key", NULL);
+
+    h->metricsDir = g_strdup_printf("%s/node-exporter", h->dir);
+    helperWriteConfig(h, key, NULL);
+    helperStart(h);
+    g_assert_false(g_file_test(h->metricsDir, G_FILE_TEST_EXISTS));
+    g_assert_true(g_file_get_contents(logPath, &log, NULL, NULL));
+    g_assert_nonnull(strstr(log, "metrics for node-exporter are off: there is no directory"));
+    g_assert_null(strstr(log, "metrics for node-exporter are not up to date"));
+    helperFree(h);
 }
 
 static void
@@ -2037,6 +2199,8 @@ main(int argc, char **argv)
     g_test_add_func("/helperd/fallback-helper-down", testFallbackHelperDown);
     g_test_add_func("/helperd/fallback-source-down", testFallbackSourceDown);
     g_test_add_func("/helperd/fallback-source-refuses", testFallbackSourceRefuses);
+    g_test_add_func("/helperd/metrics", testMetrics);
+    g_test_add_func("/helperd/metrics-no-dir", testMetricsNoDir);
     g_test_add_func("/helperd/fallback-no-locator", testFallbackNoLocator);
     g_test_add_func("/helperd/fallback-not-for-everything", testFallbackNotForEverything);
     g_test_add_func("/helperd/events", testEvents);

@@ -22,6 +22,8 @@ UNIT_TOOLS = {
     "python3": "python3",               # layering, message style, roce-trace
     "msgfmt": "gettext",                # translation checks
     "apparmor_parser": "apparmor",      # apparmor-abstractions
+    # vrmhelpermetricstest: Prometheus' parser reads the metrics file
+    "python3 -m prometheus_client": "python3-prometheus-client",
 }
 
 

@@ -51,6 +51,7 @@ $unitdir/virt-rdmad.socket
 /usr/share/doc/virt-rdma/helper.rst
 /usr/share/doc/virt-rdma/index.rst
 /usr/share/doc/virt-rdma/install.rst
+/usr/share/doc/virt-rdma/metrics.rst
 /usr/share/doc/virt-rdma/negotiation.rst
 /usr/share/doc/virt-rdma/performance.rst
 /usr/share/doc/virt-rdma/protocol.rst
