@@ -140,3 +140,19 @@ vrmValidHostName(const char *str)
     }
     return label > 0;
 }
+
+guint64
+vrmParseProcStartTime(const char *stat)
+{
+    g_auto(GStrv) fields = NULL;
+    const char *paren;
+
+    /* the command may hold spaces and parentheses: it ends at the last ')' */
+    if (!stat || !(paren = strrchr(stat, ')')) || !paren[1] || !paren[2])
+        return 0;
+    /* after "PID (COMM) ": field 3 (state) is the first */
+    fields = g_strsplit(paren + 2, " ", 0);
+    if (g_strv_length(fields) < 20)
+        return 0;
+    return g_ascii_strtoull(fields[19], NULL, 10);
+}

@@ -29,6 +29,9 @@
 #include <stdbool.h>
 
 bool vrmParseUInt64(const char *str, unsigned long long *value);
+/* Field 22 of a /proc/PID/stat text (its start, in clock ticks after boot);
+ * 0 if the text is not one */
+guint64 vrmParseProcStartTime(const char *stat);
 bool vrmParseSize(const char *str, unsigned long long *value);
 const char *vrmSizeSyntaxHelp(void);
 bool vrmValidName(const char *str);

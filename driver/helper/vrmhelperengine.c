@@ -24,6 +24,7 @@
 #include <glib-unix.h>
 
 #include "vrmhelperengine.h"
+#include "vrmparse.h"
 #include "vrmenginesettings.h"
 #include "vrmhelperconf.h"
 #include "vrmerror.h"
@@ -430,17 +431,10 @@ vrmProcStartTime(pid_t pid)
 {
     g_autofree char *path = g_strdup_printf("/proc/%d/stat", (int)pid);
     g_autofree char *data = NULL;
-    g_auto(GStrv) fields = NULL;
-    const char *paren;
 
-    if (!g_file_get_contents(path, &data, NULL, NULL) ||
-        !(paren = strrchr(data, ')')))
+    if (!g_file_get_contents(path, &data, NULL, NULL))
         return 0;
-    /* after "PID (COMM) ": field 3 (state) is the first */
-    fields = g_strsplit(paren + 2, " ", 0);
-    if (g_strv_length(fields) < 20)
-        return 0;
-    return g_ascii_strtoull(fields[19], NULL, 10);
+    return vrmParseProcStartTime(data);
 }
 
 bool

@@ -20,6 +20,8 @@
 #include <unistd.h>
 
 #include "vrmcli.h"
+#include "vrmclihostcheck.h"
+#include "vrmclijobfmt.h"
 #include "vrmcapability.h"
 #include "vrmerror.h"
 #include "vrmi18n.h"
@@ -44,6 +46,10 @@ typedef struct {
     int errorCode;                  /* why not */
     char *error;
     bool hook;
+    vrmHostCheck hookLoaded;        /* did libvirt's daemon start after it? */
+    char *hookDetail;
+    vrmHostCheck apparmor;          /* does QEMU's profile include our rule? */
+    char *apparmorDetail;
     vrmCapsUserfaultfd userfaultfd;
     GPtrArray *reasons;             /* char *: why this host cannot migrate */
 } vrmCaps;
@@ -54,6 +60,8 @@ vrmCapsClear(vrmCaps *c)
     g_free(c->socketPath);
     vrmHostInfoFree(c->info);
     g_free(c->error);
+    g_free(c->hookDetail);
+    g_free(c->apparmorDetail);
     if (c->reasons)
         g_ptr_array_unref(c->reasons);
 }
@@ -123,6 +131,14 @@ vrmCapsVerdict(vrmCaps *c)
     if (!c->hook)
         vrmCapsReason(c, g_strdup_printf(_("the libvirt hook is not installed at %1$s: this host cannot receive migrations until it is (then restart libvirtd)"),
                                          VRM_HOOK_PATH));
+    /* the two manual steps an install needs besides the hook itself */
+    c->hookLoaded = vrmHostCheckHookLoaded("", VRM_HOOK_PATH, &c->hookDetail);
+    if (c->hookLoaded == VRM_HOST_CHECK_PROBLEM)
+        vrmCapsReason(c, g_strdup_printf(_("libvirt does not run the hook yet: %1$s"),
+                                         c->hookDetail));
+    c->apparmor = vrmHostCheckAppArmor("", &c->apparmorDetail);
+    if (c->apparmor == VRM_HOST_CHECK_PROBLEM)
+        vrmCapsReason(c, g_strdup(c->apparmorDetail));
     if (!i) {
         if (c->errorCode == VRM_ERR_AUTH)
             vrmCapsReason(c, g_strdup_printf(_("you may not use virt-rdmad: add yourself to its access group (adduser %1$s %2$s), then log in again; or run this as root"),
@@ -214,6 +230,9 @@ vrmCapsPrintText(const vrmCaps *c)
     }
     printf(_("libvirt hook:      %1$s %2$s\n"), VRM_HOOK_PATH,
            c->hook ? _("installed") : _("missing"));
+    if (c->hookDetail)
+        printf("                   %s\n", c->hookDetail);
+    printf(_("AppArmor:          %1$s\n"), c->apparmorDetail);
     switch (c->userfaultfd) {
     case VRM_CAPS_USERFAULTFD_ANY_USER:
         printf(_("Post-copy:         may be received (vm.unprivileged_userfaultfd = 1: QEMU opens a userfaultfd as any user)\n"));
@@ -238,33 +257,10 @@ vrmCapsPrintText(const vrmCaps *c)
 }
 
 static void
-vrmJSONValue(GString *buf, const char *value)
-{
-    const char *p;
-
-    if (!value) {
-        g_string_append(buf, "null");
-        return;
-    }
-    g_string_append_c(buf, '"');
-    for (p = value; *p; p++) {
-        unsigned char ch = *p;
-
-        if (ch == '"' || ch == '\\')
-            g_string_append_printf(buf, "\\%c", ch);
-        else if (ch < 0x20)
-            g_string_append_printf(buf, "\\u%04x", ch);
-        else
-            g_string_append_c(buf, ch);
-    }
-    g_string_append_c(buf, '"');
-}
-
-static void
 vrmJSONString(GString *buf, const char *key, const char *value)
 {
     g_string_append_printf(buf, "\"%s\": ", key);
-    vrmJSONValue(buf, value);
+    vrmJobFormatJSONString(buf, value);
 }
 
 static void
@@ -282,6 +278,14 @@ vrmCapsPrintJSON(const vrmCaps *c)
                            !i && c->errorCode == VRM_ERR_AUTH ? "true" : "false");
     g_string_append_printf(b, "\"hook_installed\": %s, \"protocol_version\": %d, ",
                            c->hook ? "true" : "false", VRM_PROTOCOL_VERSION);
+    vrmJSONString(b, "hook_loaded", vrmHostCheckName(c->hookLoaded));
+    g_string_append(b, ", ");
+    vrmJSONString(b, "hook_detail", c->hookDetail);
+    g_string_append(b, ", ");
+    vrmJSONString(b, "apparmor_rule", vrmHostCheckName(c->apparmor));
+    g_string_append(b, ", ");
+    vrmJSONString(b, "apparmor_detail", c->apparmorDetail);
+    g_string_append(b, ", ");
     /* the sysctl's value, null when unknown */
     if (c->userfaultfd == VRM_CAPS_USERFAULTFD_UNKNOWN)
         g_string_append(b, "\"unprivileged_userfaultfd\": null, ");
@@ -339,7 +343,7 @@ vrmCapsPrintJSON(const vrmCaps *c)
     for (k = 0; k < c->reasons->len; k++) {
         if (k)
             g_string_append(b, ", ");
-        vrmJSONValue(b, g_ptr_array_index(c->reasons, k));
+        vrmJobFormatJSONString(b, g_ptr_array_index(c->reasons, k));
     }
     g_string_append(b, "]}\n");
     fputs(b->str, stdout);
