@@ -142,3 +142,39 @@ vrmNetworkListHasAddress(const GArray *nets, const char *address)
         return vrmNetworkListHas(nets, AF_INET6, buf);
     return false;
 }
+
+/* @address as (family, 16 bytes), an IPv4-mapped IPv6 address as IPv4 */
+static bool
+vrmNetworkAddressParse(const char *address, int *family, guint8 *buf)
+{
+    static const guint8 mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+    memset(buf, 0, 16);
+    if (!address)
+        return false;
+    if (inet_pton(AF_INET, address, buf) == 1) {
+        *family = AF_INET;
+        return true;
+    }
+    if (inet_pton(AF_INET6, address, buf) != 1)
+        return false;
+    *family = AF_INET6;
+    if (memcmp(buf, mapped, sizeof(mapped)) == 0) {
+        memmove(buf, buf + sizeof(mapped), 4);
+        memset(buf + 4, 0, 12);
+        *family = AF_INET;
+    }
+    return true;
+}
+
+bool
+vrmNetworkAddressEqual(const char *a, const char *b)
+{
+    guint8 ba[16];
+    guint8 bb[16];
+    int fa;
+    int fb;
+
+    return vrmNetworkAddressParse(a, &fa, ba) && vrmNetworkAddressParse(b, &fb, bb) &&
+        fa == fb && memcmp(ba, bb, sizeof(ba)) == 0;
+}

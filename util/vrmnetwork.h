@@ -9,6 +9,8 @@
  *   vrmNetworkListFormat(nets)             its canonical text
  *   vrmNetworkListHasSockaddr(nets, sa)    an accepted peer's address in it
  *   vrmNetworkListHasAddress(nets, text)   a numeric address in it
+ *   vrmNetworkAddressEqual(a, b)           two numeric addresses, the same
+ *                                          host (false if one is not one)
  * An IPv4 address seen as IPv4-mapped IPv6 (::ffff:a.b.c.d) counts as
  * IPv4. A NULL list holds every address.
  */
@@ -29,3 +31,4 @@ GArray *vrmNetworkListParse(const char *text, char **bad);
 char *vrmNetworkListFormat(const GArray *nets);
 bool vrmNetworkListHasSockaddr(const GArray *nets, const struct sockaddr *sa);
 bool vrmNetworkListHasAddress(const GArray *nets, const char *address);
+bool vrmNetworkAddressEqual(const char *a, const char *b);

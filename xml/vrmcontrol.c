@@ -91,6 +91,20 @@ vrmJobRecordFree(vrmJobRecord *job)
     g_free(job);
 }
 
+vrmJobRecord *
+vrmJobRecordCopy(const vrmJobRecord *job)
+{
+    vrmJobRecord *copy = g_new0(vrmJobRecord, 1);
+
+    *copy = *job;
+    copy->domainName = g_strdup(job->domainName);
+    copy->domainUUID = g_strdup(job->domainUUID);
+    copy->socketPath = g_strdup(job->socketPath);
+    copy->migration = job->migration ? vrmMigrationDefCopy(job->migration) : NULL;
+    copy->error = g_strdup(job->error);
+    return copy;
+}
+
 static void
 vrmJobRecordFreeFunc(gpointer job)
 {

@@ -45,7 +45,7 @@
  *   vrmControlMessageParseNode(doc, root)      -> root check -> ParseXML
  *   vrmControlMessageParseXML(ctxt)
  *   vrmControlMessageFormat(msg)             document text (no XML declaration)
- *   vrmJobRecordNew() / Free                 one <job>
+ *   vrmJobRecordNew() / Free / Copy          one <job>
  *   vrmJobRecordParseNode(node)  vrmJobRecordFormatBuf(buf, job, level)
  *                                            a record never carries a token:
  *                                            the parser refuses one
@@ -161,6 +161,7 @@ struct _vrmJobRecord {
 
 vrmJobRecord *vrmJobRecordNew(void);
 void vrmJobRecordFree(vrmJobRecord *job);
+vrmJobRecord *vrmJobRecordCopy(const vrmJobRecord *job);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(vrmJobRecord, vrmJobRecordFree);
 vrmJobRecord *vrmJobRecordParseNode(xmlNodePtr node);
 void vrmJobRecordFormatBuf(GString *buf, const vrmJobRecord *job,

@@ -81,16 +81,13 @@ vrmDestOverTcp(vrmHelperDaemon *d, vrmHelperJob *job, int code, const char *why)
     g_autoptr(vrmControlMessage) msg = vrmControlMessageNew(VRM_CONTROL_REPLY);
     g_autofree char *reason = g_strdup_printf(_("over TCP: %1$s"), why);
     vrmHelperConn *c = g_steal_pointer(&job->waiter);
-    vrmJobRecord *rec = vrmJobRecordNew();
+    /* what the hook reads; the job itself may be pruned by the end */
+    vrmJobRecord *rec = vrmJobRecordCopy(job->record);
 
     VRM_WARN(_("job %1$llu: %2$s migrates in over TCP, not RDMA ([migration] fallback = tcp): %3$s"),
              job->record->id, job->record->domainName, why);
-    /* what the hook reads; the job itself may be pruned by the end */
-    rec->id = job->record->id;
-    rec->role = VRM_JOB_ROLE_DESTINATION;
     rec->state = VRM_JOB_STATE_OVER_TCP;
-    rec->domainName = g_strdup(job->record->domainName);
-    rec->domainUUID = g_strdup(job->record->domainUUID);
+    g_free(rec->error);
     rec->error = g_strdup(reason);
     msg->status = VRM_REPLY_OK;
     /* a peer may send any number: one that is no code counts as internal */

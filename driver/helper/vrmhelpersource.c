@@ -600,12 +600,8 @@ static int
 vrmSourceCheckRequester(vrmPeerConn *pc, const vrmPeerMessage *msg)
 {
     const char *from = vrmPeerConnPeerAddress(pc);
-    g_autofree char *bad = NULL;
-    g_autoptr(GArray) named = NULL;
 
-    if (!msg->requester || !msg->requester->address ||
-        !(named = vrmNetworkListParse(msg->requester->address, &bad)) ||
-        !vrmNetworkListHasAddress(named, from)) {
+    if (!msg->requester || !vrmNetworkAddressEqual(msg->requester->address, from)) {
         vrmReportError(VRM_ERR_AUTH,
                        _("the request names the helper at %1$s but comes from %2$s: a helper may ask only as itself"),
                        msg->requester && msg->requester->address ? msg->requester->address : "?",

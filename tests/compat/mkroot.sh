@@ -45,6 +45,8 @@ packages=(
     # translation (xgettext, msgfmt: the .mo files; locales: the German
     # locale the translation test makes with localedef)
     python3-docutils dpkg-dev apparmor gettext locales
+    # the metrics file read back by a real Prometheus parser
+    python3-prometheus-client
 )
 
 if [ "$(id -u)" != 0 ]; then

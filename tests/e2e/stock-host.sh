@@ -280,6 +280,18 @@ check_helper_access() {
     # libvirt-qemu, cannot receive post-copy
     echo "$caps" | grep -q "^Post-copy: *only by a QEMU that runs as root (vm.unprivileged_userfaultfd = 0" ||
         fail "virt-rdma capabilities does not say that post-copy needs vm.unprivileged_userfaultfd on a stock host"
+    # the install's manual steps, as capabilities checks them (issue 35):
+    # libvirtd started after the package put the hook in place, and the
+    # QEMU profile includes virt-rdma's rule (unless this run leaves it out)
+    echo "$caps" | grep -qE "^ +libvirtd \(pid [0-9]+\) started after the hook was installed: it runs it" ||
+        fail "virt-rdma capabilities does not see that libvirtd runs the hook"
+    if [ "${VRM_STOCK_NO_QEMU_RULES:-0}" = 1 ]; then
+        echo "$caps" | grep -qF "libvirt's QEMU profile does not include virt-rdma's AppArmor rule" ||
+            fail "virt-rdma capabilities does not see the missing AppArmor include"
+    else
+        echo "$caps" | grep -qE "^AppArmor: +libvirt's QEMU profile includes virt-rdma's rule" ||
+            fail "virt-rdma capabilities does not see the AppArmor include"
+    fi
 }
 
 # check_guest_confined DOMAIN: its QEMU runs as libvirt-qemu in the

@@ -1115,22 +1115,6 @@ testFallbackHelperDown(void)
     helperFree(dst);
 }
 
-/* The source's helper is down, or refuses, or the domain carries no
- * locator: the destination's helper records the job over TCP */
-static void
-testFallbackSourceDown(void)
-{
-    Helper *dst = helperNewFallback(NULL, NULL, NULL);
-    g_autofree char *xml = domainXML(TEST_DOMAIN_UUID, freePort(), NULL);
-    g_auto(HookResult) r = { 0 };
-
-    helperStart(dst);
-    runHook(dst, xml, &r);
-    assertHookOverTcp(dst, &r, NULL);
-    assertRecordOverTcp(dst, "cannot reach the virt-rdma helper at 127.0.0.1:");
-    helperFree(dst);
-}
-
 /* What Prometheus' parser reads in the metrics file (vrmmetricsparse.py's
  * lines) */
 static char *
@@ -1288,34 +1272,55 @@ testMetricsNoDir(void)
     helperFree(h);
 }
 
+/* Causes RDMA owns, under fallback = tcp: the destination's helper
+ * records the job over TCP, with the cause, and the hook lets libvirt on */
+typedef enum {
+    FALLBACK_SOURCE_DOWN,       /* nobody listens at the locator */
+    FALLBACK_SOURCE_REFUSES,    /* the source's helper says no */
+    FALLBACK_NO_LOCATOR,        /* the domain carries none */
+} FallbackCause;
+
+typedef struct {
+    const char *path;
+    FallbackCause cause;
+    const char *want;           /* in the record's error */
+} FallbackCase;
+
+static const FallbackCase fallbackCases[] = {
+    { "/helperd/fallback-source-down", FALLBACK_SOURCE_DOWN,
+      "cannot reach the virt-rdma helper at 127.0.0.1:" },
+    { "/helperd/fallback-source-refuses", FALLBACK_SOURCE_REFUSES, "refused: fake refusal" },
+    { "/helperd/fallback-no-locator", FALLBACK_NO_LOCATOR, "carries no virt-rdma locator" },
+};
+
 static void
-testFallbackSourceRefuses(void)
+testFallback(gconstpointer data)
 {
+    const FallbackCase *fc = data;
     Helper *h = helperNewFallback(NULL, NULL, NULL);
     g_autofree char *key = g_build_filename(h->dir, "cluster.key", NULL);
-    vrmFakeSource *fs = vrmFakeSourceNew(key, FAKE_SOURCE_REFUSE, "/x");
-    g_autofree char *xml = domainXML(OTHER_UUID, fs->port, NULL);
+    vrmFakeSource *fs = NULL;
+    g_autofree char *xml = NULL;
     g_auto(HookResult) r = { 0 };
 
+    switch (fc->cause) {
+    case FALLBACK_SOURCE_DOWN:
+        xml = domainXML(TEST_DOMAIN_UUID, freePort(), NULL);
+        break;
+    case FALLBACK_SOURCE_REFUSES:
+        fs = vrmFakeSourceNew(key, FAKE_SOURCE_REFUSE, "/x");
+        xml = domainXML(OTHER_UUID, fs->port, NULL);
+        break;
+    case FALLBACK_NO_LOCATOR:
+        xml = domainXML(OTHER_UUID, 0, NULL);
+        break;
+    }
     helperStart(h);
     runHook(h, xml, &r);
     assertHookOverTcp(h, &r, NULL);
-    assertRecordOverTcp(h, "refused: fake refusal");
-    vrmFakeSourceFree(fs);
-    helperFree(h);
-}
-
-static void
-testFallbackNoLocator(void)
-{
-    Helper *h = helperNewFallback(NULL, NULL, NULL);
-    g_autofree char *xml = domainXML(OTHER_UUID, 0, NULL);
-    g_auto(HookResult) r = { 0 };
-
-    helperStart(h);
-    runHook(h, xml, &r);
-    assertHookOverTcp(h, &r, NULL);
-    assertRecordOverTcp(h, "carries no virt-rdma locator");
+    assertRecordOverTcp(h, fc->want);
+    if (fs)
+        vrmFakeSourceFree(fs);
     helperFree(h);
 }
 
@@ -2197,11 +2202,14 @@ main(int argc, char **argv)
     g_test_add_func("/helperd/no-locator", testNoLocator);
     g_test_add_func("/helperd/not-rdma", testNotRdma);
     g_test_add_func("/helperd/fallback-helper-down", testFallbackHelperDown);
-    g_test_add_func("/helperd/fallback-source-down", testFallbackSourceDown);
-    g_test_add_func("/helperd/fallback-source-refuses", testFallbackSourceRefuses);
     g_test_add_func("/helperd/metrics", testMetrics);
     g_test_add_func("/helperd/metrics-no-dir", testMetricsNoDir);
-    g_test_add_func("/helperd/fallback-no-locator", testFallbackNoLocator);
+    {
+        size_t i;
+
+        for (i = 0; i < G_N_ELEMENTS(fallbackCases); i++)
+            g_test_add_data_func(fallbackCases[i].path, &fallbackCases[i], testFallback);
+    }
     g_test_add_func("/helperd/fallback-not-for-everything", testFallbackNotForEverything);
     g_test_add_func("/helperd/events", testEvents);
     g_test_add_func("/helperd/log-flood", testLogFlood);

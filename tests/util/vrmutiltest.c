@@ -293,6 +293,16 @@ testNetworks(void)
     g_assert_true(vrmNetworkListHasSockaddr(nets, (struct sockaddr *)&in6));
     inet_pton(AF_INET6, "::ffff:10.0.0.9", &in6.sin6_addr);
     g_assert_false(vrmNetworkListHasSockaddr(nets, (struct sockaddr *)&in6));
+
+    /* one host, however written; a network or a name is no address */
+    g_assert_true(vrmNetworkAddressEqual("198.18.0.2", "198.18.0.2"));
+    g_assert_true(vrmNetworkAddressEqual("198.18.0.2", "::ffff:198.18.0.2"));
+    g_assert_true(vrmNetworkAddressEqual("fd00::1", "fd00:0::0:1"));
+    g_assert_false(vrmNetworkAddressEqual("198.18.0.2", "198.18.0.1"));
+    g_assert_false(vrmNetworkAddressEqual("198.18.0.0/16", "198.18.0.2"));
+    g_assert_false(vrmNetworkAddressEqual("localhost", "127.0.0.1"));
+    g_assert_false(vrmNetworkAddressEqual(NULL, "127.0.0.1"));
+    g_assert_false(vrmNetworkAddressEqual("::", "0.0.0.0"));
 }
 
 int
