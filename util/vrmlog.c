@@ -9,10 +9,13 @@
  */
 #include <config.h>
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "vrmlog.h"
@@ -21,6 +24,9 @@ static gint logLevel = -1;            /* -1: not yet read from the environment *
 static char *logProgram;
 static GMutex logLock;                /* one line at a time on stderr */
 static gint logJournal = -1;          /* -1: not yet looked at */
+static char *logJournalSocket;        /* NULL: systemd's */
+
+#define VRM_LOG_JOURNAL_SOCKET "/run/systemd/journal/socket"
 
 /* syslog priorities of the levels, for the journal's "<N>" prefix */
 static const int vrmLogJournalPriority[] = { 3, 4, 6, 7 };
@@ -125,24 +131,12 @@ vrmLogSanitize(const char *text)
     return g_string_free(out, FALSE);
 }
 
-void
-vrmLogMessage(vrmLogLevel level,
-              const char *file, const char *func, int line,
-              const char *fmt, ...)
+/* One line on stderr, in the format vrmLogStderrIsJournal() chose */
+static void
+vrmLogWriteLine(vrmLogLevel level, const char *func, int line, const char *msg)
 {
-    g_autofree char *raw = NULL;
-    g_autofree char *msg = NULL;
     g_autoptr(GDateTime) now = NULL;
     g_autofree char *stamp = NULL;
-    va_list ap;
-
-    if (level > vrmLogGetLevel())
-        return;
-
-    va_start(ap, fmt);
-    raw = g_strdup_vprintf(fmt, ap);
-    va_end(ap);
-    msg = vrmLogSanitize(raw);
 
     if (vrmLogStderrIsJournal()) {
         g_mutex_lock(&logLock);
@@ -169,5 +163,108 @@ vrmLogMessage(vrmLogLevel level,
                 logProgram ? logProgram : "virt-rdma", (int)getpid(),
                 vrmLogLevelNames[level], msg);
     g_mutex_unlock(&logLock);
+}
+
+void
+vrmLogMessage(vrmLogLevel level,
+              const char *file, const char *func, int line,
+              const char *fmt, ...)
+{
+    g_autofree char *raw = NULL;
+    g_autofree char *msg = NULL;
+    va_list ap;
+
+    if (level > vrmLogGetLevel())
+        return;
+
+    va_start(ap, fmt);
+    raw = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    msg = vrmLogSanitize(raw);
+    vrmLogWriteLine(level, func, line, msg);
     (void)file;
+}
+
+void
+vrmLogSetJournalSocket(const char *path)
+{
+    g_mutex_lock(&logLock);
+    g_free(logJournalSocket);
+    logJournalSocket = g_strdup(path);
+    g_mutex_unlock(&logLock);
+}
+
+static bool
+vrmLogFieldNameValid(const char *name)
+{
+    const char *p;
+
+    if (!name || !*name || *name == '_' || strlen(name) > 64)
+        return false;
+    for (p = name; *p; p++) {
+        if (!g_ascii_isupper(*p) && !g_ascii_isdigit(*p) && *p != '_')
+            return false;
+    }
+    return true;
+}
+
+/* The entry as the journal's native protocol has it (systemd.journal-fields(7),
+ * "KEY=VALUE\n" each, values made safe so no newline is left in them);
+ * false if the journal did not take it */
+static bool
+vrmLogJournalSend(vrmLogLevel level, const char *messageId,
+                  const vrmLogField *fields, size_t nfields, const char *msg)
+{
+    g_autoptr(GString) entry = g_string_new(NULL);
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    bool sent;
+    size_t i;
+    int fd;
+
+    g_string_append_printf(entry, "MESSAGE=%s: %s\nPRIORITY=%d\nSYSLOG_IDENTIFIER=%s\n",
+                           vrmLogLevelNames[level], msg, vrmLogJournalPriority[level],
+                           logProgram ? logProgram : "virt-rdma");
+    if (messageId)
+        g_string_append_printf(entry, "MESSAGE_ID=%s\n", messageId);
+    for (i = 0; i < nfields; i++) {
+        g_autofree char *value = NULL;
+
+        if (!fields[i].value || !vrmLogFieldNameValid(fields[i].name))
+            continue;
+        value = vrmLogSanitize(fields[i].value);
+        g_string_append_printf(entry, "%s=%s\n", fields[i].name, value);
+    }
+    g_mutex_lock(&logLock);
+    g_strlcpy(sa.sun_path, logJournalSocket ? logJournalSocket : VRM_LOG_JOURNAL_SOCKET,
+              sizeof(sa.sun_path));
+    g_mutex_unlock(&logLock);
+    if ((fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0)
+        return false;
+    /* a full journal does not hold us: the line goes to stderr instead */
+    sent = sendto(fd, entry->str, entry->len, MSG_NOSIGNAL,
+                  (struct sockaddr *)&sa, sizeof(sa)) == (ssize_t)entry->len;
+    close(fd);
+    return sent;
+}
+
+void
+vrmLogStructured(vrmLogLevel level, const char *messageId,
+                 const vrmLogField *fields, size_t nfields,
+                 const char *fmt, ...)
+{
+    g_autofree char *raw = NULL;
+    g_autofree char *msg = NULL;
+    va_list ap;
+
+    if (level > vrmLogGetLevel())
+        return;
+
+    va_start(ap, fmt);
+    raw = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    msg = vrmLogSanitize(raw);
+    if (vrmLogStderrIsJournal() &&
+        vrmLogJournalSend(level, messageId, fields, nfields, msg))
+        return;
+    vrmLogWriteLine(level, "", 0, msg);
 }

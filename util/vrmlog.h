@@ -11,6 +11,13 @@
  *
  *   vrmLogSanitize(text)       that escaping, for text shown anywhere else
  *   vrmLogStderrIsJournal()    what the format decision is based on
+ *   vrmLogStructured(level, msgid, fields, n, fmt, ...)
+ *                              an important event: under systemd, one entry
+ *                              of the journal's native protocol with the
+ *                              fields (DOMAIN_UUID=..., JOB_ID=...) and
+ *                              MESSAGE_ID, so that `journalctl JOB_ID=42`
+ *                              finds it; elsewhere the same line as
+ *                              vrmLogMessage()
  */
 #pragma once
 
@@ -41,6 +48,21 @@ void vrmLogMessage(vrmLogLevel level,
                    const char *file, const char *func, int line,
                    const char *fmt, ...)
     G_GNUC_PRINTF(5, 6);
+
+/* One field of a journal entry: NAME of [A-Z0-9_], not starting with '_';
+ * a NULL value leaves the field out */
+typedef struct {
+    const char *name;
+    const char *value;
+} vrmLogField;
+
+void vrmLogStructured(vrmLogLevel level, const char *messageId,
+                      const vrmLogField *fields, size_t nfields,
+                      const char *fmt, ...)
+    G_GNUC_PRINTF(5, 6);
+/* Where the journal's native socket is (tests; default
+ * /run/systemd/journal/socket) */
+void vrmLogSetJournalSocket(const char *path);
 
 #define VRM_ERROR_LOG(...) \
     vrmLogMessage(VRM_LOG_ERROR, __FILE__, __func__, __LINE__, __VA_ARGS__)

@@ -84,8 +84,9 @@ vrmDestOverTcp(vrmHelperDaemon *d, vrmHelperJob *job, int code, const char *why)
     /* what the hook reads; the job itself may be pruned by the end */
     vrmJobRecord *rec = vrmJobRecordCopy(job->record);
 
-    VRM_WARN(_("job %1$llu: %2$s migrates in over TCP, not RDMA ([migration] fallback = tcp): %3$s"),
-             job->record->id, job->record->domainName, why);
+    vrmHelperJobLog(job, VRM_LOG_WARNING, VRM_JOB_LOG_OVER_TCP,
+                    _("job %1$llu: %2$s migrates in over TCP, not RDMA ([migration] fallback = tcp): %3$s"),
+                    job->record->id, job->record->domainName, why);
     rec->state = VRM_JOB_STATE_OVER_TCP;
     g_free(rec->error);
     rec->error = g_strdup(reason);
@@ -430,9 +431,10 @@ vrmHelperDestIncoming(vrmHelperDaemon *d, vrmControlMessage *msg,
         vrmDestFailLast(d, job);
         return;
     }
-    VRM_INFO("job %llu: %s (%s) migrates in from %s (%s)", job->record->id,
-             msg->domainName, msg->domainUUID, msg->migration->locator->host,
-             vrmPeerConnPeerName(job->peer));
+    vrmHelperJobLog(job, VRM_LOG_INFO, VRM_JOB_LOG_STARTED,
+                    "job %llu: %s (%s) migrates in from %s (%s)", job->record->id,
+                    msg->domainName, msg->domainUUID, msg->migration->locator->host,
+                    vrmPeerConnPeerName(job->peer));
     vrmHelperJobsSave(d, job);
 }
 

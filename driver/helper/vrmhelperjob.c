@@ -4,6 +4,7 @@
 #include <config.h>
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -86,6 +87,58 @@ vrmJobStateCanChange(vrmJobState from, vrmJobState to)
     return to > from;
 }
 
+/* Fixed for good: journalctl MESSAGE_ID=... finds the event on any host */
+static const char *const vrmJobLogMessageIds[] = {
+    [VRM_JOB_LOG_STARTED] = "e01b2fd7242d4d8bbd2df3a220f67f69",
+    [VRM_JOB_LOG_STATE] = "62248edd73f2435c9688d73f38fe07de",
+    [VRM_JOB_LOG_ENDED] = "c8b0123f8d954a389bbf1b5553d62d48",
+    [VRM_JOB_LOG_OVER_TCP] = "1d618416cef3402c86cd857e692bc584",
+};
+G_STATIC_ASSERT(G_N_ELEMENTS(vrmJobLogMessageIds) == VRM_JOB_LOG_LAST);
+
+const char *
+vrmJobLogMessageId(vrmJobLogEvent event)
+{
+    return event < VRM_JOB_LOG_LAST ? vrmJobLogMessageIds[event] : NULL;
+}
+
+/* The other end, as far as the job knows it: the destination's helper of
+ * an outgoing job, the source's helper of an incoming one */
+static const char *
+vrmHelperJobPeerHost(const vrmHelperJob *job)
+{
+    if (job->record->role == VRM_JOB_ROLE_DESTINATION)
+        return job->sourceLocator ? job->sourceLocator->host : NULL;
+    if (job->record->migration && job->record->migration->locator)
+        return job->record->migration->locator->host;
+    return NULL;
+}
+
+void
+vrmHelperJobLog(const vrmHelperJob *job, vrmLogLevel level, vrmJobLogEvent event,
+                const char *fmt, ...)
+{
+    const vrmJobRecord *r = job->record;
+    g_autofree char *id = g_strdup_printf("%llu", r->id);
+    g_autofree char *msg = NULL;
+    vrmLogField fields[] = {
+        { "JOB_ID", id },
+        { "JOB_ROLE", vrmJobRoleTypeToString(r->role) },
+        { "DOMAIN", r->domainName },
+        { "DOMAIN_UUID", r->domainUUID },
+        { "PEER", vrmHelperJobPeerHost(job) },
+    };
+    va_list ap;
+
+    if (level > vrmLogGetLevel())
+        return;
+    va_start(ap, fmt);
+    msg = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    vrmLogStructured(level, vrmJobLogMessageId(event), fields, G_N_ELEMENTS(fields),
+                     "%s", msg);
+}
+
 int
 vrmHelperJobSetState(vrmHelperJob *job, vrmJobState state, const char *error)
 {
@@ -100,9 +153,11 @@ vrmHelperJobSetState(vrmHelperJob *job, vrmJobState state, const char *error)
                        vrmJobStateTypeToString(state));
         return -1;
     }
-    VRM_INFO("job %llu: %s -> %s%s%s", r->id,
-             vrmJobStateTypeToString(r->state), vrmJobStateTypeToString(state),
-             error ? ": " : "", error ? error : "");
+    vrmHelperJobLog(job, VRM_LOG_INFO,
+                    vrmJobStateIsFinal(state) ? VRM_JOB_LOG_ENDED : VRM_JOB_LOG_STATE,
+                    "job %llu: %s -> %s%s%s", r->id,
+                    vrmJobStateTypeToString(r->state), vrmJobStateTypeToString(state),
+                    error ? ": " : "", error ? error : "");
     r->state = state;
     if (state == VRM_JOB_STATE_FAILED || state == VRM_JOB_STATE_CANCELLED ||
         state == VRM_JOB_STATE_OVER_TCP || state == VRM_JOB_STATE_UNKNOWN) {

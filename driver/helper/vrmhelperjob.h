@@ -29,6 +29,11 @@
  *   vrmHelperJobSave(job, dir)                job-<id>.xml (+ .run if live)
  *   vrmHelperJobRemoveFiles(dir, id)
  *   vrmHelperJobLoadDir(dir)                  every job-*.xml, oldest first
+ *   vrmHelperJobLog(job, level, event, fmt, ...)
+ *                                             a job's important event, with
+ *                                             its journal fields (vrmlog.h):
+ *                                             JOB_ID, DOMAIN, DOMAIN_UUID,
+ *                                             JOB_ROLE, PEER, MESSAGE_ID
  */
 #pragma once
 
@@ -38,6 +43,7 @@
 #include <glib.h>
 
 #include "vrmcontrol.h"
+#include "vrmlog.h"
 #include "vrmhelperrundir.h"
 #include "vrmenginestats.h"
 
@@ -103,11 +109,27 @@ struct _vrmHelperJob {
     unsigned int waitStream;        /* s its engine waits for QEMU, 0: none */
 };
 
+/* The events a fleet's log search asks for, each with its MESSAGE_ID
+ * (docs/helper.rst lists them) */
+typedef enum {
+    VRM_JOB_LOG_STARTED,        /* a job began: migrates in or out */
+    VRM_JOB_LOG_STATE,          /* connected, transferring */
+    VRM_JOB_LOG_ENDED,          /* a final state, with its cause */
+    VRM_JOB_LOG_OVER_TCP,       /* RDMA gave way to libvirt's TCP */
+
+    VRM_JOB_LOG_LAST
+} vrmJobLogEvent;
+
+const char *vrmJobLogMessageId(vrmJobLogEvent event);
+
 vrmHelperJob *vrmHelperJobNew(unsigned long long id, vrmJobRole role);
 void vrmHelperJobFree(vrmHelperJob *job);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(vrmHelperJob, vrmHelperJobFree);
 
 bool vrmJobStateCanChange(vrmJobState from, vrmJobState to);
+void vrmHelperJobLog(const vrmHelperJob *job, vrmLogLevel level,
+                     vrmJobLogEvent event, const char *fmt, ...)
+    G_GNUC_PRINTF(4, 5);
 int vrmHelperJobSetState(vrmHelperJob *job, vrmJobState state,
                          const char *error);
 

@@ -578,13 +578,15 @@ vrmSourceFacts(vrmDomainFacts *facts, gpointer opaque)
                           vrmSourceListenExpired);
     vrmHelperJobsWatchWaiters(d);
     if (job->recoveryOf)
-        VRM_INFO("job %llu: recovery of the post-copy migration of %s (%s) to %s (its job %llu); the engines wait %u s for QEMU",
-                 job->record->id, f->name, f->uuid, vrmPeerConnPeerName(job->peer),
-                 job->recoveryOf, job->waitStream);
+        vrmHelperJobLog(job, VRM_LOG_INFO, VRM_JOB_LOG_STARTED,
+                        "job %llu: recovery of the post-copy migration of %s (%s) to %s (its job %llu); the engines wait %u s for QEMU",
+                        job->record->id, f->name, f->uuid, vrmPeerConnPeerName(job->peer),
+                        job->recoveryOf, job->waitStream);
     else
-        VRM_INFO("job %llu: %s (%s) migrates out to %s, owner %u%s", job->record->id,
-                 f->name, f->uuid, vrmPeerConnPeerName(job->peer), job->record->owner,
-                 job->record->hasIntent ? ", with an intent" : "");
+        vrmHelperJobLog(job, VRM_LOG_INFO, VRM_JOB_LOG_STARTED,
+                        "job %llu: %s (%s) migrates out to %s, owner %u%s", job->record->id,
+                        f->name, f->uuid, vrmPeerConnPeerName(job->peer), job->record->owner,
+                        job->record->hasIntent ? ", with an intent" : "");
     vrmSourceRequestFree(req);
 }
 

@@ -3,7 +3,11 @@
  */
 #include <config.h>
 
+#include <fcntl.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <glib/gstdio.h>
@@ -312,6 +316,63 @@ testLoadMissingDir(void)
     g_assert_nonnull(strstr(vrmGetLastErrorMessage(), "/nonexistent/virt-rdma-state"));
 }
 
+/* Under systemd a job's end reaches the journal with its fields: `journalctl
+ * JOB_ID=7` or `MESSAGE_ID=<ended>` finds it (issue 35 item 4) */
+static void
+testJournalFields(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("vrmjobtest-journal-XXXXXX", NULL);
+    g_autofree char *sockPath = g_build_filename(dir, "socket", NULL);
+    g_autofree char *errPath = g_build_filename(dir, "stderr", NULL);
+    g_autofree char *env = NULL;
+    g_autofree char *msgid = g_strdup_printf("MESSAGE_ID=%s\n",
+                                             vrmJobLogMessageId(VRM_JOB_LOG_ENDED));
+    g_autoptr(vrmHelperJob) job = vrmHelperJobNew(7, VRM_JOB_ROLE_DESTINATION);
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    int sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    int errFd = open(errPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int saved = dup(STDERR_FILENO);
+    char entry[4096];
+    struct stat st;
+    ssize_t n;
+
+    g_strlcpy(sa.sun_path, sockPath, sizeof(sa.sun_path));
+    g_assert_cmpint(bind(sock, (struct sockaddr *)&sa, sizeof(sa)), ==, 0);
+    g_assert_cmpint(fstat(errFd, &st), ==, 0);
+    env = g_strdup_printf("%llu:%llu", (unsigned long long)st.st_dev,
+                          (unsigned long long)st.st_ino);
+    dup2(errFd, STDERR_FILENO);
+    g_setenv("JOURNAL_STREAM", env, TRUE);
+    vrmLogResetJournal();
+    vrmLogSetJournalSocket(sockPath);
+    vrmLogSetLevel(VRM_LOG_INFO);
+
+    job->record->domainName = g_strdup("web1");
+    job->record->domainUUID = g_strdup("7b9c1a2e-3f4d-4e5f-8a6b-0c1d2e3f4a5b");
+    job->sourceLocator = vrmLocatorNew("hv-1.example.org", "192.0.2.1", 16530);
+    g_assert_cmpint(vrmHelperJobSetState(job, VRM_JOB_STATE_FAILED, "boom"), ==, 0);
+
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    close(errFd);
+    g_unsetenv("JOURNAL_STREAM");
+    vrmLogResetJournal();
+    vrmLogSetJournalSocket(NULL);
+    n = recv(sock, entry, sizeof(entry) - 1, MSG_DONTWAIT);
+    g_assert_cmpint(n, >, 0);
+    entry[n] = '\0';
+    g_test_message("entry:\n%s", entry);
+    g_assert_nonnull(strstr(entry, "MESSAGE=info: job 7: negotiating -> failed: boom\n"));
+    g_assert_nonnull(strstr(entry, msgid));
+    g_assert_nonnull(strstr(entry, "JOB_ID=7\nJOB_ROLE=destination\nDOMAIN=web1\n"
+                            "DOMAIN_UUID=7b9c1a2e-3f4d-4e5f-8a6b-0c1d2e3f4a5b\n"
+                            "PEER=hv-1.example.org\n"));
+    close(sock);
+    unlink(sockPath);
+    unlink(errPath);
+    rmdir(dir);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -325,5 +386,6 @@ main(int argc, char **argv)
     g_test_add_func("/helper/job/key", testJobKey);
     g_test_add_func("/helper/job/save-load", testSaveLoad);
     g_test_add_func("/helper/job/load-missing-dir", testLoadMissingDir);
+    g_test_add_func("/helper/job/journal-fields", testJournalFields);
     return g_test_run();
 }

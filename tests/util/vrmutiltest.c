@@ -8,7 +8,9 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <arpa/inet.h>
@@ -175,9 +177,32 @@ testSanitize(void)
     }
 }
 
-/* Log one warning with stderr on a file and return what was written */
+static void
+logOneWarning(void)
+{
+    VRM_WARN("peer said: %s", "evil\nwarning: forged");
+}
+
+static void
+logOneEvent(void)
+{
+    const vrmLogField fields[] = {
+        { "DOMAIN_UUID", "7b9c1a2e-3f4d-4e5f-8a6b-0c1d2e3f4a5b" },
+        { "JOB_ID", "42" },
+        { "PEER", "evil\nPRIORITY=0" },
+        { "_PID", "1" },              /* trusted fields are the journal's own */
+        { "bad name", "x" },
+        { "UNSET", NULL },
+    };
+
+    vrmLogStructured(VRM_LOG_WARNING, "0123456789abcdef0123456789abcdef",
+                     fields, G_N_ELEMENTS(fields), "job %d: %s", 42, "over TCP");
+}
+
+/* Log one warning (or what @emit logs) with stderr on a file and return
+ * what was written */
 static char *
-logToFile(const char *journalEnv, bool matchStderr)
+logToFileWith(void (*emit)(void), const char *journalEnv, bool matchStderr)
 {
     g_autofree char *path = g_build_filename(g_get_tmp_dir(), "vrmutiltest-log-XXXXXX", NULL);
     int fd = g_mkstemp(path);
@@ -199,7 +224,7 @@ logToFile(const char *journalEnv, bool matchStderr)
         g_unsetenv("JOURNAL_STREAM");
     }
     vrmLogResetJournal();
-    VRM_WARN("peer said: %s", "evil\nwarning: forged");
+    emit();
     fflush(stderr);
     dup2(saved, STDERR_FILENO);
     close(saved);
@@ -209,6 +234,62 @@ logToFile(const char *journalEnv, bool matchStderr)
     g_unsetenv("JOURNAL_STREAM");
     vrmLogResetJournal();
     return data;
+}
+
+static char *
+logToFile(const char *journalEnv, bool matchStderr)
+{
+    return logToFileWith(logOneWarning, journalEnv, matchStderr);
+}
+
+/*
+ * Important events under systemd: one entry of the journal's native
+ * protocol with MESSAGE_ID and the job's fields (issue 35 item 4), none
+ * of a value able to start a field of its own; with no journal listening,
+ * or stderr not the journal, the same line as ever.
+ */
+static void
+testJournalFields(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("vrmutiltest-journal-XXXXXX", NULL);
+    g_autofree char *path = g_build_filename(dir, "socket", NULL);
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    g_autofree char *onStderr = NULL;
+    g_autofree char *fallback = NULL;
+    g_autofree char *plain = NULL;
+    char entry[4096];
+    ssize_t n;
+
+    g_strlcpy(sa.sun_path, path, sizeof(sa.sun_path));
+    g_assert_cmpint(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), ==, 0);
+    vrmLogSetProgram("vrmutiltest");
+    vrmLogSetJournalSocket(path);
+    onStderr = logToFileWith(logOneEvent, NULL, true);
+    g_assert_cmpstr(onStderr, ==, "");
+    n = recv(fd, entry, sizeof(entry) - 1, MSG_DONTWAIT);
+    g_assert_cmpint(n, >, 0);
+    entry[n] = '\0';
+    g_test_message("entry:\n%s", entry);
+    g_assert_cmpstr(entry, ==,
+                    "MESSAGE=warning: job 42: over TCP\n"
+                    "PRIORITY=4\n"
+                    "SYSLOG_IDENTIFIER=vrmutiltest\n"
+                    "MESSAGE_ID=0123456789abcdef0123456789abcdef\n"
+                    "DOMAIN_UUID=7b9c1a2e-3f4d-4e5f-8a6b-0c1d2e3f4a5b\n"
+                    "JOB_ID=42\n"
+                    "PEER=evil\\x0aPRIORITY=0\n");
+
+    /* nobody listens: the line goes to stderr as before */
+    close(fd);
+    unlink(path);
+    fallback = logToFileWith(logOneEvent, NULL, true);
+    g_assert_cmpstr(fallback, ==, "<4>warning: job 42: over TCP\n");
+    /* not under systemd: a plain line */
+    plain = logToFileWith(logOneEvent, NULL, false);
+    g_assert_nonnull(strstr(plain, "] warning: job 42: over TCP\n"));
+    vrmLogSetJournalSocket(NULL);
+    rmdir(dir);
 }
 
 static void
@@ -317,5 +398,6 @@ main(int argc, char **argv)
     g_test_add_func("/util/limits/pinned", testPinned);
     g_test_add_func("/util/log/sanitize", testSanitize);
     g_test_add_func("/util/log/journal", testJournal);
+    g_test_add_func("/util/log/journal-fields", testJournalFields);
     return g_test_run();
 }
