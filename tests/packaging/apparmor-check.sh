@@ -3,6 +3,9 @@
 # installs compiles (apparmor_parser -QT: parse and compile, load nothing)
 # inside a profile that includes it as Debian's profiles do, beside
 # abstractions/base. A snippet with a syntax error must fail the same way.
+# The snippets are also found as abstractions/NAME (an -I directory), so
+# that the libvirt-qemu.d drop-in's include of abstractions/virt-rdma-qemu
+# resolves to this tree's file.
 set -uo pipefail
 
 parser=$(command -v apparmor_parser || echo /sbin/apparmor_parser)
@@ -20,8 +23,13 @@ profile virt-rdma-check flags=(attach_disconnected) {
   #include "$1"
 }
 PROFILE
-    "$parser" -QT -K "$tmp/profile" > "$tmp/out" 2>&1
+    "$parser" -QT -K -I "$tmp/inc" "$tmp/profile" > "$tmp/out" 2>&1
 }
+
+mkdir -p "$tmp/inc/abstractions"
+for f in "$@"; do
+    cp "$f" "$tmp/inc/abstractions/$(basename "$f")"
+done
 
 fail=0
 printf '  /run/virt-rdma/qemu/*/migrate.sock rw\n' > "$tmp/broken"   # no ','

@@ -34,7 +34,7 @@ has virt-rdmad /usr/sbin/virt-rdmad /usr/sbin/virt-rdma-hook \
     /usr/libexec/virt-rdma/virt-rdma-engine /etc/libvirt/hooks/qemu.d/virt-rdma \
     /etc/virt-rdma/virt-rdmad.conf /lib/systemd/system/virt-rdmad.service \
     /lib/systemd/system/virt-rdmad.socket /etc/apparmor.d/abstractions/virt-rdma-qemu \
-    /etc/apparmor.d/abstractions/virt-rdma-libvirtd
+    /etc/apparmor.d/abstractions/virt-rdma-libvirtd /etc/apparmor.d/abstractions/libvirt-qemu.d/virt-rdma
 has virt-rdma /usr/bin/virt-rdma
 has libvirtrdma0 "/usr/lib/$multiarch/libvirtrdma.so.0" "/usr/lib/$multiarch/libvirtrdma.so.0.1.0"
 has libvirtrdma-dev /usr/include/virt-rdma/virt-rdma.h "/usr/lib/$multiarch/libvirtrdma.so" \
@@ -43,7 +43,8 @@ has virt-rdma-common /usr/share/virt-rdma/schemas/migration.rng \
     /usr/share/locale/de/LC_MESSAGES/virt-rdma.mo
 
 dpkg-deb -e "$(deb virt-rdmad)" "$tmp/control"
-printf '%s\n' /etc/apparmor.d/abstractions/virt-rdma-libvirtd \
+printf '%s\n' /etc/apparmor.d/abstractions/libvirt-qemu.d/virt-rdma \
+    /etc/apparmor.d/abstractions/virt-rdma-libvirtd \
     /etc/apparmor.d/abstractions/virt-rdma-qemu /etc/virt-rdma/virt-rdmad.conf > "$tmp/conffiles"
 diff -u "$tmp/conffiles" "$tmp/control/conffiles" || bad "virt-rdmad's conffiles are not the expected ones"
 grep -q 'addgroup --quiet --system virt-rdma$' "$tmp/control/postinst" ||

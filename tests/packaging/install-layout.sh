@@ -31,6 +31,7 @@ meson install -C "$build" --destdir "$d" --no-rebuild --quiet > "$tmp/install.lo
 multiarch=$(cc -print-multiarch)
 unitdir=$(pkg-config --variable=systemdsystemunitdir systemd 2>/dev/null || echo /usr/lib/systemd/system)
 cat > "$tmp/expected" <<LIST
+/etc/apparmor.d/abstractions/libvirt-qemu.d/virt-rdma
 /etc/apparmor.d/abstractions/virt-rdma-libvirtd
 /etc/apparmor.d/abstractions/virt-rdma-qemu
 /etc/libvirt/hooks/qemu.d/virt-rdma

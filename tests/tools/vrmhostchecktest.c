@@ -162,10 +162,16 @@ testAppArmor(void)
     g_assert_cmpint(vrmHostCheckAppArmor(root, &detail), ==, VRM_HOST_CHECK_OK);
     g_clear_pointer(&detail, g_free);
 
-    /* or a drop-in of libvirt-qemu.d */
+    /* or the package's drop-in of libvirt-qemu.d, where libvirt reads the
+     * directory (Debian 13), and not where it does not (Debian 12) */
     put(root, "/etc/apparmor.d/local/abstractions/libvirt-qemu", "");
     put(root, "/etc/apparmor.d/abstractions/libvirt-qemu.d/virt-rdma",
         "include <abstractions/virt-rdma-qemu>\n");
+    g_assert_cmpint(vrmHostCheckAppArmor(root, &detail), ==, VRM_HOST_CHECK_PROBLEM);
+    g_clear_pointer(&detail, g_free);
+    put(root, "/etc/apparmor.d/abstractions/libvirt-qemu",
+        "  include if exists <abstractions/libvirt-qemu.d>\n"
+        "  include if exists <local/abstractions/libvirt-qemu>\n");
     g_assert_cmpint(vrmHostCheckAppArmor(root, &detail), ==, VRM_HOST_CHECK_OK);
     g_clear_pointer(&detail, g_free);
     removeRoot(root);

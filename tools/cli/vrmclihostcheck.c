@@ -170,7 +170,10 @@ vrmHostCheckAppArmor(const char *root, char **detail)
                                   VRM_APPARMOR_OURS);
         return VRM_HOST_CHECK_PROBLEM;
     }
-    if (!included && (dir = g_dir_open(dirPath, 0, NULL))) {
+    /* the drop-in directory counts where libvirt's abstraction reads it
+     * (libvirt 10 and later: Debian 13, not Debian 12's 9.0) */
+    if (!included && strstr(libvirt, "abstractions/libvirt-qemu.d") &&
+        (dir = g_dir_open(dirPath, 0, NULL))) {
         while (!included && (name = g_dir_read_name(dir))) {
             g_autofree char *path = g_strconcat(VRM_APPARMOR_LIBVIRT_DIR "/", name, NULL);
             g_autofree char *text = vrmHostCheckRead(root, path);

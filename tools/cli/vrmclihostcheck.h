@@ -9,8 +9,9 @@
  *   vrmHostCheckAppArmor(root, &detail)
  *       with AppArmor on and libvirt confining QEMU, virt-rdma's rule
  *       (abstractions/virt-rdma-qemu) reaches the guests' profiles only
- *       through an include in local/abstractions/libvirt-qemu (or a file of
- *       abstractions/libvirt-qemu.d)
+ *       through an include in local/abstractions/libvirt-qemu, or a file of
+ *       abstractions/libvirt-qemu.d where libvirt reads that directory
+ *       (the package's drop-in: libvirt 10 and later)
  * Every path is read under @root: "" on a host, a test's tree in tests.
  * @detail: one translated sentence saying what was found (and, for a
  * problem, what to type).
