@@ -76,7 +76,16 @@ expect 2 "--xml: '$tmp/empty.xml' is not a domain XML file" migrate -c "$nowhere
 expect 1 "no-such-file.xml" migrate -c "$nowhere" --tls --auto-converge --auto-converge-initial 30 --compressed --comp-methods zlib web1 qemu+tcp://b/system
 expect 2 "migrate takes a domain and a destination URI" migrate --domain web1
 expect 2 "unexpected argument 'extra'" migrate web1 qemu:///x extra
-expect 2 "unknown command 'migarte'" migarte web1
+expect 2 "unknown command 'migarte'; the commands are migrate, jobinfo, jobs, events, uri, capabilities and bench" migarte web1
+# virsh's habits: -c URI before the command (for those that use libvirt),
+# help COMMAND
+expect 1 "no-such-file.xml" -c "$nowhere" migrate --live web1 qemu+tcp://b/system
+expect 1 "no-such-file.xml" --connect="$nowhere" uri web1
+expect 2 "'jobs' does not use libvirt: -c goes with migrate, jobinfo and uri" -c "$nowhere" jobs
+expect 2 "-c takes a libvirt URI and a command" -c "$nowhere"
+expect 2 "unknown command 'nosuch'" help nosuch
+"$cli" help events | grep -qE "^  virt-rdma events \[" && echo "ok: virt-rdma help events" ||
+    fail "virt-rdma help events does not print the events command's help"
 expect 2 "bench runs as '--server --address ADDR'" bench
 # an engine that dies at once is reported at once, with its exit status,
 # not after the connect deadline (it used to hang in accept())
