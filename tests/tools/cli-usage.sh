@@ -82,6 +82,14 @@ expect 2 "unknown command 'migarte'; the commands are migrate, jobinfo, jobs, ev
 expect 1 "no-such-file.xml" -c "$nowhere" migrate --live web1 qemu+tcp://b/system
 expect 1 "no-such-file.xml" --connect="$nowhere" uri web1
 expect 2 "'jobs' does not use libvirt: -c goes with migrate, jobinfo and uri" -c "$nowhere" jobs
+expect 1 "no-such-file.xml" uri -c "$nowhere" --domain web1
+expect 2 "uri takes one domain" uri -c "$nowhere" --domain web1 web2
+# a UUID needs no libvirt: the path, with a warning that nothing was checked
+expect 0 "virt-rdma: warning: cannot ask libvirt" uri -c "$nowhere" 7B9C1A2E-3F4D-4E5F-8A6B-0C1D2E3F4A5B
+grep -qx "unix:///run/virt-rdma/qemu/7b9c1a2e-3f4d-4e5f-8a6b-0c1d2e3f4a5b/migrate.sock" "$tmp/out" &&
+    echo "ok: virt-rdma uri UUID without libvirt: $(cat "$tmp/out")" ||
+    fail "virt-rdma uri UUID without libvirt printed '$(cat "$tmp/out")'"
+
 expect 2 "-c takes a libvirt URI and a command" -c "$nowhere"
 expect 2 "unknown command 'nosuch'" help nosuch
 "$cli" help events | grep -qE "^  virt-rdma events \[" && echo "ok: virt-rdma help events" ||

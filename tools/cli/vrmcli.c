@@ -41,6 +41,18 @@ vrmCliError(const char *fmt, ...)
     fprintf(stderr, _("virt-rdma: error: %1$s\n"), msg);
 }
 
+void
+vrmCliWarning(const char *fmt, ...)
+{
+    g_autofree char *msg = NULL;
+    va_list ap;
+
+    va_start(ap, fmt);
+    msg = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    fprintf(stderr, _("virt-rdma: warning: %1$s\n"), msg);
+}
+
 virDomainPtr
 vrmCliLookupDomain(virConnectPtr conn, const char *name)
 {

@@ -32,6 +32,8 @@ void vrmCliJobFormatJSON(GString *out, const vrmJobRecord *rec);
 char *vrmCliPrettySize(unsigned long long bytes);
 /* Print "virt-rdma: error: <msg>" on stderr. */
 void vrmCliError(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
+/* Print "virt-rdma: warning: <msg>" on stderr. */
+void vrmCliWarning(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
 
 /*
  * The domain named by @name as virsh finds it: an ID (a number >= 0), then
