@@ -270,7 +270,12 @@ vrmDestPeerMessage(vrmPeerConn *pc, vrmPeerMessage *msg, gpointer opaque)
         vrmDestFail(d, job, m->errorCode, why);
         return;
     }
-    if (job->phase == VRM_PHASE_DST_REQUESTED && m->type == VRM_PEER_MIGRATION_OFFER) {
+    if (m->type != vrmHelperPhaseExpects(job->phase)) {
+        vrmDestFail(d, job, VRM_ERR_PROTOCOL,
+                    _("the source host's virt-rdmad sent a message out of turn"));
+        return;
+    }
+    if (m->type == VRM_PEER_MIGRATION_OFFER) {
         if (vrmDestTakeOffer(d, job, m) < 0) {
             vrmDestFailLast(d, job);
             return;
@@ -281,16 +286,12 @@ vrmDestPeerMessage(vrmPeerConn *pc, vrmPeerMessage *msg, gpointer opaque)
         vrmHelperJobsWatchWaiters(d);
         return;
     }
-    if (job->phase == VRM_PHASE_DST_ANSWERED && m->type == VRM_PEER_MIGRATION_RESULT) {
-        g_clear_pointer(&job->peer, vrmPeerConnFinish);
-        vrmHelperJobsSetPhase(d, job, VRM_PHASE_DST_RUNNING, 0, NULL);
-        vrmHelperJobsSave(d, job);
-        VRM_INFO("job %llu: negotiated; the hook lets libvirt go on", job->record->id);
-        vrmDestReplyWaiter(job, VRM_ERR_OK, NULL);
-        return;
-    }
-    vrmDestFail(d, job, VRM_ERR_PROTOCOL,
-                _("the source host's virt-rdmad sent a message out of turn"));
+    /* the result: ok, the hook may let libvirt go on */
+    g_clear_pointer(&job->peer, vrmPeerConnFinish);
+    vrmHelperJobsSetPhase(d, job, VRM_PHASE_DST_RUNNING, 0, NULL);
+    vrmHelperJobsSave(d, job);
+    VRM_INFO("job %llu: negotiated; the hook lets libvirt go on", job->record->id);
+    vrmDestReplyWaiter(job, VRM_ERR_OK, NULL);
 }
 
 static void
@@ -318,7 +319,7 @@ static void
 vrmDestEnded(vrmHelperDaemon *d, vrmHelperJob *job, vrmJobState state,
              const char *reason)
 {
-    if (job->phase != VRM_PHASE_DST_RUNNING && job->phase != 0) {
+    if (job->phase != VRM_PHASE_DST_RUNNING && job->phase != VRM_PHASE_NONE) {
         vrmDestFail(d, job, VRM_ERR_PEER, reason ? reason :
                     _("the destination engine ended during the negotiation"));
         return;

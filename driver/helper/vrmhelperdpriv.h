@@ -35,17 +35,29 @@
 #include "vrmhelpervirt.h"
 #include "vrmnegotiation.h"
 
-/* Where a job's flow is. Source: */
-#define VRM_PHASE_SRC_STARTING 1    /* engine spawned, not yet listening */
-#define VRM_PHASE_SRC_OFFERED 2     /* offer sent, waiting for the answer */
-#define VRM_PHASE_SRC_RUNNING 3     /* result ok sent: QEMU's turn */
-#define VRM_PHASE_SRC_OUTCOME 4     /* engine ended: asking libvirt how it went */
-/* Destination: */
-#define VRM_PHASE_DST_CONNECTING 11 /* reaching the source's helper */
-#define VRM_PHASE_DST_REQUESTED 12  /* request sent, waiting for the offer */
-#define VRM_PHASE_DST_STARTING 13   /* engine spawned, not yet connected */
-#define VRM_PHASE_DST_ANSWERED 14   /* answer sent, waiting for the result */
-#define VRM_PHASE_DST_RUNNING 15    /* the hook has its reply: QEMU's turn */
+/* Where a job's flow is (vrmHelperJob.phase); vrmHelperPhaseExpects()
+ * says which peer message each one waits for */
+typedef enum {
+    VRM_PHASE_NONE,             /* none yet (a record loaded, not adopted) */
+    /* source */
+    VRM_PHASE_SRC_STARTING,     /* engine spawned, not yet listening */
+    VRM_PHASE_SRC_OFFERED,      /* offer sent, waiting for the answer */
+    VRM_PHASE_SRC_RUNNING,      /* result ok sent: QEMU's turn */
+    VRM_PHASE_SRC_OUTCOME,      /* engine ended: asking libvirt how it went */
+    /* destination */
+    VRM_PHASE_DST_CONNECTING,   /* reaching the source's helper */
+    VRM_PHASE_DST_REQUESTED,    /* request sent, waiting for the offer */
+    VRM_PHASE_DST_STARTING,     /* engine spawned, not yet connected */
+    VRM_PHASE_DST_ANSWERED,     /* answer sent, waiting for the result */
+    VRM_PHASE_DST_RUNNING,      /* the hook has its reply: QEMU's turn */
+
+    VRM_PHASE_LAST
+} vrmHelperPhase;
+VRM_ENUM_DECL(vrmHelperPhase);
+
+/* The peer message @phase waits for, VRM_PEER_LAST for none: anything else
+ * from the peer but a refusal (a result with an error) is out of turn */
+vrmPeerType vrmHelperPhaseExpects(vrmHelperPhase phase);
 
 /* A job's engine is polled this often, and this often while a job
  * negotiates (its wait lies on the migration's critical path) */
@@ -171,7 +183,7 @@ int vrmHelperJobsReserve(vrmHelperDaemon *d, vrmHelperJob *job,
                          unsigned long long allowance);
 void vrmHelperJobsSave(vrmHelperDaemon *d, vrmHelperJob *job);
 /* @expired gets a vrmHelperJobRef * (valid during the call) */
-void vrmHelperJobsSetPhase(vrmHelperDaemon *d, vrmHelperJob *job, int phase,
+void vrmHelperJobsSetPhase(vrmHelperDaemon *d, vrmHelperJob *job, vrmHelperPhase phase,
                            unsigned int timeoutS, GSourceFunc expired);
 vrmHelperJob *vrmHelperJobsOfPeer(vrmHelperDaemon *d, vrmPeerConn *pc);
 int vrmHelperJobsSpawn(vrmHelperDaemon *d, vrmHelperJob *job,

@@ -77,7 +77,8 @@ struct _vrmHelperJob {
     gpointer waiter;                /* daemon: a client waiting for the connect */
     /* ---- kept by virt-rdmad (the engine's identity also in job-ID.run) */
     unsigned long long allowance;   /* pinned bytes it holds in the host's budget */
-    int phase;                      /* where its role's flow is (vrmhelperdpriv.h) */
+    int phase;                      /* vrmHelperPhase: where its role's flow
+                                     * is (vrmhelperdpriv.h) */
     gpointer peer;                  /* vrmPeerConn of the negotiation, or NULL */
     bool hasToken;                  /* the token, until the engine has it */
     vrmToken token;

@@ -282,14 +282,52 @@ vrmHelperJobsPhaseTimeout(gpointer opaque)
     return G_SOURCE_REMOVE;
 }
 
+VRM_ENUM_IMPL(vrmHelperPhase, VRM_PHASE_LAST,
+              "none",
+              "source-starting",
+              "source-offered",
+              "source-running",
+              "source-outcome",
+              "destination-connecting",
+              "destination-requested",
+              "destination-starting",
+              "destination-answered",
+              "destination-running",
+);
+
+/* The negotiation's turns, one row per phase that waits for the peer */
+static const struct {
+    vrmHelperPhase phase;
+    vrmPeerType expects;
+} vrmHelperPhaseTurns[] = {
+    { VRM_PHASE_SRC_OFFERED, VRM_PEER_MIGRATION_ANSWER },
+    { VRM_PHASE_DST_REQUESTED, VRM_PEER_MIGRATION_OFFER },
+    { VRM_PHASE_DST_ANSWERED, VRM_PEER_MIGRATION_RESULT },
+};
+
+vrmPeerType
+vrmHelperPhaseExpects(vrmHelperPhase phase)
+{
+    size_t i;
+
+    for (i = 0; i < G_N_ELEMENTS(vrmHelperPhaseTurns); i++) {
+        if (vrmHelperPhaseTurns[i].phase == phase)
+            return vrmHelperPhaseTurns[i].expects;
+    }
+    return VRM_PEER_LAST;
+}
+
 void
-vrmHelperJobsSetPhase(vrmHelperDaemon *d, vrmHelperJob *job, int phase,
+vrmHelperJobsSetPhase(vrmHelperDaemon *d, vrmHelperJob *job, vrmHelperPhase phase,
                       unsigned int timeoutS, GSourceFunc expired)
 {
     if (job->phaseTimer) {
         g_source_remove(job->phaseTimer);
         job->phaseTimer = 0;
     }
+    if (job->phase != (int)phase)
+        VRM_DEBUG("job %llu: phase %s -> %s", job->record->id,
+                  vrmHelperPhaseTypeToString(job->phase), vrmHelperPhaseTypeToString(phase));
     job->phase = phase;
     if (timeoutS && expired) {
         vrmHelperPhaseRef *p = g_new0(vrmHelperPhaseRef, 1);
@@ -808,8 +846,8 @@ vrmHelperJobsRecoverOne(vrmHelperDaemon *d, vrmHelperJob *job)
         job->adopted = true;
         job->adoptDeadline = g_get_monotonic_time() +
             VRM_HELPER_ADOPT_TIMEOUT_S * G_USEC_PER_SEC;
-        job->phase = job->record->role == VRM_JOB_ROLE_SOURCE ?
-            VRM_PHASE_SRC_RUNNING : VRM_PHASE_DST_RUNNING;
+        vrmHelperJobsSetPhase(d, job, job->record->role == VRM_JOB_ROLE_SOURCE ?
+                              VRM_PHASE_SRC_RUNNING : VRM_PHASE_DST_RUNNING, 0, NULL);
         return;
     }
     if (job->pid > 0 && !vrmProcGone(job->pid))

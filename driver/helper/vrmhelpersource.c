@@ -178,10 +178,6 @@ vrmSourcePeerMessage(vrmPeerConn *pc, vrmPeerMessage *msg, gpointer opaque)
 
     if (!job)
         return;
-    if (job->phase == VRM_PHASE_SRC_OFFERED && m->type == VRM_PEER_MIGRATION_ANSWER) {
-        vrmSourceAnswer(d, job, m->answer);
-        return;
-    }
     if (m->type == VRM_PEER_MIGRATION_RESULT && m->errorCode != VRM_ERR_OK) {
         g_autofree char *line = vrmLogSanitize(m->errorMessage ? m->errorMessage : "");
         g_autofree char *why =
@@ -191,8 +187,13 @@ vrmSourcePeerMessage(vrmPeerConn *pc, vrmPeerMessage *msg, gpointer opaque)
         vrmSourceFail(d, job, VRM_ERR_PEER, why);
         return;
     }
-    vrmSourceFail(d, job, VRM_ERR_PROTOCOL,
-                  _("the destination's helper sent a message out of turn"));
+    if (m->type != vrmHelperPhaseExpects(job->phase)) {
+        vrmSourceFail(d, job, VRM_ERR_PROTOCOL,
+                      _("the destination's helper sent a message out of turn"));
+        return;
+    }
+    /* the answer: the only message the source waits for */
+    vrmSourceAnswer(d, job, m->answer);
 }
 
 static void

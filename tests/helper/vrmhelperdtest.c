@@ -342,6 +342,7 @@ typedef enum {
     FAKE_SOURCE_OFFER,              /* offer, then result ok */
     FAKE_SOURCE_REFUSE,             /* result error at once */
     FAKE_SOURCE_SILENT,             /* never answers the request */
+    FAKE_SOURCE_OUT_OF_TURN,        /* a result ok where the offer belongs */
 } vrmFakeSourceMode;
 
 typedef struct {
@@ -370,6 +371,8 @@ vrmFakeSourceMessage(vrmPeerConn *pc, vrmPeerMessage *msg, gpointer opaque)
             return;
         if (fs->mode == FAKE_SOURCE_REFUSE) {
             reply = vrmPeerResultNewError(VRM_ERR_POLICY, "fake refusal");
+        } else if (fs->mode == FAKE_SOURCE_OUT_OF_TURN) {
+            reply = vrmPeerMessageNew(VRM_PEER_MIGRATION_RESULT);
         } else {
             reply = vrmPeerMessageNew(VRM_PEER_MIGRATION_OFFER);
             reply->socketPath = g_strdup(fs->socketPath);
@@ -889,6 +892,26 @@ testSourceRefuses(void)
     g_assert_cmpuint(list->jobs->len, ==, 1);
     g_assert_cmpint(((vrmJobRecord *)g_ptr_array_index(list->jobs, 0))->state, ==,
                     VRM_JOB_STATE_FAILED);
+    vrmFakeSourceFree(fs);
+    helperFree(h);
+}
+
+/* A peer that skips a turn (a result ok where the offer belongs: the
+ * negotiation's table says what each phase waits for) fails the job with
+ * "out of turn", and nothing starts */
+static void
+testSourceOutOfTurn(void)
+{
+    Helper *h = helperNew(NULL, NULL);
+    g_autofree char *key = g_build_filename(h->dir, "cluster.key", NULL);
+    vrmFakeSource *fs = vrmFakeSourceNew(key, FAKE_SOURCE_OUT_OF_TURN, "/x");
+    g_autofree char *xml = domainXML(OTHER_UUID, fs->port, NULL);
+    g_auto(HookResult) r = { 0 };
+
+    helperStart(h);
+    runHook(h, xml, &r);
+    assertHookRefused(h, &r, "the source host's virt-rdmad sent a message out of turn");
+    assertNoEngineStarted(h);
     vrmFakeSourceFree(fs);
     helperFree(h);
 }
@@ -2197,6 +2220,7 @@ main(int argc, char **argv)
     g_test_add_func("/helperd/source-down", testSourceDown);
     g_test_add_func("/helperd/dest-down", testDestDown);
     g_test_add_func("/helperd/source-refuses", testSourceRefuses);
+    g_test_add_func("/helperd/source-out-of-turn", testSourceOutOfTurn);
     g_test_add_func("/helperd/source-silent", testSourceSilent);
     g_test_add_func("/helperd/budget-refused", testBudgetRefused);
     g_test_add_func("/helperd/no-locator", testNoLocator);
