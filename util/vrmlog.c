@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "vrmlog.h"
+#include "vrmsocket.h"
 
 static gint logLevel = -1;            /* -1: not yet read from the environment */
 static char *logProgram;
@@ -216,7 +217,7 @@ vrmLogJournalSend(vrmLogLevel level, const char *messageId,
                   const vrmLogField *fields, size_t nfields, const char *msg)
 {
     g_autoptr(GString) entry = g_string_new(NULL);
-    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    struct sockaddr_un sa;
     bool sent;
     size_t i;
     int fd;
@@ -235,10 +236,9 @@ vrmLogJournalSend(vrmLogLevel level, const char *messageId,
         g_string_append_printf(entry, "%s=%s\n", fields[i].name, value);
     }
     g_mutex_lock(&logLock);
-    g_strlcpy(sa.sun_path, logJournalSocket ? logJournalSocket : VRM_LOG_JOURNAL_SOCKET,
-              sizeof(sa.sun_path));
+    sent = vrmUnixAddressFill(logJournalSocket ? logJournalSocket : VRM_LOG_JOURNAL_SOCKET, &sa);
     g_mutex_unlock(&logLock);
-    if ((fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0)
+    if (!sent || (fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0)
         return false;
     /* a full journal does not hold us: the line goes to stderr instead */
     sent = sendto(fd, entry->str, entry->len, MSG_NOSIGNAL,

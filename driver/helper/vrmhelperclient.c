@@ -214,15 +214,11 @@ vrmHelperFrameRead(int fd, gint64 deadline, size_t *lenp)
 int
 vrmHelperConnect(const char *path, gint64 deadline)
 {
-    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    struct sockaddr_un sa;
     int fd;
 
-    if (strlen(path) >= sizeof(sa.sun_path)) {
-        vrmReportError(VRM_ERR_INVALID_ARG,
-                       _("the socket path %1$s is too long"), path);
+    if (vrmUnixAddress(path, &sa) < 0)
         return -1;
-    }
-    strcpy(sa.sun_path, path);
     if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0) {
         vrmReportSystemError(errno, _("cannot create a UNIX socket"));
         return -1;

@@ -25,6 +25,7 @@
 
 #include "vrmhelperengine.h"
 #include "vrmparse.h"
+#include "vrmsocket.h"
 #include "vrmenginesettings.h"
 #include "vrmhelperconf.h"
 #include "vrmerror.h"
@@ -385,15 +386,14 @@ vrmStatsProbeStart(const char *path, pid_t pid, unsigned int timeoutMs,
                    vrmStatsProbeFunc done, gpointer opaque,
                    GDestroyNotify destroy)
 {
-    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    struct sockaddr_un sa;
     struct ucred cred;
     socklen_t clen = sizeof(cred);
     vrmStatsProbe *p;
     int fd;
 
-    if (!path || strlen(path) >= sizeof(sa.sun_path))
+    if (!vrmUnixAddressFill(path, &sa))
         return NULL;
-    g_strlcpy(sa.sun_path, path, sizeof(sa.sun_path));
     if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0)
         return NULL;
     /* a UNIX stream connect never waits: queued, refused or EAGAIN (a

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "vrmhelperrundir.h"
+#include "vrmsocket.h"
 #include "vrmhelperconf.h"
 #include "vrmerror.h"
 #include "vrmi18n.h"
@@ -128,21 +129,6 @@ vrmRunDirFree(vrmRunDir *rd)
         close(rd->engineFd);
     g_free(rd->path);
     g_free(rd);
-}
-
-static int
-vrmUnixAddress(const char *path, struct sockaddr_un *sa)
-{
-    memset(sa, 0, sizeof(*sa));
-    sa->sun_family = AF_UNIX;
-    if (strlen(path) >= sizeof(sa->sun_path)) {
-        vrmReportError(VRM_ERR_CONFIG,
-                       _("the socket path %1$s is longer than the %2$zu bytes a UNIX socket address holds"),
-                       path, sizeof(sa->sun_path) - 1);
-        return -1;
-    }
-    g_strlcpy(sa->sun_path, path, sizeof(sa->sun_path));
-    return 0;
 }
 
 /*

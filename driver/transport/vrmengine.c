@@ -1081,11 +1081,12 @@ vrmEngineCMEvent(gint fd, GIOCondition cond, gpointer opaque)
 static int
 vrmUnixListen(const char *path)
 {
-    struct sockaddr_un sun = { .sun_family = AF_UNIX };
+    struct sockaddr_un sun;
     struct stat st;
     int fd;
 
-    g_strlcpy(sun.sun_path, path, sizeof(sun.sun_path));
+    if (vrmUnixAddress(path, &sun) < 0)
+        return -1;
     if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
         unlink(path);
     if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0) {
@@ -1297,13 +1298,14 @@ vrmEngineOpenRetry(gpointer opaque)
 static int
 vrmEngineOpenSlot(vrmEngine *e, vrmEngineSlot *slot, const char *path)
 {
-    struct sockaddr_un sun = { .sun_family = AF_UNIX };
+    struct sockaddr_un sun;
     int fd;
 
     if (!slot->openDeadline)
         slot->openDeadline = g_get_monotonic_time() +
                              (gint64)e->s.deadlineConnect * G_USEC_PER_SEC;
-    g_strlcpy(sun.sun_path, path, sizeof(sun.sun_path));
+    if (vrmUnixAddress(path, &sun) < 0)
+        return -1;
     if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0) {
         vrmReportSystemError(errno, _("cannot create a UNIX socket"));
         return -1;

@@ -128,7 +128,7 @@ testAppArmor(void)
     g_autofree char *detail = NULL;
 
     g_assert_cmpint(vrmHostCheckAppArmor(root, &detail), ==, VRM_HOST_CHECK_NOT_APPLICABLE);
-    g_assert_cmpstr(detail, ==, "AppArmor is off");
+    g_assert_cmpstr(detail, ==, "the kernel does not run AppArmor");
     g_clear_pointer(&detail, g_free);
     put(root, "/sys/module/apparmor/parameters/enabled", "N\n");
     g_assert_cmpint(vrmHostCheckAppArmor(root, &detail), ==, VRM_HOST_CHECK_NOT_APPLICABLE);

@@ -36,6 +36,7 @@
 #include <glib/gstdio.h>
 
 #include "vrmcli.h"
+#include "vrmsocket.h"
 #include "vrmenginesettings.h"
 #include "vrmenginestats.h"
 #include "vrmerror.h"
@@ -172,14 +173,13 @@ vrmBenchSetTimeouts(int fd)
 static int
 vrmBenchListen(const char *path)
 {
-    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    struct sockaddr_un sa;
     int fd;
 
-    if (strlen(path) >= sizeof(sa.sun_path)) {
-        vrmCliError(_("the socket path %1$s is too long"), path);
+    if (vrmUnixAddress(path, &sa) < 0) {
+        vrmCliError("%s", vrmGetLastErrorMessage());
         return -1;
     }
-    g_strlcpy(sa.sun_path, path, sizeof(sa.sun_path));
     if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
         bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 64) < 0) {
         vrmCliError(_("cannot listen on %1$s: %2$s"), path, g_strerror(errno));
@@ -193,10 +193,13 @@ vrmBenchListen(const char *path)
 static int
 vrmBenchConnect(const char *path)
 {
-    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    struct sockaddr_un sa;
     int fd;
 
-    g_strlcpy(sa.sun_path, path, sizeof(sa.sun_path));
+    if (vrmUnixAddress(path, &sa) < 0) {
+        vrmCliError("%s", vrmGetLastErrorMessage());
+        return -1;
+    }
     if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
         return -1;
     /* the listener is our own, its backlog holds every channel: no wait */

@@ -158,7 +158,7 @@ vrmHostCheckAppArmor(const char *root, char **detail)
 
     *detail = NULL;
     if (!enabled || !g_str_has_prefix(enabled, "Y")) {
-        *detail = g_strdup(_("AppArmor is off"));
+        *detail = g_strdup(_("the kernel does not run AppArmor"));
         return VRM_HOST_CHECK_NOT_APPLICABLE;
     }
     if (!libvirt) {
