@@ -132,6 +132,15 @@ vrmLogSanitize(const char *text)
     return g_string_free(out, FALSE);
 }
 
+/* The message, made safe */
+static char *
+vrmLogFormat(const char *fmt, va_list ap)
+{
+    g_autofree char *raw = g_strdup_vprintf(fmt, ap);
+
+    return vrmLogSanitize(raw);
+}
+
 /* One line on stderr, in the format vrmLogStderrIsJournal() chose */
 static void
 vrmLogWriteLine(vrmLogLevel level, const char *func, int line, const char *msg)
@@ -171,7 +180,6 @@ vrmLogMessage(vrmLogLevel level,
               const char *file, const char *func, int line,
               const char *fmt, ...)
 {
-    g_autofree char *raw = NULL;
     g_autofree char *msg = NULL;
     va_list ap;
 
@@ -179,9 +187,8 @@ vrmLogMessage(vrmLogLevel level,
         return;
 
     va_start(ap, fmt);
-    raw = g_strdup_vprintf(fmt, ap);
+    msg = vrmLogFormat(fmt, ap);
     va_end(ap);
-    msg = vrmLogSanitize(raw);
     vrmLogWriteLine(level, func, line, msg);
     (void)file;
 }
@@ -252,7 +259,6 @@ vrmLogStructured(vrmLogLevel level, const char *messageId,
                  const vrmLogField *fields, size_t nfields,
                  const char *fmt, ...)
 {
-    g_autofree char *raw = NULL;
     g_autofree char *msg = NULL;
     va_list ap;
 
@@ -260,9 +266,8 @@ vrmLogStructured(vrmLogLevel level, const char *messageId,
         return;
 
     va_start(ap, fmt);
-    raw = g_strdup_vprintf(fmt, ap);
+    msg = vrmLogFormat(fmt, ap);
     va_end(ap);
-    msg = vrmLogSanitize(raw);
     if (vrmLogStderrIsJournal() &&
         vrmLogJournalSend(level, messageId, fields, nfields, msg))
         return;

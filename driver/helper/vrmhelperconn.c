@@ -115,13 +115,13 @@ vrmHelperConnWriteTimeout(gpointer opaque)
     return G_SOURCE_REMOVE;
 }
 
-static gboolean
-vrmHelperConnWritable(gint fd, GIOCondition cond, gpointer opaque)
+/* Send what is pending in @c->out: 1 all of it, 0 the socket is full,
+ * -1 the client is gone */
+static int
+vrmHelperConnSend(vrmHelperConn *c)
 {
-    vrmHelperConn *c = opaque;
-
     while (c->written < c->out->len) {
-        ssize_t r = send(fd, c->out->data + c->written, c->out->len - c->written,
+        ssize_t r = send(c->fd, c->out->data + c->written, c->out->len - c->written,
                          MSG_NOSIGNAL | MSG_DONTWAIT);
 
         if (r > 0) {
@@ -131,11 +131,22 @@ vrmHelperConnWritable(gint fd, GIOCondition cond, gpointer opaque)
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-            return G_SOURCE_CONTINUE;
-        VRM_DEBUG("cannot send a reply to pid %d: %s", (int)c->cred.pid,
-                  g_strerror(errno));
-        break;
+            return 0;
+        VRM_DEBUG("cannot send to pid %d: %s", (int)c->cred.pid,
+                  r < 0 ? g_strerror(errno) : "closed");
+        return -1;
     }
+    return 1;
+}
+
+static gboolean
+vrmHelperConnWritable(gint fd, GIOCondition cond, gpointer opaque)
+{
+    vrmHelperConn *c = opaque;
+
+    if (vrmHelperConnSend(c) == 0)
+        return G_SOURCE_CONTINUE;
+    /* all of the reply sent, or the client gone: the end either way */
     c->watch = 0;
     vrmHelperConnClose(c);
     return G_SOURCE_REMOVE;
@@ -214,24 +225,14 @@ static void vrmHelperConnStreamWatch(vrmHelperConn *c);
 static int
 vrmHelperConnStreamFlush(vrmHelperConn *c)
 {
-    while (c->written < c->out->len) {
-        ssize_t r = send(c->fd, c->out->data + c->written, c->out->len - c->written,
-                         MSG_NOSIGNAL | MSG_DONTWAIT);
+    int rc = vrmHelperConnSend(c);
 
-        if (r > 0) {
-            c->written += r;
-            continue;
-        }
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-            return 0;
-        VRM_DEBUG("subscriber pid %d: %s", (int)c->cred.pid,
-                  r < 0 ? g_strerror(errno) : "closed");
+    if (rc < 0)
         return -1;
+    if (rc > 0) {
+        g_byte_array_set_size(c->out, 0);
+        c->written = 0;
     }
-    g_byte_array_set_size(c->out, 0);
-    c->written = 0;
     return 0;
 }
 
