@@ -18,6 +18,7 @@ VRM_ENUM_IMPL(vrmControlType, VRM_CONTROL_LAST,
               "job-cancel",
               "job-list",
               "job-events",
+              "peer-check",
               "reply",
 );
 
@@ -781,6 +782,8 @@ vrmControlMessageFree(vrmControlMessage *msg)
     g_free(msg->errorMessage);
     g_ptr_array_unref(msg->jobs);
     vrmIntentRecordFree(msg->intentRecord);
+    g_free(msg->peerHost);
+    g_free(msg->peerAddress);
     vrmHostInfoFree(msg->hostInfo);
     g_free(msg);
 }
@@ -841,6 +844,18 @@ vrmControlParseJobPrepare(xmlNodePtr node, vrmControlMessage *msg)
             vrmMigrationParamsParseNode(child, msg->overrides, NULL) < 0)
             return -1;
     }
+    return 0;
+}
+
+static int
+vrmControlParsePeerCheck(xmlNodePtr node, vrmControlMessage *msg)
+{
+    static const char *const attrs[] = { "host", "address", NULL };
+
+    if (vrmXMLCheckLeaf(node, attrs) < 0 ||
+        vrmXMLPropHostName(node, "host", true, &msg->peerHost) < 0 ||
+        vrmXMLPropAddress(node, "address", true, &msg->peerAddress) < 0)
+        return -1;
     return 0;
 }
 
@@ -980,6 +995,9 @@ vrmControlMessageParseXML(xmlXPathContextPtr ctxt)
     case VRM_CONTROL_JOB_EVENTS:
         rc = vrmXMLCheckLeaf(node, noAttrs);
         break;
+    case VRM_CONTROL_PEER_CHECK:
+        rc = vrmControlParsePeerCheck(node, msg);
+        break;
     case VRM_CONTROL_REPLY:
         rc = vrmControlParseReply(node, msg);
         break;
@@ -1073,6 +1091,13 @@ vrmControlMessageFormat(const vrmControlMessage *msg)
     case VRM_CONTROL_JOB_LIST:
     case VRM_CONTROL_JOB_EVENTS:
         g_string_append_printf(buf, "<%s/>\n", name);
+        break;
+
+    case VRM_CONTROL_PEER_CHECK:
+        g_string_append_printf(buf, "<%s", name);
+        vrmXMLAttrStr(buf, "host", msg->peerHost ? msg->peerHost : "");
+        vrmXMLAttrStr(buf, "address", msg->peerAddress ? msg->peerAddress : "");
+        g_string_append(buf, "/>\n");
         break;
 
     case VRM_CONTROL_REPLY:

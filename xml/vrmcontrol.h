@@ -23,6 +23,9 @@
  *   <job-events/>   a subscription: <reply status="ok"/>, then one
  *                   <reply status="ok"><job .../></reply> each time a job
  *                   the caller may see changes state, until it hangs up
+ *   <peer-check host="hv-2" address="192.0.2.2"/>   (root) a TLS handshake
+ *                   with that host's helper on the configured port: ok, or
+ *                   why not
  *   <reply status="ok"> <job .../>* | <intent .../> | <host-info .../> </reply>
  *   <reply status="error"><error code="policy">message</error></reply>
  *
@@ -66,6 +69,7 @@ typedef enum {
     VRM_CONTROL_JOB_CANCEL,
     VRM_CONTROL_JOB_LIST,
     VRM_CONTROL_JOB_EVENTS,
+    VRM_CONTROL_PEER_CHECK,
     VRM_CONTROL_REPLY,
 
     VRM_CONTROL_LAST
@@ -235,6 +239,9 @@ struct _vrmControlMessage {
     vrmMigrationDef *migration;
     /* job-prepare: command-line overrides (may be NULL) */
     vrmMigrationParams *overrides;
+    /* peer-check: the helper to try (its port: the configured one) */
+    char *peerHost;
+    char *peerAddress;
     /* job-query (or domainName or intent), job-cancel (or intent) */
     bool hasId;
     unsigned long long id;

@@ -213,6 +213,89 @@ vrmHelperHandleList(vrmHelperDaemon *d, vrmHelperConn *c)
     vrmHelperReplyJobs(c, recs, n);
 }
 
+/* ---- a peer, checked ------------------------------------------------------ */
+
+/*
+ * virt-rdma capabilities --peer: a TLS handshake with another host's
+ * helper on the configured port, as a negotiation would make it, then
+ * nothing (the peer sees a channel closed before any request). Root only:
+ * a member of the access group may not make this host open connections,
+ * even to helpers' ports.
+ */
+typedef struct {
+    vrmHelperConn *c;               /* the client waiting */
+    vrmPeerConn *pc;
+} vrmHelperPeerProbe;
+
+static void
+vrmHelperPeerCheckEnd(vrmHelperPeerProbe *chk, bool ok)
+{
+    if (ok) {
+        g_autoptr(vrmControlMessage) reply = vrmControlMessageNew(VRM_CONTROL_REPLY);
+
+        reply->status = VRM_REPLY_OK;
+        vrmHelperConnReplyMessage(chk->c, reply);
+    } else {
+        vrmHelperConnReplyLastError(chk->c);
+    }
+    vrmPeerConnFree(chk->pc);
+    g_free(chk);
+}
+
+static void
+vrmHelperPeerCheckReady(vrmPeerConn *pc, gpointer opaque)
+{
+    VRM_INFO("peer check: the helpers' channel with %s works", vrmPeerConnPeerName(pc));
+    vrmHelperPeerCheckEnd(opaque, true);
+}
+
+static void
+vrmHelperPeerCheckMessage(vrmPeerConn *pc, vrmPeerMessage *msg, gpointer opaque)
+{
+    /* nothing was asked: nothing can come before ready */
+    vrmPeerMessageFree(msg);
+}
+
+static void
+vrmHelperPeerCheckFailed(vrmPeerConn *pc, gpointer opaque)
+{
+    VRM_INFO("peer check: %s", vrmGetLastErrorMessage());
+    vrmHelperPeerCheckEnd(opaque, false);
+}
+
+static const vrmPeerConnCallbacks vrmHelperPeerCheckCallbacks = {
+    .ready = vrmHelperPeerCheckReady,
+    .message = vrmHelperPeerCheckMessage,
+    .failed = vrmHelperPeerCheckFailed,
+};
+
+static void
+vrmHelperHandlePeerCheck(vrmHelperDaemon *d, vrmControlMessage *msg, vrmHelperConn *c)
+{
+    const vrmHelperCred *cred = vrmHelperConnCred(c);
+    g_autoptr(vrmLocator) to = NULL;
+    vrmHelperPeerProbe *chk;
+
+    if (cred->uid != 0 && cred->uid != geteuid()) {
+        vrmHelperConnReplyError(c, VRM_ERR_AUTH,
+                                _("only root may have virt-rdmad check a peer (virt-rdma capabilities --peer)"));
+        return;
+    }
+    if (!d->peerCreds) {
+        vrmHelperConnReplyError(c, VRM_ERR_CONFIG,
+                                d->peerProblem ? d->peerProblem : vrmPeerChannelOffReason());
+        return;
+    }
+    to = vrmLocatorNew(msg->peerHost, msg->peerAddress, d->conf->peerPort);
+    chk = g_new0(vrmHelperPeerProbe, 1);
+    chk->c = c;
+    if (!(chk->pc = vrmPeerConnConnect(d->peerCreds, to, d->conf->peerTimeout,
+                                       &vrmHelperPeerCheckCallbacks, chk))) {
+        g_free(chk);
+        vrmHelperConnReplyLastError(c);
+    }
+}
+
 /*
  * An intent: `virt-rdma migrate` or the library is about to migrate a
  * domain through libvirt with these overrides. The source's helper uses
@@ -435,6 +518,9 @@ vrmHelperRequest(vrmHelperConn *c, const char *xml, gpointer opaque)
         return;
     case VRM_CONTROL_JOB_EVENTS:
         vrmHelperEventsSubscribe(d, c);
+        return;
+    case VRM_CONTROL_PEER_CHECK:
+        vrmHelperHandlePeerCheck(d, msg, c);
         return;
     case VRM_CONTROL_REPLY:
     case VRM_CONTROL_LAST:

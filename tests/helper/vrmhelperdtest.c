@@ -1876,6 +1876,91 @@ runCaps(Helper *h, const char *user, bool json, int *status)
     return out;
 }
 
+static vrmControlMessage *
+peerCheck(Helper *h, const char *host, const char *address)
+{
+    vrmControlMessage *req = vrmControlMessageNew(VRM_CONTROL_PEER_CHECK);
+
+    req->peerHost = g_strdup(host);
+    req->peerAddress = g_strdup(address);
+    return call(h, req);
+}
+
+/*
+ * virt-rdma capabilities --peer (issue 35 item 5): the helper makes the
+ * TLS handshake a negotiation would, on the configured port: with a helper
+ * of the same key it works; one of another key, or nobody there, is a
+ * reason with the cause; a member of the access group may not ask (the
+ * host would open connections for it).
+ */
+static void
+testPeerCheck(void)
+{
+    Helper *h = helperNew(NULL, NULL);
+    Helper *other = helperNew(NULL, NULL);
+    g_autofree char *text = NULL;
+    g_autofree char *from = NULL;
+    g_autofree char *to = NULL;
+    g_autofree char *cli = g_build_filename(env("VRM_BUILD_DIR"), "tools", "cli",
+                                            "virt-rdma", NULL);
+    g_auto(GStrv) e = g_environ_setenv(g_get_environ(), VRM_HELPER_SOCKET_ENV, h->sock, TRUE);
+    const char *argv[] = { cli, "capabilities", "--peer", "127.0.0.1", NULL };
+    g_autofree char *out = NULL;
+    int status = 0;
+    vrmControlMessage *reply;
+
+    /* the other helper: its own cluster key, on 127.0.0.2 and h's port */
+    g_assert_true(g_file_get_contents(other->conf, &text, NULL, NULL));
+    from = g_strdup_printf("address = 127.0.0.1\nport = %u\n", other->peerPort);
+    to = g_strdup_printf("address = 127.0.0.2\nport = %u\n", h->peerPort);
+    g_assert_nonnull(strstr(text, from));
+    {
+        g_auto(GStrv) parts = g_strsplit(text, from, 2);
+        g_autofree char *joined = g_strjoinv(to, parts);
+
+        g_assert_true(g_file_set_contents(other->conf, joined, -1, NULL));
+    }
+    helperStart(h);
+    helperStart(other);
+
+    /* itself: the same key */
+    reply = peerCheck(h, "localhost", "127.0.0.1");
+    g_assert_cmpint(reply->status, ==, VRM_REPLY_OK);
+    vrmControlMessageFree(reply);
+    /* another key */
+    reply = peerCheck(h, "other", "127.0.0.2");
+    g_test_message("another key: %s", reply->errorMessage);
+    g_assert_cmpint(reply->status, ==, VRM_REPLY_ERROR);
+    g_assert_nonnull(strstr(reply->errorMessage, "the TLS handshake with the virt-rdma helper at 127.0.0.2:"));
+    vrmControlMessageFree(reply);
+    /* nobody */
+    reply = peerCheck(h, "nobody", "127.0.0.3");
+    g_test_message("nobody: %s", reply->errorMessage);
+    g_assert_cmpint(reply->status, ==, VRM_REPLY_ERROR);
+    g_assert_nonnull(strstr(reply->errorMessage, "127.0.0.3"));
+    vrmControlMessageFree(reply);
+
+    /* the command, for the operator */
+    e = g_environ_setenv(e, "LC_ALL", "C", TRUE);
+    g_assert_true(g_spawn_sync(NULL, (char **)argv, e, G_SPAWN_STDERR_TO_DEV_NULL,
+                               NULL, NULL, &out, NULL, &status, NULL));
+    g_test_message("virt-rdma capabilities --peer 127.0.0.1:\n%s", out);
+    g_assert_nonnull(strstr(out, "Peer 127.0.0.1:  127.0.0.1 port reached, TLS handshake done (the same cluster key or CA)\n"));
+
+    if (geteuid() == 0) {
+        g_autofree char *member = NULL;
+        vrmControlMessage *req = vrmControlMessageNew(VRM_CONTROL_PEER_CHECK);
+
+        req->peerHost = g_strdup("localhost");
+        req->peerAddress = g_strdup("127.0.0.1");
+        member = callAs(h, "daemon", req);
+        g_test_message("member: %s", member);
+        g_assert_nonnull(strstr(member, "only root may have virt-rdmad check a peer"));
+    }
+    helperFree(other);
+    helperFree(h);
+}
+
 /* The post-copy line and key follow this host's userfaultfd sysctl (the
  * test reads it the way the command should, and does not change it) */
 static void
@@ -2245,6 +2330,7 @@ main(int argc, char **argv)
     g_test_add_func("/helperd/impostor-socket", testImpostorSocket);
     g_test_add_func("/helperd/host-info", testHostInfo);
     g_test_add_func("/helperd/capabilities-cli", testCapabilitiesCli);
+    g_test_add_func("/helperd/peer-check", testPeerCheck);
     g_test_add_func("/helperd/check-config", testCheckConfig);
     g_test_add_func("/helperd/old-messages", testOldMessages);
     return g_test_run();

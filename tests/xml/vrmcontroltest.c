@@ -152,7 +152,7 @@ testParseXMLUnknownRoot(void)
     g_assert_null(vrmControlMessageParseXML(ctxt));
     g_assert_cmpstr(vrmGetLastErrorMessage(), ==,
                     "unknown control message 'job-delete'; allowed messages: "
-                    "'job-incoming', 'job-prepare', 'host-info', 'job-query', 'job-cancel', 'job-list', 'job-events', 'reply'");
+                    "'job-incoming', 'job-prepare', 'host-info', 'job-query', 'job-cancel', 'job-list', 'job-events', 'peer-check', 'reply'");
 }
 
 static gpointer

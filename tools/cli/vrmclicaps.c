@@ -14,7 +14,9 @@
 #include <config.h>
 
 #include <grp.h>
+#include <netdb.h>
 #include <stdio.h>
+#include <arpa/inet.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -29,6 +31,8 @@
 
 #define VRM_HOOK_PATH VRM_LIBVIRT_HOOK_DIR "/virt-rdma"
 #define VRM_CAPS_HELPER_TIMEOUT_MS 5000
+/* above [peers] timeout's default (10 s) and a handshake's 5 s */
+#define VRM_CAPS_PEER_TIMEOUT_MS 30000
 #define VRM_CAPS_USERFAULTFD_SYSCTL "/proc/sys/vm/unprivileged_userfaultfd"
 
 /* Who may open a userfaultfd, which the destination QEMU of a post-copy
@@ -50,6 +54,11 @@ typedef struct {
     char *hookDetail;
     vrmHostCheck apparmor;          /* does QEMU's profile include our rule? */
     char *apparmorDetail;
+    /* --peer HOST: the helpers' channel with that host's helper */
+    char *peerHost;
+    char *peerAddress;              /* what HOST resolved to, NULL: nothing */
+    bool peerOk;
+    char *peerError;
     vrmCapsUserfaultfd userfaultfd;
     GPtrArray *reasons;             /* char *: why this host cannot migrate */
 } vrmCaps;
@@ -62,6 +71,9 @@ vrmCapsClear(vrmCaps *c)
     g_free(c->error);
     g_free(c->hookDetail);
     g_free(c->apparmorDetail);
+    g_free(c->peerHost);
+    g_free(c->peerAddress);
+    g_free(c->peerError);
     if (c->reasons)
         g_ptr_array_unref(c->reasons);
 }
@@ -81,6 +93,41 @@ vrmCapsAsk(vrmCaps *c)
     }
     c->errorCode = vrmGetLastErrorCode();
     c->error = g_strdup(vrmGetLastErrorMessage());
+}
+
+/* --peer: @c->peerHost's address, then the helper checks the channel */
+static void
+vrmCapsCheckPeer(vrmCaps *c)
+{
+    struct addrinfo hints = { .ai_socktype = SOCK_STREAM };
+    struct addrinfo *ai = NULL;
+    char addr[INET6_ADDRSTRLEN];
+    g_autoptr(vrmControlMessage) req = vrmControlMessageNew(VRM_CONTROL_PEER_CHECK);
+    g_autoptr(vrmControlMessage) reply = NULL;
+    int rc;
+
+    if ((rc = getaddrinfo(c->peerHost, NULL, &hints, &ai)) != 0) {
+        c->peerError = g_strdup_printf(_("cannot resolve %1$s: %2$s"), c->peerHost,
+                                       gai_strerror(rc));
+        return;
+    }
+    rc = getnameinfo(ai->ai_addr, ai->ai_addrlen, addr, sizeof(addr), NULL, 0, NI_NUMERICHOST);
+    freeaddrinfo(ai);
+    if (rc != 0) {
+        c->peerError = g_strdup_printf(_("cannot resolve %1$s: %2$s"), c->peerHost,
+                                       gai_strerror(rc));
+        return;
+    }
+    c->peerAddress = g_strdup(addr);
+    req->peerHost = g_strdup(c->peerHost);
+    req->peerAddress = g_strdup(addr);
+    /* the helper's handshake has its own deadline ([peers] timeout) */
+    if (!(reply = vrmHelperClientCall(c->socketPath, req, VRM_CAPS_PEER_TIMEOUT_MS)) ||
+        vrmHelperReplyCheck(reply) < 0) {
+        c->peerError = g_strdup(vrmGetLastErrorMessage());
+        return;
+    }
+    c->peerOk = true;
 }
 
 static void
@@ -139,6 +186,12 @@ vrmCapsVerdict(vrmCaps *c)
     c->apparmor = vrmHostCheckAppArmor("", &c->apparmorDetail);
     if (c->apparmor == VRM_HOST_CHECK_PROBLEM)
         vrmCapsReason(c, g_strdup(c->apparmorDetail));
+    if (c->peerHost && i) {
+        vrmCapsCheckPeer(c);
+        if (!c->peerOk)
+            vrmCapsReason(c, g_strdup_printf(_("the helpers' channel with %1$s does not work: %2$s"),
+                                             c->peerHost, c->peerError));
+    }
     if (!i) {
         if (c->errorCode == VRM_ERR_AUTH)
             vrmCapsReason(c, g_strdup_printf(_("you may not use virt-rdmad: add yourself to its access group (adduser %1$s %2$s), then log in again; or run this as root"),
@@ -233,6 +286,12 @@ vrmCapsPrintText(const vrmCaps *c)
     if (c->hookDetail)
         printf("                   %s\n", c->hookDetail);
     printf(_("AppArmor:          %1$s\n"), c->apparmorDetail);
+    if (c->peerOk)
+        printf(_("Peer %1$s:  %2$s port reached, TLS handshake done (the same cluster key or CA)\n"),
+               c->peerHost, c->peerAddress);
+    else if (c->peerHost)
+        printf(_("Peer %1$s:  %2$s\n"), c->peerHost,
+               c->peerError ? c->peerError : _("not checked: virt-rdmad did not answer"));
     switch (c->userfaultfd) {
     case VRM_CAPS_USERFAULTFD_ANY_USER:
         printf(_("Post-copy:         may be received (vm.unprivileged_userfaultfd = 1: QEMU opens a userfaultfd as any user)\n"));
@@ -286,6 +345,15 @@ vrmCapsPrintJSON(const vrmCaps *c)
     g_string_append(b, ", ");
     vrmJSONString(b, "apparmor_detail", c->apparmorDetail);
     g_string_append(b, ", ");
+    if (c->peerHost) {
+        g_string_append(b, "\"peer\": {");
+        vrmJSONString(b, "host", c->peerHost);
+        g_string_append(b, ", ");
+        vrmJSONString(b, "address", c->peerAddress);
+        g_string_append_printf(b, ", \"ok\": %s, ", c->peerOk ? "true" : "false");
+        vrmJSONString(b, "error", c->peerError);
+        g_string_append(b, "}, ");
+    }
     /* the sysctl's value, null when unknown */
     if (c->userfaultfd == VRM_CAPS_USERFAULTFD_UNKNOWN)
         g_string_append(b, "\"unprivileged_userfaultfd\": null, ");
@@ -353,8 +421,11 @@ int
 vrmCmdCapabilities(int argc, char **argv)
 {
     gboolean json = FALSE;
+    g_autofree char *peer = NULL;
     GOptionEntry entries[] = {
         { "json", 0, 0, G_OPTION_ARG_NONE, &json, N_("one JSON object on standard output"), NULL },
+        { "peer", 0, 0, G_OPTION_ARG_STRING, &peer,
+          N_("also check the helpers' channel with HOST's virt-rdmad (root)"), N_("HOST") },
         { NULL, 0, 0, 0, NULL, NULL, NULL },
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new(_("- show whether this host can migrate over RDMA, as virt-rdmad sees it"));
@@ -367,6 +438,7 @@ vrmCmdCapabilities(int argc, char **argv)
         return 2;
     }
     c.reasons = g_ptr_array_new_with_free_func(g_free);
+    c.peerHost = g_steal_pointer(&peer);
     vrmCapsAsk(&c);
     vrmCapsVerdict(&c);
     if (json)
