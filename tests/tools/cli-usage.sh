@@ -75,6 +75,13 @@ expect 2 "--xml: '$tmp/empty.xml' is not a domain XML file" migrate -c "$nowhere
 # source libvirt is contacted (and fails)
 expect 1 "no-such-file.xml" migrate -c "$nowhere" --tls --auto-converge --auto-converge-initial 30 --compressed --comp-methods zlib web1 qemu+tcp://b/system
 expect 2 "migrate takes a domain and a destination URI" migrate --domain web1
+# virsh migrate's other options: passed through, checked first, or refused
+# with the reason (issue 35 item 6)
+expect 1 "no-such-file.xml" migrate -c "$nowhere" --change-protection --graphicsuri spice://hv-2:5900 --compressed --comp-methods mt,xbzrle --comp-mt-level 3 --comp-mt-threads 4 --comp-mt-dthreads 2 --comp-xbzrle-cache 64M web1 qemu+tcp://b/system
+expect 2 "--comp-mt-level takes a number from 0 to 9, not '12'" migrate -c "$nowhere" --compressed --comp-mt-level 12 web1 qemu:///x
+expect 2 "--comp-mt-threads needs --compressed" migrate -c "$nowhere" --comp-mt-threads 4 web1 qemu:///x
+expect 2 "--comp-xbzrle-cache 'lots' is not a size" migrate -c "$nowhere" --compressed --comp-xbzrle-cache lots web1 qemu:///x
+expect 2 "an offline migration moves the definition only, no memory" migrate -c "$nowhere" --offline web1 qemu:///x
 expect 2 "unexpected argument 'extra'" migrate web1 qemu:///x extra
 expect 2 "unknown command 'migarte'; the commands are migrate, jobinfo, jobs, events, uri, capabilities and bench" migarte web1
 # virsh's habits: -c URI before the command (for those that use libvirt),

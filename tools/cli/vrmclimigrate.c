@@ -55,6 +55,7 @@ static const vrmMigrateFlagOption vrmMigrateFlagTable[] = {
     { "copy-storage-all", VIR_MIGRATE_NON_SHARED_DISK, N_("copy the disks that are not shared (through the domain's nbd.sock, over RDMA)") },
     { "copy-storage-inc", VIR_MIGRATE_NON_SHARED_INC, N_("copy the top images of disks whose backing images are shared (through nbd.sock, over RDMA)") },
     { "copy-storage-synchronous-writes", VIR_MIGRATE_NON_SHARED_SYNCHRONOUS_WRITES, N_("the guest's disk writes wait for the copy (the copy converges whatever the guest writes)") },
+    { "change-protection", VIR_MIGRATE_CHANGE_PROTECTION, N_("prevent any configuration changes to the domain until the migration ends") },
     { "rdma-pin-all", VIR_MIGRATE_RDMA_PIN_ALL, NULL /* the capability table's */ },
 };
 
@@ -62,6 +63,8 @@ static const vrmMigrateFlagOption vrmMigrateFlagTable[] = {
  * libvirt as they are (virt-rdma carries QEMU's streams, whatever they hold) */
 typedef enum {
     VRM_PASS_PERCENT,           /* an int from 0 to 100 */
+    VRM_PASS_INT,               /* an int from the row's min to its max */
+    VRM_PASS_SIZE,              /* bytes (an unsigned long long), sizes as 64M */
     VRM_PASS_STRING,
     VRM_PASS_FILE,              /* the parameter is the file's contents */
     VRM_PASS_LIST,              /* comma-separated, one parameter per item */
@@ -75,6 +78,8 @@ typedef struct {
     const char *needsOption;    /* ... named as an option */
     const char *help;           /* N_() */
     const char *argName;        /* N_() */
+    int min;                    /* VRM_PASS_INT */
+    int max;
 } vrmMigratePassOption;
 
 static const vrmMigratePassOption vrmMigratePassTable[] = {
@@ -100,6 +105,20 @@ static const vrmMigratePassOption vrmMigratePassTable[] = {
     { "persistent-xml", VIR_MIGRATE_PARAM_PERSIST_XML, VRM_PASS_FILE,
       VIR_MIGRATE_PERSIST_DEST, "--persistent",
       N_("FILE holds the domain XML to persist on the destination"), N_("FILE") },
+    { "graphicsuri", VIR_MIGRATE_PARAM_GRAPHICS_URI, VRM_PASS_STRING, 0, NULL,
+      N_("graphics URI the clients of the domain's display reconnect to"), N_("URI") },
+    { "comp-mt-level", VIR_MIGRATE_PARAM_COMPRESSION_MT_LEVEL, VRM_PASS_INT,
+      VIR_MIGRATE_COMPRESSED, "--compressed",
+      N_("compression level of the mt method, 0 to 9"), N_("LEVEL"), 0, 9 },
+    { "comp-mt-threads", VIR_MIGRATE_PARAM_COMPRESSION_MT_THREADS, VRM_PASS_INT,
+      VIR_MIGRATE_COMPRESSED, "--compressed",
+      N_("compression threads of the mt method"), N_("N"), 1, 255 },
+    { "comp-mt-dthreads", VIR_MIGRATE_PARAM_COMPRESSION_MT_DTHREADS, VRM_PASS_INT,
+      VIR_MIGRATE_COMPRESSED, "--compressed",
+      N_("decompression threads of the mt method"), N_("N"), 1, 255 },
+    { "comp-xbzrle-cache", VIR_MIGRATE_PARAM_COMPRESSION_XBZRLE_CACHE, VRM_PASS_SIZE,
+      VIR_MIGRATE_COMPRESSED, "--compressed",
+      N_("page cache of the xbzrle method, in bytes (or 64M)"), N_("SIZE") },
 };
 
 typedef struct {
@@ -198,6 +217,7 @@ static const vrmMigrateRefusedOption vrmMigrateRefusedTable[] = {
     { "listen-address", true, N_("the destination QEMU listens on the domain's socket, not on an address; the RDMA address is virt-rdmad's ([rdma] address) or --rdma-address") },
     { "disks-uri", true, VRM_DISK_URI_WHY },
     { "disks-port", true, VRM_DISK_URI_WHY },
+    { "offline", false, N_("an offline migration moves the definition only, no memory: nothing for RDMA to carry; use virsh migrate --offline") },
 };
 
 static const vrmMigrateRefusedOption *
@@ -360,6 +380,21 @@ vrmMigrateAddPass(const vrmMigratePassOption *row, const char *text,
             return 2;
         }
         return virTypedParamsAddInt(&p->params, &p->n, &p->max, row->param, (int)v) < 0;
+    case VRM_PASS_INT:
+        if (!vrmParseUInt64(text, &v) || v < (unsigned long long)row->min ||
+            v > (unsigned long long)row->max) {
+            vrmCliError(_("--%1$s takes a number from %2$d to %3$d, not '%4$s'"),
+                        row->option, row->min, row->max, text);
+            return 2;
+        }
+        return virTypedParamsAddInt(&p->params, &p->n, &p->max, row->param, (int)v) < 0;
+    case VRM_PASS_SIZE:
+        if (!vrmParseSize(text, &v) || v == 0) {
+            vrmCliError(_("--%1$s '%2$s' is not a size: %3$s"), row->option, text,
+                        vrmSizeSyntaxHelp());
+            return 2;
+        }
+        return virTypedParamsAddULLong(&p->params, &p->n, &p->max, row->param, v) < 0;
     case VRM_PASS_STRING:
         if (!*text) {
             vrmCliError(_("--%1$s takes a non-empty value"), row->option);
