@@ -133,6 +133,8 @@ vrmLogSanitize(const char *text)
 }
 
 /* The message, made safe */
+static char *vrmLogFormat(const char *fmt, va_list ap) G_GNUC_PRINTF(1, 0);
+
 static char *
 vrmLogFormat(const char *fmt, va_list ap)
 {
