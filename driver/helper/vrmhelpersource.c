@@ -589,18 +589,25 @@ vrmSourceFacts(vrmDomainFacts *facts, gpointer opaque)
 }
 
 /*
- * A requester acts only from the host it names: its connection must come
- * from its locator's address (issue 33 item 1). With one cluster key for
- * all, that is what tells one holder of the key from another; the
- * recovery then goes only where the offer went (vrmSourceCheckRecovery).
+ * A request of our version, and its requester acts only from the host it
+ * names: its connection must come from its locator's address (issue 33
+ * item 1). With one cluster key for all, that is what tells one holder of
+ * the key from another; the recovery then goes only where the offer went
+ * (vrmSourceCheckRecovery).
  */
-static int
-vrmSourceCheckRequester(vrmPeerConn *pc, const vrmPeerMessage *msg)
+int
+vrmHelperSourceCheckRequest(const vrmPeerMessage *msg, const char *from)
 {
-    const char *from = vrmPeerConnPeerAddress(pc);
     g_autofree char *bad = NULL;
     g_autoptr(GArray) named = NULL;
 
+    if (msg->type != VRM_PEER_MIGRATION_REQUEST || msg->version != VRM_PEER_VERSION) {
+        vrmReportError(msg->type != VRM_PEER_MIGRATION_REQUEST ? VRM_ERR_PROTOCOL :
+                       VRM_ERR_VERSION,
+                       _("expected a migration request of version %1$d, got <%2$s> version %3$u"),
+                       VRM_PEER_VERSION, vrmPeerTypeTypeToString(msg->type), msg->version);
+        return -1;
+    }
     if (!msg->requester || !msg->requester->address ||
         !(named = vrmNetworkListParse(msg->requester->address, &bad)) ||
         !vrmNetworkListHasAddress(named, from)) {
@@ -624,16 +631,7 @@ vrmSourceRequestMessage(vrmPeerConn *pc, vrmPeerMessage *msg, gpointer opaque)
         vrmHelperJobRefuse(req);
         return;
     }
-    if (msg->type != VRM_PEER_MIGRATION_REQUEST || msg->version != VRM_PEER_VERSION) {
-        vrmReportError(msg->type != VRM_PEER_MIGRATION_REQUEST ? VRM_ERR_PROTOCOL :
-                       VRM_ERR_VERSION,
-                       _("expected a migration request of version %1$d, got <%2$s> version %3$u"),
-                       VRM_PEER_VERSION, vrmPeerTypeTypeToString(msg->type), msg->version);
-        vrmPeerMessageFree(msg);
-        vrmHelperJobRefuse(req);
-        return;
-    }
-    if (vrmSourceCheckRequester(pc, msg) < 0) {
+    if (vrmHelperSourceCheckRequest(msg, vrmPeerConnPeerAddress(pc)) < 0) {
         vrmPeerMessageFree(msg);
         vrmHelperJobRefuse(req);
         return;
