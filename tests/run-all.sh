@@ -184,6 +184,7 @@ if [ -f tests/fuzz/run-fuzz.sh ]; then
         count_meson "$out/fuzz"
         fuzz_pair vrmxmlfuzz vrmwirefuzz
         fuzz_pair vrmchannelfuzz vrmstatsfuzz
+        fuzz_pair vrmpeerfuzz vrmcontrolfuzz
     else
         echo "run-all.sh: the fuzzing build failed"
         not_passed "the fuzzing build"

@@ -365,15 +365,19 @@ vrmHelperServerSubscribers(vrmHelperServer *srv, uid_t uid)
     return n;
 }
 
-/* 1: a whole request is in, 0: more to come, -1: refused (error reported) */
-static int
-vrmHelperConnTakeRequest(vrmHelperConn *c, guint32 *lenp)
+int
+vrmHelperRequestFeed(GByteArray *in, const guint8 *chunk, gsize size,
+                     guint32 *lenp)
 {
     guint32 len;
 
-    if (c->in->len < 4)
+    /* never more than one byte past the largest request */
+    if (in->len + size > 4 + VRM_HELPER_REQUEST_MAX + 1)
+        size = 4 + VRM_HELPER_REQUEST_MAX + 1 - in->len;
+    g_byte_array_append(in, chunk, size);
+    if (in->len < 4)
         return 0;
-    memcpy(&len, c->in->data, 4);
+    memcpy(&len, in->data, 4);
     len = GUINT32_FROM_BE(len);
     if (len == 0 || len > VRM_HELPER_REQUEST_MAX) {
         vrmReportError(VRM_ERR_PROTOCOL,
@@ -381,14 +385,14 @@ vrmHelperConnTakeRequest(vrmHelperConn *c, guint32 *lenp)
                        len, VRM_HELPER_REQUEST_MAX);
         return -1;
     }
-    if (c->in->len < 4 + (gsize)len)
+    if (in->len < 4 + (gsize)len)
         return 0;
-    if (c->in->len > 4 + (gsize)len) {
+    if (in->len > 4 + (gsize)len) {
         vrmReportError(VRM_ERR_PROTOCOL,
                        _("a client sent more than one request on one connection"));
         return -1;
     }
-    if (memchr(c->in->data + 4, '\0', len)) {
+    if (memchr(in->data + 4, '\0', len)) {
         vrmReportError(VRM_ERR_PROTOCOL, _("a request contains a NUL byte"));
         return -1;
     }
@@ -409,11 +413,7 @@ vrmHelperConnReadable(gint fd, GIOCondition cond, gpointer opaque)
         ssize_t r = recv(fd, chunk, sizeof(chunk), MSG_DONTWAIT);
 
         if (r > 0) {
-            /* never more than one byte past the largest request */
-            if (c->in->len + r > 4 + VRM_HELPER_REQUEST_MAX + 1)
-                r = 4 + VRM_HELPER_REQUEST_MAX + 1 - c->in->len;
-            g_byte_array_append(c->in, chunk, r);
-            rc = vrmHelperConnTakeRequest(c, &len);
+            rc = vrmHelperRequestFeed(c->in, chunk, r, &len);
             continue;
         }
         if (r < 0 && errno == EINTR)

@@ -23,6 +23,9 @@
  *   vrmHelperConnReplyError(c, code, message)
  *   vrmHelperConnReplyMessage(c, msg)
  *   vrmHelperConnReplyLastError(c)  this thread's last vrmerror
+ *   vrmHelperRequestFeed(in, chunk, size, &len)
+ *                                   the framing alone, no socket (fuzzed by
+ *                                   tests/fuzz/vrmcontrolfuzz.c)
  * After a Reply* call the connection belongs to the server again: the
  * caller must forget it.
  *
@@ -89,3 +92,13 @@ void vrmHelperServerForEachSubscriber(vrmHelperServer *srv,
                                       vrmHelperSubscriberFunc func,
                                       gpointer opaque);
 unsigned int vrmHelperServerSubscribers(vrmHelperServer *srv, uid_t uid);
+/*
+ * The framing of a request, what the client's fd watch runs on each chunk
+ * it receives: append @chunk to @in (never more than one byte past the
+ * largest frame), then 1 if @in holds one whole request (@len: the
+ * document's length, after the 4-byte prefix), 0 if more must come, -1 if
+ * the request is refused (VRM_ERR_PROTOCOL reported): a length of 0 or
+ * over VRM_HELPER_REQUEST_MAX, bytes past the request, a NUL byte in it.
+ */
+int vrmHelperRequestFeed(GByteArray *in, const guint8 *chunk, gsize size,
+                         guint32 *len);

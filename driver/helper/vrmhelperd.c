@@ -296,6 +296,28 @@ vrmHelperHandlePeerCheck(vrmHelperDaemon *d, vrmControlMessage *msg, vrmHelperCo
     }
 }
 
+/* What the host's policy refuses is refused now, not at the peer's
+ * request */
+int
+vrmHelperPrepareCheck(const vrmHelperConfig *conf, const vrmHostPolicy *policy,
+                      const vrmMigrationParams *overrides)
+{
+    g_autoptr(vrmMigrationParams) params = g_new0(vrmMigrationParams, 1);
+    g_autoptr(vrmOffer) probe = NULL;
+
+    if (overrides)
+        vrmMigrationParamsCopy(params, overrides);
+    if (params->channels > conf->maxChannels) {
+        vrmReportError(VRM_ERR_POLICY,
+                       _("%1$u RDMA channels asked for; this host allows at most %2$u ([limits] max-channels)"),
+                       params->channels, conf->maxChannels);
+        return -1;
+    }
+    if (!(probe = vrmOfferFromParams(params, policy, "127.0.0.1", 1)))
+        return -1;
+    return 0;
+}
+
 /*
  * An intent: `virt-rdma migrate` or the library is about to migrate a
  * domain through libvirt with these overrides. The source's helper uses
@@ -305,8 +327,6 @@ static void
 vrmHelperHandlePrepare(vrmHelperDaemon *d, vrmControlMessage *msg, vrmHelperConn *c)
 {
     const vrmHelperCred *cred = vrmHelperConnCred(c);
-    g_autoptr(vrmMigrationParams) params = g_new0(vrmMigrationParams, 1);
-    g_autoptr(vrmOffer) probe = NULL;
     vrmHelperIntent *intent;
     unsigned long long *key;
     GHashTableIter it;
@@ -330,18 +350,7 @@ vrmHelperHandlePrepare(vrmHelperDaemon *d, vrmControlMessage *msg, vrmHelperConn
                                 _("too many migration intents are pending on this host; try again in two minutes"));
         return;
     }
-    /* what the host's policy refuses is refused now, not at the peer's
-     * request */
-    if (msg->overrides)
-        vrmMigrationParamsCopy(params, msg->overrides);
-    if (params->channels > d->conf->maxChannels) {
-        vrmReportError(VRM_ERR_POLICY,
-                       _("%1$u RDMA channels asked for; this host allows at most %2$u ([limits] max-channels)"),
-                       params->channels, d->conf->maxChannels);
-        vrmHelperConnReplyLastError(c);
-        return;
-    }
-    if (!(probe = vrmOfferFromParams(params, &d->policy, "127.0.0.1", 1))) {
+    if (vrmHelperPrepareCheck(d->conf, &d->policy, msg->overrides) < 0) {
         vrmHelperConnReplyLastError(c);
         return;
     }

@@ -213,10 +213,19 @@ bool vrmHelperCredSees(const vrmHelperCred *cred, const vrmJobRecord *rec);
 void vrmHelperEventsSubscribe(vrmHelperDaemon *d, vrmHelperConn *c);
 /* @job changed state: tell the subscribers that may see it */
 void vrmHelperEventsJobChanged(vrmHelperDaemon *d, vrmHelperJob *job);
+/* ---- vrmhelperd.c ---- */
+/* An intent's overrides against the host's limits; -1 reported (pure,
+ * fuzzed by tests/fuzz/vrmcontrolfuzz.c) */
+int vrmHelperPrepareCheck(const vrmHelperConfig *conf, const vrmHostPolicy *policy,
+                          const vrmMigrationParams *overrides);
 
 /* ---- vrmhelpersource.c ---- */
 extern const vrmHelperRoleOps vrmHelperSourceOps;
 void vrmHelperSourceAccept(vrmPeerConn *pc, gpointer opaque);
+/* A peer's first message: a request of our version whose requester's
+ * address is @from (the connection's); -1 reported otherwise. Pure
+ * (fuzzed by tests/fuzz/vrmpeerfuzz.c) */
+int vrmHelperSourceCheckRequest(const vrmPeerMessage *msg, const char *from);
 
 /* ---- vrmhelperdest.c ---- */
 extern const vrmHelperRoleOps vrmHelperDestOps;

@@ -845,38 +845,67 @@ vrmPeerConnHandshake(vrmPeerConn *pc)
     }
 }
 
+int
+vrmPeerFrameAppend(GByteArray *in, const guint8 *chunk, gsize size,
+                   const char *name)
+{
+    if (in->len + size > 4 + VRM_PEER_FRAME_MAX + VRM_PEER_READ_CHUNK) {
+        vrmReportError(VRM_ERR_PROTOCOL,
+                       _("the virt-rdma helper at %1$s sent more than one message holds"),
+                       name);
+        return -1;
+    }
+    g_byte_array_append(in, chunk, size);
+    return 0;
+}
+
+int
+vrmPeerFrameTake(GByteArray *in, const char *name, vrmPeerMessage **msg)
+{
+    guint32 len;
+    g_autofree char *xml = NULL;
+
+    *msg = NULL;
+    if (in->len < 4)
+        return 0;
+    memcpy(&len, in->data, 4);
+    len = GUINT32_FROM_BE(len);
+    if (len == 0 || len > VRM_PEER_FRAME_MAX) {
+        vrmReportError(VRM_ERR_PROTOCOL,
+                       _("the virt-rdma helper at %1$s announced a message of %2$u bytes; the limit is %3$u"),
+                       name, len, VRM_PEER_FRAME_MAX);
+        return -1;
+    }
+    if (in->len < 4 + (gsize)len)
+        return 0;
+    xml = g_strndup((const char *)in->data + 4, len);
+    g_byte_array_remove_range(in, 0, 4 + len);
+    if (strlen(xml) != len || !(*msg = vrmPeerMessageParseString(xml))) {
+        g_autofree char *why = g_strdup(strlen(xml) != len ?
+                                        _("a NUL byte") : vrmGetLastErrorMessage());
+
+        vrmReportError(VRM_ERR_PROTOCOL,
+                       _("the virt-rdma helper at %1$s sent a bad message: %2$s"),
+                       name, why);
+        return -1;
+    }
+    return 1;
+}
+
 /* Whole frames from @pc->in to the owner; false if @pc is gone */
 static bool
 vrmPeerConnDeliver(vrmPeerConn *pc)
 {
-    while (pc->in->len >= 4 && pc->state == VRM_PEER_OPEN) {
-        guint32 len;
-        g_autofree char *xml = NULL;
+    while (pc->state == VRM_PEER_OPEN) {
         vrmPeerMessage *msg;
+        int rc = vrmPeerFrameTake(pc->in, pc->name, &msg);
 
-        memcpy(&len, pc->in->data, 4);
-        len = GUINT32_FROM_BE(len);
-        if (len == 0 || len > VRM_PEER_FRAME_MAX) {
-            vrmReportError(VRM_ERR_PROTOCOL,
-                           _("the virt-rdma helper at %1$s announced a message of %2$u bytes; the limit is %3$u"),
-                           pc->name, len, VRM_PEER_FRAME_MAX);
+        if (rc < 0) {
             vrmPeerConnFail(pc);
             return false;
         }
-        if (pc->in->len < 4 + (gsize)len)
+        if (rc == 0)
             return true;
-        xml = g_strndup((const char *)pc->in->data + 4, len);
-        g_byte_array_remove_range(pc->in, 0, 4 + len);
-        if (strlen(xml) != len || !(msg = vrmPeerMessageParseString(xml))) {
-            g_autofree char *why = g_strdup(strlen(xml) != len ?
-                                            _("a NUL byte") : vrmGetLastErrorMessage());
-
-            vrmReportError(VRM_ERR_PROTOCOL,
-                           _("the virt-rdma helper at %1$s sent a bad message: %2$s"),
-                           pc->name, why);
-            vrmPeerConnFail(pc);
-            return false;
-        }
         vrmPeerConnSetTimer(pc, 0);
         vrmPeerConnEnter(pc);
         pc->cb.message(pc, msg, pc->opaque);
@@ -889,20 +918,16 @@ vrmPeerConnDeliver(vrmPeerConn *pc)
 static void
 vrmPeerConnRead(vrmPeerConn *pc)
 {
-    guint8 chunk[4096];
+    guint8 chunk[VRM_PEER_READ_CHUNK];
 
     for (;;) {
         ssize_t r = gnutls_record_recv(pc->session, chunk, sizeof(chunk));
 
         if (r > 0) {
-            if (pc->in->len + (gsize)r > 4 + VRM_PEER_FRAME_MAX + sizeof(chunk)) {
-                vrmReportError(VRM_ERR_PROTOCOL,
-                               _("the virt-rdma helper at %1$s sent more than one message holds"),
-                               pc->name);
+            if (vrmPeerFrameAppend(pc->in, chunk, r, pc->name) < 0) {
                 vrmPeerConnFail(pc);
                 return;
             }
-            g_byte_array_append(pc->in, chunk, r);
             if (!vrmPeerConnDeliver(pc))
                 return;
             if (pc->state != VRM_PEER_OPEN)

@@ -36,6 +36,9 @@
  *                                        locator's, which peers check)
  *   vrmPeerServerNew(creds, address, port, maxPeers, timeout, cb, opaque)
  *   vrmPeerServerFree(srv)
+ * The framing alone, no socket and no TLS (fuzzed by tests/fuzz/vrmpeerfuzz.c):
+ *   vrmPeerFrameAppend(in, chunk, size, name)   one read's bytes, bounded
+ *   vrmPeerFrameTake(in, name, &msg)            the next whole frame, parsed
  */
 #pragma once
 
@@ -48,6 +51,9 @@
 
 /* The cluster key: 256 bits */
 #define VRM_PEER_KEY_BYTES 32
+/* One read from the TLS session: the input buffer holds at most a whole
+ * frame and one such read */
+#define VRM_PEER_READ_CHUNK 4096
 
 typedef struct _vrmPeerCreds vrmPeerCreds;
 typedef struct _vrmPeerConn vrmPeerConn;
@@ -104,3 +110,16 @@ void vrmPeerServerFree(vrmPeerServer *srv);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(vrmPeerServer, vrmPeerServerFree);
 /* the port it listens on (the configured one, or the kernel's for 0) */
 unsigned int vrmPeerServerPort(const vrmPeerServer *srv);
+
+/*
+ * The framing, what an open channel runs on what it decrypts. Append:
+ * -1 (VRM_ERR_PROTOCOL reported) if @in would hold more than a whole frame
+ * and one read. Take: 1 and *@msg (the caller owns it) if @in starts with
+ * a whole frame, removed from @in; 0 if more must come; -1 (reported,
+ * VRM_ERR_PROTOCOL) for a length of 0 or over VRM_PEER_FRAME_MAX, a NUL
+ * byte, or a document vrmPeerMessageParseString() refuses. @name: the
+ * peer, for the error.
+ */
+int vrmPeerFrameAppend(GByteArray *in, const guint8 *chunk, gsize size,
+                       const char *name);
+int vrmPeerFrameTake(GByteArray *in, const char *name, vrmPeerMessage **msg);

@@ -592,18 +592,24 @@ vrmSourceFacts(vrmDomainFacts *facts, gpointer opaque)
 }
 
 /*
- * A requester acts only as the host it names: its connection must come
- * from its locator's address (issue 33 item 1), and under x509 its
- * certificate must name that locator's host or address. With one cluster
- * key for all, the address is what tells one holder of the key from
- * another; the recovery then goes only where the offer went
- * (vrmSourceCheckRecovery), to a requester bound the same way.
+ * A request of our version, and its requester acts only as the host it
+ * names: its connection must come from its locator's address (issue 33
+ * item 1; under x509 its certificate must name that host too, checked by
+ * the caller, vrmPeerConnCheckIdentity). With one cluster key for all, the
+ * address is what tells one holder of the key from another; the recovery
+ * then goes only where the offer went (vrmSourceCheckRecovery), to a
+ * requester bound the same way.
  */
-static int
-vrmSourceCheckRequester(vrmPeerConn *pc, const vrmPeerMessage *msg)
+int
+vrmHelperSourceCheckRequest(const vrmPeerMessage *msg, const char *from)
 {
-    const char *from = vrmPeerConnPeerAddress(pc);
-
+    if (msg->type != VRM_PEER_MIGRATION_REQUEST || msg->version != VRM_PEER_VERSION) {
+        vrmReportError(msg->type != VRM_PEER_MIGRATION_REQUEST ? VRM_ERR_PROTOCOL :
+                       VRM_ERR_VERSION,
+                       _("expected a migration request of version %1$d, got <%2$s> version %3$u"),
+                       VRM_PEER_VERSION, vrmPeerTypeTypeToString(msg->type), msg->version);
+        return -1;
+    }
     if (!msg->requester || !vrmNetworkAddressEqual(msg->requester->address, from)) {
         vrmReportError(VRM_ERR_AUTH,
                        _("the request names the helper at %1$s but comes from %2$s: a helper may ask only as itself"),
@@ -611,8 +617,7 @@ vrmSourceCheckRequester(vrmPeerConn *pc, const vrmPeerMessage *msg)
                        from ? from : "?");
         return -1;
     }
-    /* x509: and its certificate is that host's */
-    return vrmPeerConnCheckIdentity(pc, msg->requester);
+    return 0;
 }
 
 static void
@@ -626,16 +631,8 @@ vrmSourceRequestMessage(vrmPeerConn *pc, vrmPeerMessage *msg, gpointer opaque)
         vrmHelperJobRefuse(req);
         return;
     }
-    if (msg->type != VRM_PEER_MIGRATION_REQUEST || msg->version != VRM_PEER_VERSION) {
-        vrmReportError(msg->type != VRM_PEER_MIGRATION_REQUEST ? VRM_ERR_PROTOCOL :
-                       VRM_ERR_VERSION,
-                       _("expected a migration request of version %1$d, got <%2$s> version %3$u"),
-                       VRM_PEER_VERSION, vrmPeerTypeTypeToString(msg->type), msg->version);
-        vrmPeerMessageFree(msg);
-        vrmHelperJobRefuse(req);
-        return;
-    }
-    if (vrmSourceCheckRequester(pc, msg) < 0) {
+    if (vrmHelperSourceCheckRequest(msg, vrmPeerConnPeerAddress(pc)) < 0 ||
+        vrmPeerConnCheckIdentity(pc, msg->requester) < 0) {
         vrmPeerMessageFree(msg);
         vrmHelperJobRefuse(req);
         return;

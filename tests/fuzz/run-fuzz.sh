@@ -3,8 +3,8 @@
 #
 #   tests/fuzz/run-fuzz.sh BUILDDIR SECONDS [FUZZER...]
 #
-# FUZZER is vrmxmlfuzz, vrmwirefuzz, vrmchannelfuzz or vrmstatsfuzz (all of
-# them by default), one after the other. BUILDDIR was set up with
+# FUZZER is vrmxmlfuzz, vrmwirefuzz, vrmchannelfuzz, vrmstatsfuzz,
+# vrmpeerfuzz or vrmcontrolfuzz (all of them by default), one after the other. BUILDDIR was set up with
 # CC=clang -Dfuzzing=true -Db_sanitize=address,undefined -Db_lundef=false.
 # Each fuzzer starts from its seeds and from the inputs that once broke a
 # check (replayed on every start); new inputs go to
@@ -25,7 +25,8 @@ srcdir=$(cd "$(dirname "$0")/../.." && pwd)
 case $seconds in
     ''|*[!0-9]*) echo "$0: SECONDS must be a number" >&2; exit 2 ;;
 esac
-[ $# -gt 0 ] || set -- vrmxmlfuzz vrmwirefuzz vrmchannelfuzz vrmstatsfuzz
+[ $# -gt 0 ] || set -- vrmxmlfuzz vrmwirefuzz vrmchannelfuzz vrmstatsfuzz \
+    vrmpeerfuzz vrmcontrolfuzz
 
 export VRM_SCHEMA_DIR="$srcdir/xml/schemas"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}"
@@ -59,6 +60,13 @@ for name in "$@"; do
     vrmstatsfuzz)
         opts="-max_len=4096 -dict=$t/fuzz/stats.dict"
         seeds="$t/fuzz/seeds-stats" ;;
+    vrmpeerfuzz)
+        # byte 0: the size of each read; then frames of up to 64 KiB
+        opts="-max_len=16384 -dict=$t/fuzz/xml.dict"
+        seeds="$t/fuzz/seeds-peer" ;;
+    vrmcontrolfuzz)
+        opts="-max_len=16384 -dict=$t/fuzz/xml.dict"
+        seeds="$t/fuzz/seeds-control" ;;
     *)
         echo "$0: unknown fuzzer $name" >&2
         exit 2 ;;

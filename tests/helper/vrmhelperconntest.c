@@ -319,6 +319,36 @@ testSubscribers(vrmConnFixture *f, gconstpointer data)
     close(sleeper);
 }
 
+/* The framing alone (vrmHelperRequestFeed): what vrmcontrolfuzz runs */
+static void
+testFeed(void)
+{
+    static const char doc[] = "<job-list/>";
+    guint32 be = GUINT32_TO_BE(sizeof(doc) - 1);
+    g_autoptr(GByteArray) in = g_byte_array_new();
+    guint32 len = 0;
+    gsize i;
+
+    /* byte by byte: whole only at the last one */
+    for (i = 0; i < 4; i++)
+        g_assert_cmpint(vrmHelperRequestFeed(in, (const guint8 *)&be + i, 1, &len), ==, 0);
+    for (i = 0; i + 1 < sizeof(doc) - 1; i++)
+        g_assert_cmpint(vrmHelperRequestFeed(in, (const guint8 *)doc + i, 1, &len), ==, 0);
+    g_assert_cmpint(vrmHelperRequestFeed(in, (const guint8 *)doc + i, 1, &len), ==, 1);
+    g_assert_cmpuint(len, ==, sizeof(doc) - 1);
+
+    /* one byte more: a second request */
+    g_assert_cmpint(vrmHelperRequestFeed(in, (const guint8 *)"<", 1, &len), ==, -1);
+    g_assert_cmpint(vrmGetLastErrorCode(), ==, VRM_ERR_PROTOCOL);
+
+    /* a NUL byte inside */
+    g_byte_array_set_size(in, 0);
+    g_assert_cmpint(vrmHelperRequestFeed(in, (const guint8 *)&be, 4, &len), ==, 0);
+    g_assert_cmpint(vrmHelperRequestFeed(in, (const guint8 *)"<job-list/\0", 11, &len), ==, -1);
+    g_assert_nonnull(strstr(vrmGetLastErrorMessage(), "NUL"));
+    vrmResetLastError();
+}
+
 int
 main(int argc, char **argv)
 {
@@ -331,5 +361,6 @@ main(int argc, char **argv)
     ADD("/conn/too-large", testTooLarge, 0);
     ADD("/conn/subscribers", testSubscribers, 0);
 #undef ADD
+    g_test_add_func("/conn/feed", testFeed);
     return g_test_run();
 }

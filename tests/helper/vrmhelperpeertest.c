@@ -627,6 +627,58 @@ testStalledPeer(vrmPeerFixture *f, gconstpointer data)
     close(fd);
 }
 
+/* The framing alone (vrmPeerFrameTake): what the fuzzer vrmpeerfuzz runs */
+static void
+appendFrame(GByteArray *in, const char *doc, gsize len)
+{
+    guint32 be = GUINT32_TO_BE((guint32)len);
+
+    g_byte_array_append(in, (const guint8 *)&be, 4);
+    g_byte_array_append(in, (const guint8 *)doc, len);
+}
+
+static void
+testFraming(void)
+{
+    static const char ok[] = "<migration-result status=\"ok\"/>";
+    g_autoptr(GByteArray) in = g_byte_array_new();
+    g_autoptr(vrmPeerMessage) msg = NULL;
+    guint32 zero = 0;
+
+    /* two frames in one read, then a partial one */
+    appendFrame(in, ok, strlen(ok));
+    appendFrame(in, ok, strlen(ok));
+    g_byte_array_append(in, (const guint8 *)"\0\0", 2);
+    g_assert_cmpint(vrmPeerFrameTake(in, "t", &msg), ==, 1);
+    g_assert_cmpint(msg->type, ==, VRM_PEER_MIGRATION_RESULT);
+    g_clear_pointer(&msg, vrmPeerMessageFree);
+    g_assert_cmpint(vrmPeerFrameTake(in, "t", &msg), ==, 1);
+    g_clear_pointer(&msg, vrmPeerMessageFree);
+    g_assert_cmpint(vrmPeerFrameTake(in, "t", &msg), ==, 0);
+    g_assert_null(msg);
+    g_assert_cmpuint(in->len, ==, 2);
+
+    /* a length of 0 */
+    g_byte_array_set_size(in, 0);
+    g_byte_array_append(in, (const guint8 *)&zero, 4);
+    g_assert_cmpint(vrmPeerFrameTake(in, "t", &msg), ==, -1);
+    g_assert_cmpint(vrmGetLastErrorCode(), ==, VRM_ERR_PROTOCOL);
+
+    /* a NUL byte inside the document */
+    g_byte_array_set_size(in, 0);
+    appendFrame(in, ok, sizeof(ok));
+    g_assert_cmpint(vrmPeerFrameTake(in, "t", &msg), ==, -1);
+    g_assert_nonnull(strstr(vrmGetLastErrorMessage(), "a NUL byte"));
+    g_assert_null(msg);
+
+    /* never more than a frame and one read in the buffer */
+    g_byte_array_set_size(in, 4 + VRM_PEER_FRAME_MAX);
+    g_assert_cmpint(vrmPeerFrameAppend(in, (const guint8 *)ok, 1, "t"), ==, 0);
+    g_byte_array_set_size(in, 4 + VRM_PEER_FRAME_MAX + VRM_PEER_READ_CHUNK);
+    g_assert_cmpint(vrmPeerFrameAppend(in, (const guint8 *)ok, 1, "t"), ==, -1);
+    vrmResetLastError();
+}
+
 int
 main(int argc, char **argv)
 {
@@ -648,5 +700,6 @@ main(int argc, char **argv)
     ADD("/peer/stalled/served-meanwhile", testStalledPeer, GUINT_TO_POINTER(4));
     ADD("/peer/stalled/cap-waits", testStalledPeer, GUINT_TO_POINTER(1));
 #undef ADD
+    g_test_add_func("/peer/framing", testFraming);
     return g_test_run();
 }
