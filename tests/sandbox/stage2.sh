@@ -59,7 +59,17 @@ hostname "sandbox-$host"
 ip link set lo up
 # Names resolve locally: the VM has no route to the machine's DNS server,
 # and libvirt looks its host name up on every migration.
-printf '127.0.0.1 localhost\n%s sandbox-a\n%s sandbox-b\n' 198.18.0.1 198.18.0.2 > /etc/hosts
+{
+    echo '127.0.0.1 localhost'
+    i=0
+    for h in a b c d; do
+        i=$((i + 1))
+        # every host of this run (two at least: the one-host mode has always
+        # known sandbox-b too)
+        [ "$i" -le 2 ] || [ "$i" -le "$hosts" ] || break
+        echo "198.18.0.$i sandbox-$h"
+    done
+} > /etc/hosts
 rm -f /etc/resolv.conf && : > /etc/resolv.conf
 
 self=$(param addr)
@@ -106,6 +116,7 @@ export HOME=/root
 export VRM_SANDBOX_HOST=$host
 export VRM_SELF_ADDR=$self
 export VRM_PEER_ADDR=$(param peer)
+export VRM_SANDBOX_HOSTS=$hosts
 export VRM_RDMA_DEVICE=rxe0
 export VRM_SANDBOX_NETDEV=$netdev
 export VRM_SANDBOX_SHARED=$shared
