@@ -106,12 +106,23 @@ qemu_caps_save() {
 # define_guest NAME MIB CMDLINE [HARD_LIMIT_MIB]: a persistent domain running
 # the e2e guest (QEMU's own RDMA migration needs a memory hard limit).
 define_guest() {
+    start_guest "$@"
+    wait_filled "$1"
+}
+
+# start_guest NAME MIB CMDLINE [HARD_LIMIT_MIB]: define_guest without the
+# wait for its RAM to be filled (several guests start at once)
+start_guest() {
     local memtune=
     [ -n "${4:-}" ] && memtune="<memtune><hard_limit unit='MiB'>$4</hard_limit></memtune>"
     sed -e "s|@NAME@|$1|g" -e "s|@MEM@|$2|" -e "s|@KERNEL@|$VRM_GUEST_ELF|" \
         -e "s|@CMDLINE@|$3|" -e "s|@MEMTUNE@|$memtune|" "$E2E_DIR/guest.xml.in" > "/tmp/$1.xml"
     virsh -q define "/tmp/$1.xml" >/dev/null || fail "cannot define $1"
     virsh -q start "$1" >/dev/null || fail "cannot start $1"
+}
+
+# wait_filled NAME: the guest started by start_guest has filled its RAM
+wait_filled() {
     wait_serial "$1" "filled" 120
     say "guest $1 running, RAM filled"
 }

@@ -15,10 +15,9 @@ getent passwd libvirt-qemu >/dev/null ||
     echo "libvirt-qemu:x:64055:64055:Libvirt Qemu:/var/lib/libvirt:/usr/sbin/nologin" >> /etc/passwd
 
 mkdir -p /etc/libvirt /var/lib/libvirt/qemu /var/cache/libvirt/qemu /var/log/libvirt/qemu /run/libvirt
-case "$VRM_SANDBOX_HOST" in
-    a) uuid=5f0b6d2e-7a1c-4c3e-9d01-00000000000a ;;
-    *) uuid=5f0b6d2e-7a1c-4c3e-9d01-00000000000b ;;
-esac
+# one per host (a to d are hex digits): libvirt refuses a migration
+# between two hosts of the same UUID
+uuid=5f0b6d2e-7a1c-4c3e-9d01-00000000000$VRM_SANDBOX_HOST
 # VRM_LIBVIRT_LOG_FILTERS / VRM_LIBVIRT_LOG_LEVEL: more of libvirtd's log
 # (the benchmark's timelines use "1:qemu.qemu_monitor_json").
 filters=

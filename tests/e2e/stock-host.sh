@@ -176,10 +176,9 @@ start_virtlogd() {
 
 start_stock_libvirtd() {
     local uuid pid
-    case "$VRM_SANDBOX_HOST" in
-        a) uuid=5f0b6d2e-7a1c-4c3e-9d01-00000000000a ;;
-        *) uuid=5f0b6d2e-7a1c-4c3e-9d01-00000000000b ;;
-    esac
+    # one per host (a to d are hex digits): libvirt refuses a migration
+    # between two hosts of the same UUID
+    uuid=5f0b6d2e-7a1c-4c3e-9d01-00000000000$VRM_SANDBOX_HOST
     # Debian's libvirtd.conf is all comments; the sandbox adds its listener.
     # qemu.conf stays Debian's.
     cat >> /etc/libvirt/libvirtd.conf <<CONF
