@@ -50,11 +50,14 @@ pin_sampler_stop() { touch /tmp/pin-stop; nap 0.7; cat /tmp/pin-peak; }
 # engine_cpu SINCE: the CPU seconds of the engines of this host's job
 # records newer than the file SINCE
 engine_cpu() {
-    find /var/lib/virt-rdma -name 'job-*.stats.json' -newer "$1" 2>/dev/null |
+    local s
+    s=$(find /var/lib/virt-rdma -name 'job-*.stats.json' -newer "$1" 2>/dev/null |
         xargs -r python3 -c '
 import json, sys
 print("%.2f" % sum(json.load(open(f)).get("cpu-user-s", 0) + json.load(open(f)).get("cpu-system-s", 0)
-                   for f in sys.argv[1:]))' || echo 0
+                   for f in sys.argv[1:]))')
+    # no engine ran (libvirt's TCP): zero, so that every row has its fields
+    echo "${s:-0}"
 }
 
 # mark: the start of a round on this host: CPU, pinned sampler, job files
@@ -75,10 +78,8 @@ if [ "$me" != a ]; then
     exit 0
 fi
 
-for g in g1 g2 g3 g4; do
-    define_guest "$g" "$mem" "dirty_kb=1024"
-    enable_rdma "$g"
-done
+for g in g1 g2 g3 g4; do start_guest "$g" "$mem" "dirty_kb=1024"; done
+for g in g1 g2 g3 g4; do wait_filled "$g"; enable_rdma "$g"; done
 wait_ready b
 wait_ready c
 
@@ -113,12 +114,16 @@ for m in $methods; do
     done
     ma=$(measure) mb=$(on b measure | sed 's/^  \[b\] //') mc=$(on c measure | sed 's/^  \[c\] //')
     echo "$m $drain $downtimes$ma $mb $mc" >> "$results"
-    on b "arrived g1 && arrived g2" > /dev/null || fail "round $m: g1 and g2 did not arrive on b intact"
-    on c "arrived g3 && arrived g4" > /dev/null || fail "round $m: g3 and g4 did not arrive on c intact"
     say "round $m: a drained in $drain s"
     if [ "$m" = tcp ]; then
-        on b "enable_rdma g1 && enable_rdma g2" > /dev/null || fail "cannot tag g1 and g2 again on b"
-        on c "enable_rdma g3 && enable_rdma g4" > /dev/null || fail "cannot tag g3 and g4 again on c"
+        # untagged, they carry no locator: verified, then tagged again here
+        on b "check_arrived g1 && check_arrived g2 && enable_rdma g1 && enable_rdma g2" ||
+            fail "round $m: g1 and g2 did not arrive on b intact"
+        on c "check_arrived g3 && check_arrived g4 && enable_rdma g3 && enable_rdma g4" ||
+            fail "round $m: g3 and g4 did not arrive on c intact"
+    else
+        on b "arrived g1 && arrived g2" || fail "round $m: g1 and g2 did not arrive on b intact"
+        on c "arrived g3 && arrived g4" || fail "round $m: g3 and g4 did not arrive on c intact"
     fi
     # home again over RDMA, four at once, unmeasured
     for g in g1 g2; do on_nowait b "migrate_start $g a --parallel --parallel-connections 4"; done
