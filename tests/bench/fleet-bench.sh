@@ -74,12 +74,12 @@ measure() {
 host_setup
 if [ "$me" != a ]; then
     flag "ready-$me"
-    serve
+    serve_remote
     exit 0
 fi
 
-for g in g1 g2 g3 g4; do start_guest "$g" "$mem" "dirty_kb=1024"; done
-for g in g1 g2 g3 g4; do wait_filled "$g"; enable_rdma "$g"; done
+for g in g1 g2 g3 g4; do start_rdma_guest "$g" "$mem" "dirty_kb=1024"; done
+for g in g1 g2 g3 g4; do wait_filled "$g"; wait_locator "$g" sandbox-a; done
 wait_ready b
 wait_ready c
 
@@ -98,8 +98,8 @@ for m in $methods; do
     fi
     say "round $m: draining a to b (g1 g2) and c (g3 g4)"
     mark
-    on b mark > /dev/null
-    on c mark > /dev/null
+    remote_on b mark > /dev/null
+    remote_on c mark > /dev/null
     start=$(date +%s.%N)
     migrate_start g1 b "${opts[@]}"
     migrate_start g2 b "${opts[@]}"
@@ -112,24 +112,24 @@ for m in $methods; do
         d=$(virsh domjobinfo --completed "$g" | awk '/^Total downtime:/ { print $3 }')
         downtimes+="${d:-?} "
     done
-    ma=$(measure) mb=$(on b measure | sed 's/^  \[b\] //') mc=$(on c measure | sed 's/^  \[c\] //')
+    ma=$(measure) mb=$(remote_on b measure | sed 's/^  \[b\] //') mc=$(remote_on c measure | sed 's/^  \[c\] //')
     echo "$m $drain $downtimes$ma $mb $mc" >> "$results"
     say "round $m: a drained in $drain s"
     if [ "$m" = tcp ]; then
         # untagged, they carry no locator: verified, then tagged again here
-        on b "check_arrived g1 && check_arrived g2 && enable_rdma g1 && enable_rdma g2" ||
+        remote_on b "check_arrived g1 && check_arrived g2 && enable_rdma g1 && enable_rdma g2" ||
             fail "round $m: g1 and g2 did not arrive on b intact"
-        on c "check_arrived g3 && check_arrived g4 && enable_rdma g3 && enable_rdma g4" ||
+        remote_on c "check_arrived g3 && check_arrived g4 && enable_rdma g3 && enable_rdma g4" ||
             fail "round $m: g3 and g4 did not arrive on c intact"
     else
-        on b "arrived g1 && arrived g2" || fail "round $m: g1 and g2 did not arrive on b intact"
-        on c "arrived g3 && arrived g4" || fail "round $m: g3 and g4 did not arrive on c intact"
+        remote_on b "arrived g1 && arrived g2" || fail "round $m: g1 and g2 did not arrive on b intact"
+        remote_on c "arrived g3 && arrived g4" || fail "round $m: g3 and g4 did not arrive on c intact"
     fi
     # home again over RDMA, four at once, unmeasured
-    for g in g1 g2; do on_nowait b "migrate_start $g a --parallel --parallel-connections 4"; done
-    for g in g3 g4; do on_nowait c "migrate_start $g a --parallel --parallel-connections 4"; done
-    on b "migrate_wait g1 600 && migrate_wait g2 600" > /dev/null || fail "g1 and g2 did not come home"
-    on c "migrate_wait g3 600 && migrate_wait g4 600" > /dev/null || fail "g3 and g4 did not come home"
+    for g in g1 g2; do remote_nowait b "migrate_start $g a --parallel --parallel-connections 4"; done
+    for g in g3 g4; do remote_nowait c "migrate_start $g a --parallel --parallel-connections 4"; done
+    remote_on b "migrate_wait g1 600 && migrate_wait g2 600" > /dev/null || fail "g1 and g2 did not come home"
+    remote_on c "migrate_wait g3 600 && migrate_wait g4 600" > /dev/null || fail "g3 and g4 did not come home"
     for g in g1 g2 g3 g4; do [ "$(virsh domstate "$g")" = running ] || fail "$g did not come home"; done
 done
 
@@ -152,5 +152,5 @@ if "tcp" in base:
         if m in base:
             print("%s drains in %.2fx the time of libvirt TCP" % (names[m], base[m] / base["tcp"]))
 PY
-touch "$SHARED/stop-b" "$SHARED/stop-c"
+remote_stop b; remote_stop c
 say "done"

@@ -14,6 +14,14 @@ rm -f "$nap_fifo"
 nap() { read -r -t "$1" -u "$NAP_FD" _ 2>/dev/null; return 0; }
 
 say() { echo "e2e[$VRM_SANDBOX_HOST] $(date +%T) $*"; }
+# timed CMD...: run CMD and say how long it took; its status
+timed() {
+    local start=$SECONDS
+    "$@"
+    local rc=$?
+    say "took $((SECONDS - start)) s: $*"
+    return $rc
+}
 fail() {
     local kmsg crash gone= pid
     local crashes="segfault|traps:|general protection|out of memory|killed process"
@@ -110,13 +118,14 @@ define_guest() {
     wait_filled "$1"
 }
 
-# start_guest NAME MIB CMDLINE [HARD_LIMIT_MIB]: define_guest without the
-# wait for its RAM to be filled (several guests start at once)
+# start_guest NAME MIB CMDLINE [HARD_LIMIT_MIB [METADATA]]: define_guest
+# without the wait for its RAM to be filled (several guests start at once)
 start_guest() {
     local memtune=
     [ -n "${4:-}" ] && memtune="<memtune><hard_limit unit='MiB'>$4</hard_limit></memtune>"
     sed -e "s|@NAME@|$1|g" -e "s|@MEM@|$2|" -e "s|@KERNEL@|$VRM_GUEST_ELF|" \
-        -e "s|@CMDLINE@|$3|" -e "s|@MEMTUNE@|$memtune|" "$E2E_DIR/guest.xml.in" > "/tmp/$1.xml"
+        -e "s|@CMDLINE@|$3|" -e "s|@MEMTUNE@|$memtune|" -e "s|@METADATA@|${5:-}|" \
+        "$E2E_DIR/guest.xml.in" > "/tmp/$1.xml"
     virsh -q define "/tmp/$1.xml" >/dev/null || fail "cannot define $1"
     virsh -q start "$1" >/dev/null || fail "cannot start $1"
 }
@@ -168,6 +177,22 @@ hold_migration() {
     virsh -q qemu-monitor-command "$1" \
         '{"execute":"migrate-set-parameters","arguments":{"max-bandwidth":65536}}' > /dev/null ||
         { echo "cannot cap the migration of $1 through QEMU's monitor"; return 1; }
+}
+
+# hold_migrations NAME...: hold_migration for each at once: held one after
+# the other, the last one's first pass could end before its turn (CI saw
+# the third of three complete at 1 MiB/s while the first two were capped)
+hold_migrations() {
+    local g pids=() rc=0 i=0
+    for g in "$@"; do
+        hold_migration "$g" > "/tmp/hold-$g.out" 2>&1 &
+        pids+=($!)
+    done
+    for g in "$@"; do
+        wait "${pids[$i]}" || { cat "/tmp/hold-$g.out"; echo "the migration of $g was not held"; rc=1; }
+        i=$((i + 1))
+    done
+    return $rc
 }
 
 # lift_cap NAME PID: lift the bandwidth cap of NAME's running migration
@@ -351,51 +376,74 @@ enable_rdma() {
     wait_locator "$1" "sandbox-$VRM_SANDBOX_HOST"
 }
 
-# wait_locator DOMAIN HOST: the live metadata names HOST's helper
-wait_locator() {
-    local deadline=$((SECONDS + 30))
-    until virsh -q metadata "$1" --uri "$VRM_NS" --live 2>/dev/null | grep -q "host=\"$2\""; do
-        [ $SECONDS -ge $deadline ] && { virsh metadata "$1" --uri "$VRM_NS" --live; fail "no locator of $2 in $1's metadata"; }
-        nap 0.2
-    done
-    say "$1's live metadata: $(virsh -q metadata "$1" --uri "$VRM_NS" --live | tr -d '\n')"
+# start_rdma_guest NAME MIB CMDLINE: start_guest, the domain defined
+# RDMA-enabled (<rdma:migration/> in its metadata): the helper puts its
+# locator in as the domain starts (enable_rdma on a running guest took 5 to
+# 10 s a guest in the fleet's boot); wait_locator tells when
+start_rdma_guest() {
+    start_guest "$1" "$2" "$3" "" "<metadata><rdma:migration xmlns:rdma='$VRM_NS'/></metadata>"
 }
 
-# Host a drives, host b serves: `remote CMD` runs CMD (a shell snippet,
-# with this library's functions) on host b and prints its output; its
-# status is CMD's. `serve_remote` is host b's loop, until `remote_stop`.
-# The request counter lives in a file: `x=$(remote ...)` runs remote in a
-# subshell, whose variables do not come back.
-remote() {
-    local n deadline=$((SECONDS + ${REMOTE_TIMEOUT:-300}))
-    n=$(cat "$SHARED/.remote-n" 2>/dev/null || echo 0)
-    echo $((n + 1)) > "$SHARED/.remote-n"
-    printf '%s\n' "$*" > "$SHARED/.req-$n"
-    mv "$SHARED/.req-$n" "$SHARED/req-$n"
-    until [ -e "$SHARED/rc-$n" ]; do
-        if [ -e "$SHARED/failed-b" ]; then
-            # what b said before it failed (its FAIL line among it)
-            sed 's/^/  [b] /' "$SHARED/out-$n" 2>/dev/null
-            fail "host b failed running '$*'"
+# wait_locator DOMAIN HOST: the live metadata names HOST's helper
+wait_locator() {
+    local deadline=$((SECONDS + 30)) md
+    # one virsh call a round: under load each takes seconds
+    until md=$(virsh -q metadata "$1" --uri "$VRM_NS" --live 2>&1) && grep -q "host=\"$2\"" <<<"$md"; do
+        [ $SECONDS -ge $deadline ] && { echo "$md"; fail "no locator of $2 in $1's metadata"; }
+        nap 0.2
+    done
+    say "$1's live metadata: $(tr -d '\n' <<<"$md")"
+}
+
+# Host a drives, the others serve: `remote_on HOST CMD` runs CMD (a shell
+# snippet, with this library's functions and those of the scenario's
+# library) on HOST and prints its output; its status is CMD's. `remote CMD`
+# is `remote_on b CMD` (the two-host scenarios). `serve_remote` is every
+# other host's loop, until `remote_stop [HOST]` (default b). Each host has
+# its own request directory; the counter lives in a file there: `x=$(remote
+# ...)` runs in a subshell, whose variables do not come back.
+remote_request() {
+    local n dir=$SHARED/remote-$1
+    mkdir -p "$dir"
+    n=$(cat "$dir/.n" 2>/dev/null || echo 0)
+    echo $((n + 1)) > "$dir/.n"
+    printf '%s\n' "$2" > "$dir/.req-$n"
+    mv "$dir/.req-$n" "$dir/req-$n"
+    echo "$n"
+}
+remote_on() {
+    local h=$1 n dir=$SHARED/remote-$1 deadline=$((SECONDS + ${REMOTE_TIMEOUT:-300}))
+    shift
+    n=$(remote_request "$h" "$*")
+    until [ -e "$dir/rc-$n" ]; do
+        if [ -e "$SHARED/failed-$h" ]; then
+            # what the host said before it failed (its FAIL line among it)
+            sed "s/^/  [$h] /" "$dir/out-$n" 2>/dev/null
+            fail "host $h failed running '$*'"
         fi
-        [ $SECONDS -ge $deadline ] && fail "host b did not run '$*' within ${REMOTE_TIMEOUT:-300} s"
+        [ $SECONDS -ge $deadline ] && fail "host $h did not run '$*' within ${REMOTE_TIMEOUT:-300} s"
         nap 0.1
     done
-    sed 's/^/  [b] /' "$SHARED/out-$n"
-    return "$(cat "$SHARED/rc-$n")"
+    sed "s/^/  [$h] /" "$dir/out-$n"
+    return "$(cat "$dir/rc-$n")"
 }
-remote_stop() { touch "$SHARED/remote-stop"; }
+remote() { remote_on b "$*"; }
+# remote_nowait HOST CMD: ask HOST to run CMD, and do not wait (a host that
+# is told to die never answers)
+remote_nowait() { remote_request "$1" "$2" > /dev/null; }
+remote_stop() { touch "$SHARED/stop-${1:-b}"; }
 serve_remote() {
-    local n=0
+    local n=0 me=$VRM_SANDBOX_HOST dir=$SHARED/remote-$VRM_SANDBOX_HOST
+    mkdir -p "$dir"
     while :; do
-        until [ -e "$SHARED/req-$n" ]; do
-            [ -e "$SHARED/remote-stop" ] && return 0
+        until [ -e "$dir/req-$n" ]; do
+            [ -e "$SHARED/stop-$me" ] && return 0
             [ -e "$SHARED/failed-a" ] && fail "host a failed"
             nap 0.05
         done
-        ( eval "$(cat "$SHARED/req-$n")" ) > "$SHARED/out-$n" 2>&1
-        echo $? > "$SHARED/.rc-$n"
-        mv "$SHARED/.rc-$n" "$SHARED/rc-$n"
+        ( eval "$(cat "$dir/req-$n")" ) > "$dir/out-$n" 2>&1
+        echo $? > "$dir/.rc-$n"
+        mv "$dir/.rc-$n" "$dir/rc-$n"
         n=$((n + 1))
     done
 }
@@ -536,7 +584,7 @@ define_disk_guest() {
     local disks="<disk type='file' device='disk'><driver name='qemu' type='raw'/><source file='$(disk_img "$1")'/><target dev='hda' bus='ide'/></disk>"
     [ -n "${4:-}" ] && disks+="<disk type='file' device='disk'><driver name='qemu' type='raw'/><source file='$(disk_img "$4")'/><target dev='hdb' bus='ide'/></disk>"
     sed -e "s|@NAME@|$1|g" -e "s|@MEM@|$2|" -e "s|@KERNEL@|$VRM_GUEST_ELF|" \
-        -e "s|@CMDLINE@|$3 disk_sectors=$disk_sectors|" -e "s|@MEMTUNE@||" \
+        -e "s|@CMDLINE@|$3 disk_sectors=$disk_sectors|" -e "s|@MEMTUNE@||" -e "s|@METADATA@||" \
         -e "s|<devices>|<devices>$disks|" \
         "$E2E_DIR/guest.xml.in" > "/tmp/$1.xml"
     virsh -q define "/tmp/$1.xml" > /dev/null && virsh -q start "$1" > /dev/null || fail "cannot start $1"

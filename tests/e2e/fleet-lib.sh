@@ -1,6 +1,7 @@
 # fleet-lib.sh: the fleet's scenarios (tests/e2e/fleet.sh) and its
 # benchmark (tests/bench/fleet-bench.sh): three sandbox hosts on the
-# emulated switch, host a drives, b and c run what it asks (on HOST CMD).
+# emulated switch, host a drives, b and c run what it asks (remote_on HOST
+# CMD, e2e-lib.sh).
 # Sourced inside a sandbox VM, after nothing else.
 . "$(dirname "${BASH_SOURCE[0]}")/e2e-lib.sh"
 export PATH=$VRM_BUILD_DIR/tools/cli:$VRM_BUILD_DIR/tests/helper:$PATH
@@ -8,54 +9,6 @@ me=$VRM_SANDBOX_HOST
 
 addr_of() { case "$1" in a) echo 198.18.0.1 ;; b) echo 198.18.0.2 ;; c) echo 198.18.0.3 ;; esac; }
 dest_of() { echo "qemu+tcp://$(addr_of "$1")/system"; }
-
-# request HOST CMD: hand CMD to HOST's loop (serve, below); prints its number
-request() {
-    local n dir=$SHARED/remote-$1
-    n=$(cat "$dir/.n" 2>/dev/null || echo 0)
-    echo $((n + 1)) > "$dir/.n"
-    printf '%s\n' "$2" > "$dir/.req-$n"
-    mv "$dir/.req-$n" "$dir/req-$n"
-    echo "$n"
-}
-
-# on HOST CMD: run CMD (a shell snippet, with e2e-lib's functions and
-# this file's) on HOST (b or c) and print its output; CMD's status.
-on() {
-    local h=$1 n dir=$SHARED/remote-$1 deadline=$((SECONDS + ${REMOTE_TIMEOUT:-300}))
-    shift
-    n=$(request "$h" "$*")
-    until [ -e "$dir/rc-$n" ]; do
-        if [ -e "$SHARED/failed-$h" ]; then
-            sed "s/^/  [$h] /" "$dir/out-$n" 2>/dev/null
-            fail "host $h failed running '$*'"
-        fi
-        [ $SECONDS -ge $deadline ] && fail "host $h did not run '$*' within ${REMOTE_TIMEOUT:-300} s"
-        nap 0.1
-    done
-    sed "s/^/  [$h] /" "$dir/out-$n"
-    return "$(cat "$dir/rc-$n")"
-}
-
-# on_nowait HOST CMD: ask HOST to run CMD, and do not wait (a host that
-# is told to die never answers)
-on_nowait() { request "$1" "$2" > /dev/null; }
-
-# serve: b's and c's loop, running what a asks until a says stop
-serve() {
-    local n=0 dir=$SHARED/remote-$me
-    while :; do
-        until [ -e "$dir/req-$n" ]; do
-            [ -e "$SHARED/stop-$me" ] && return 0
-            [ -e "$SHARED/failed-a" ] && fail "host a failed"
-            nap 0.05
-        done
-        ( eval "$(cat "$dir/req-$n")" ) > "$dir/out-$n" 2>&1
-        echo $? > "$dir/.rc-$n"
-        mv "$dir/.rc-$n" "$dir/rc-$n"
-        n=$((n + 1))
-    done
-}
 
 # wait_ready HOST: HOST's helper, hook and libvirtd are up
 wait_ready() {
@@ -120,7 +73,7 @@ migrate_refused() {
 
 # migrate_from HOST GUEST TO: plain virsh on HOST (b or c) moves GUEST to TO
 migrate_from() {
-    on "$1" "virsh migrate --live --p2p --persistent --migrateuri \"\$(virt-rdma uri $2)\" $2 $(dest_of "$3")"
+    remote_on "$1" "virsh migrate --live --p2p --persistent --migrateuri \"\$(virt-rdma uri $2)\" $2 $(dest_of "$3")"
 }
 
 # left GUEST: GUEST left this host (shut off, still defined) by an RDMA job
@@ -133,8 +86,8 @@ left() {
 
 nothing_left() {
     check_no_leftovers
-    on b check_no_leftovers || fail "something was left behind on b"
-    on c check_no_leftovers || fail "something was left behind on c"
+    remote_on b check_no_leftovers || fail "something was left behind on b"
+    remote_on c check_no_leftovers || fail "something was left behind on c"
 }
 
 # host_dies: this VM powers off at once, as a host that loses power: no
@@ -146,18 +99,9 @@ host_dies() {
     poweroff -f
 }
 
-timed() {
-    local start=$SECONDS
-    "$@"
-    local rc=$?
-    say "took $((SECONDS - start)) s: $*"
-    return $rc
-}
-
 # host_setup [CONF LINE...]: this host's helper (its configuration with
-# the extra lines), the hook and libvirtd, and its request directory
+# the extra lines), the hook and libvirtd
 host_setup() {
-    mkdir -p "$SHARED/remote-$me"
     start_virt_rdma --no-helper
     [ $# = 0 ] || write_helper_conf "$@"
     run_helper

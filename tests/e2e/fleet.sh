@@ -23,24 +23,21 @@
 set -u
 . "$(dirname "$0")/fleet-lib.sh"
 
-if [ "$me" = a ]; then
-    # room for three jobs' allowances (78741504 bytes each: nine
-    # channels' rings) and not four
-    host_setup "[limits]" "max-pinned-bytes=250M"
-else
-    host_setup
-fi
 if [ "$me" != a ]; then
+    host_setup
     flag "ready-$me"
-    serve
+    serve_remote
     say "done"
     exit 0
 fi
 
 # ---- host a drives ----------------------------------------------------------
+# room for three jobs' allowances (78741504 bytes each: nine channels'
+# rings) and not four
+host_setup "[limits]" "max-pinned-bytes=250M"
 # 32 MiB each, 1 MiB dirtied all the time; they start at once
-for g in g1 g2 g3 g4; do start_guest "$g" 32 "dirty_kb=1024"; done
-for g in g1 g2 g3 g4; do wait_filled "$g"; enable_rdma "$g"; done
+for g in g1 g2 g3 g4; do start_rdma_guest "$g" 32 "dirty_kb=1024"; done
+for g in g1 g2 g3 g4; do wait_filled "$g"; wait_locator "$g" sandbox-a; done
 wait_ready b
 wait_ready c
 
@@ -51,10 +48,8 @@ start=$SECONDS
 migrate_start g1 b --bandwidth 1
 migrate_start g2 b --bandwidth 1
 migrate_start g3 c --bandwidth 1
-for g in g1 g2 g3; do
-    hold_migration "$g" || fail "the migration of $g did not start"
-    say "$g's job holds its part of the budget (its migration capped at 64 KiB/s)"
-done
+hold_migrations g1 g2 g3 || fail "the migrations of g1, g2 and g3 were not all held"
+say "g1, g2 and g3's jobs hold a's budget (their migrations capped at 64 KiB/s)"
 out=$(migrate_refused g4 c) || fail "g4 migrated beyond a's budget of three jobs"
 say "g4 -> c while three jobs hold a's budget: $out"
 [ "$(printf '%s\n' "$out" | grep -c .)" = 1 ] || fail "the budget refusal is not one line"
@@ -69,37 +64,37 @@ migrate_start g4 c
 migrate_wait g4 300 || fail "g4 did not go once the budget had room"
 say "a drained in $((SECONDS - start)) s"
 for g in g1 g2 g3 g4; do left "$g"; done
-on b "arrived g1 && arrived g2" || fail "g1 and g2 did not arrive on b intact"
-on c "arrived g3 && arrived g4" || fail "g3 and g4 did not arrive on c intact"
+remote_on b "arrived g1 && arrived g2" || fail "g1 and g2 did not arrive on b intact"
+remote_on c "arrived g3 && arrived g4" || fail "g3 and g4 did not arrive on c intact"
 nothing_left
 
 # 2. rebalance and chain: g1 b -> c -> a
 say "2. chaining g1 a -> b (step 1) -> c -> a"
 timed migrate_from b g1 c || fail "g1 b->c failed"
-on c "arrived g1" || fail "g1 did not arrive on c intact"
-on b "left g1" || fail "g1 did not leave b by an RDMA job"
+remote_on c "arrived g1" || fail "g1 did not arrive on c intact"
+remote_on b "left g1" || fail "g1 did not leave b by an RDMA job"
 timed migrate_from c g1 a || fail "g1 c->a failed"
 arrived g1
-on c "left g1" || fail "g1 did not leave c by an RDMA job"
+remote_on c "left g1" || fail "g1 did not leave c by an RDMA job"
 nothing_left
 
 # 3. c's helper stops while g1 goes a -> b; b then asks to move g2 to c
 say "3. c's helper stopped in the middle of an evacuation"
 migrate_start g1 b --bandwidth 1
 hold_migration g1 || fail "g1's migration to b did not start"
-on c stop_helper || fail "cannot stop c's helper"
-out=$(on b "migrate_refused g2 c") || fail "g2 migrated to c with c's helper down"
+remote_on c stop_helper || fail "cannot stop c's helper"
+out=$(remote_on b "migrate_refused g2 c") || fail "g2 migrated to c with c's helper down"
 out=${out#  \[b\] }
 say "g2 b -> c with c's helper down: $out"
 [ "$(printf '%s\n' "$out" | grep -c .)" = 1 ] || fail "the refusal is not one line"
 grep -qF "the virt-rdma helper (virt-rdmad) is not running on this host" <<<"$out" ||
     fail "the refusal does not say that c's helper is down"
-on b "check_verifies g2 \$(verify_count g2)" || fail "g2 does not run on b after the refusal"
+remote_on b "check_verifies g2 \$(verify_count g2)" || fail "g2 does not run on b after the refusal"
 lift_cap g1 "$(cat /tmp/mig-g1.pid)" || fail "cannot lift the cap of g1"
 migrate_wait g1 300 || fail "g1's job to b failed while c's helper was down"
 left g1
-on b "arrived g1" || fail "g1 did not arrive on b intact"
-on c run_helper || fail "c's helper did not come back"
+remote_on b "arrived g1" || fail "g1 did not arrive on b intact"
+remote_on c run_helper || fail "c's helper did not come back"
 nothing_left
 
 # 4. b's VM dies while it receives: g1 comes back from b first, then goes
@@ -109,7 +104,7 @@ timed migrate_from b g1 a || fail "g1 b->a failed"
 arrived g1
 migrate_start g1 b --bandwidth 1
 hold_migration g1 || fail "g1's migration to b did not start"
-on_nowait b host_dies
+remote_nowait b host_dies
 migrate_wait g1 240 && fail "g1's migration to a host that died succeeded"
 [ "$(virsh domstate g1)" = running ] || fail "g1 is '$(virsh domstate --reason g1)' on a after b died, not running"
 check_verifies g1 "$(verify_count g1)"
@@ -120,9 +115,9 @@ check_no_leftovers
 migrate_start g1 c
 migrate_wait g1 300 || fail "a's helper did not carry g1 to c after b died"
 left g1
-on c "arrived g1" || fail "g1 did not arrive on c intact"
+remote_on c "arrived g1" || fail "g1 did not arrive on c intact"
 check_no_leftovers
-on c check_no_leftovers || fail "something was left behind on c"
+remote_on c check_no_leftovers || fail "something was left behind on c"
 
-touch "$SHARED/stop-c"
+remote_stop c
 say "done"

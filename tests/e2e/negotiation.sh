@@ -352,14 +352,6 @@ assert last["bytes"] > 16 << 20 and last["cause"] is None, last
     leftovers_both
 }
 
-timed() {
-    local start=$SECONDS
-    "$@"
-    local rc=$?
-    say "took $((SECONDS - start)) s: $*"
-    return $rc
-}
-
 # ---- host a ----------------------------------------------------------------
 start_virt_rdma
 start_libvirt
