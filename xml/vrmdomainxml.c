@@ -380,7 +380,7 @@ vrmReindent(GString *out, const char *formatted, const vrmLayout *layout,
 }
 
 static char *
-vrmSplice(vrmDomainXML *dom, size_t from, size_t to, const char *insert)
+vrmDomainXMLReplaceSpan(vrmDomainXML *dom, size_t from, size_t to, const char *insert)
 {
     GString *out = g_string_sized_new(dom->len + strlen(insert));
 
@@ -402,7 +402,7 @@ vrmDomainXMLReplace(vrmDomainXML *dom, xmlNodePtr node, const char *formatted)
         return NULL;
     vrmLayoutOf(dom, span->start, &layout);
     vrmReindent(text, formatted, &layout, layout.indent);
-    return vrmSplice(dom, span->start, span->end, text->str);
+    return vrmDomainXMLReplaceSpan(dom, span->start, span->end, text->str);
 }
 
 /* Append @formatted as the last child element of @parent. */
@@ -463,7 +463,7 @@ vrmDomainXMLAppendChild(vrmDomainXML *dom, xmlNodePtr parent,
             g_string_append(text, layout.indent);
         }
         g_string_append_printf(text, "</%s>", qname);
-        return vrmSplice(dom, pspan->start, pspan->end, text->str);
+        return vrmDomainXMLReplaceSpan(dom, pspan->start, pspan->end, text->str);
     }
 
     if (layout.pretty) {
@@ -480,9 +480,9 @@ vrmDomainXMLAppendChild(vrmDomainXML *dom, xmlNodePtr parent,
             g_string_append(text, layout.eol);
             g_string_append(text, layout.indent);
         }
-        return vrmSplice(dom, pspan->startEnd, pspan->startEnd, text->str);
+        return vrmDomainXMLReplaceSpan(dom, pspan->startEnd, pspan->startEnd, text->str);
     }
-    return vrmSplice(dom, last->end, last->end, text->str);
+    return vrmDomainXMLReplaceSpan(dom, last->end, last->end, text->str);
 }
 
 /* Remove @node with the whitespace that precedes it on its line. */
@@ -502,7 +502,7 @@ vrmDomainXMLRemove(vrmDomainXML *dom, xmlNodePtr node)
         if (from > 0 && dom->text[from - 1] == '\r')
             from--;
     }
-    return vrmSplice(dom, from, span->end, "");
+    return vrmDomainXMLReplaceSpan(dom, from, span->end, "");
 }
 
 /* Element children, comments and PIs: what removal must not drop. */
@@ -706,7 +706,7 @@ vrmDomainXMLTidy(char *cur)
     if (!vrmDomainXMLIsOurStartTag(dom, span, ourTag)) {
         collapsed = g_strdup_printf("%.*s/>", (int)(span->startEnd - 1 - span->start),
                                     dom->text + span->start);
-        next = vrmSplice(dom, span->start, span->end, collapsed);
+        next = vrmDomainXMLReplaceSpan(dom, span->start, span->end, collapsed);
         g_free(cur);
         return next;
     }
