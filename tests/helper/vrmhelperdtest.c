@@ -7,7 +7,9 @@
  * driver (test:///default: a domain "test" that runs and does not
  * migrate). Where a source helper must offer, this program plays it: a
  * FAKE source peer on the helpers' real TLS channel (vrmFakeSource*),
- * driven by the test's main loop while the hook runs.
+ * driven by the test's main loop while the hook runs. The daemon, the
+ * fake source and the hook's runner are the scaffolding shared with the
+ * load generator: vrmhelperfixture.{c,h}.
  *
  * Adversarial cases (issue 13) run as root with a second local user
  * (daemon, a member of the access group) and a third (nobody, not one).
@@ -32,274 +34,13 @@
 
 #include <glib/gstdio.h>
 
-#include "vrmhelperclient.h"
-#include "vrmhelperpeer.h"
+#include "vrmhelperfixture.h"
 #include "vrmdomainxml.h"
 #include "vrmerror.h"
 #include "vrmlimits.h"
 
 #define TEST_DOMAIN_UUID "6695eb01-f6a4-8304-79aa-97f2502e193f"  /* test:///default's "test" */
 #define OTHER_UUID "7b9c1a2e-3f4d-4e5f-8a6b-0c1d2e3f4a5b"
-
-typedef struct {
-    char *dir;
-    char *sock;
-    char *conf;
-    char *state;
-    char *run;
-    char *log;                      /* fake engine argv log */
-    char *tokens;                   /* VRM_HELPER_TEST_TOKEN_DIR */
-    GPid pid;
-    char *mode;                     /* VRM_FAKE_ENGINE */
-    unsigned int peerPort;
-    const char *fallback;           /* [migration] fallback; NULL: the default (tcp) */
-    char *metricsDir;               /* [metrics] textfile-dir; NULL: off (never
-                                     * the host's node-exporter directory) */
-} Helper;
-
-static const char *
-env(const char *name)
-{
-    const char *v = g_getenv(name);
-
-    g_assert_nonnull(v);
-    return v;
-}
-
-static unsigned int
-freePort(void)
-{
-    struct sockaddr_in sa = { .sin_family = AF_INET };
-    socklen_t len = sizeof(sa);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    unsigned int port;
-
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    g_assert_cmpint(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), ==, 0);
-    g_assert_cmpint(getsockname(fd, (struct sockaddr *)&sa, &len), ==, 0);
-    port = ntohs(sa.sin_port);
-    close(fd);
-    return port;
-}
-
-static char *
-testKey(const char *dir, const char *name)
-{
-    char *path = g_build_filename(dir, name, NULL);
-
-    if (!g_file_test(path, G_FILE_TEST_EXISTS))
-        g_assert_cmpint(vrmPeerKeyGenerate(path), ==, 0);
-    return path;
-}
-
-static void
-helperWriteConfig(Helper *h, const char *key, const char *extra)
-{
-    g_autofree char *text =
-        g_strdup_printf("[rdma]\ndevice = rxe0\naddress = 127.0.0.1\n"
-                        "[paths]\nrun-dir = %s\nstate-dir = %s\n"
-                        "[access]\ngroup = %s\n"
-                        "[peers]\nauth = psk\nkey-file = %s\nhost = localhost\n"
-                        "address = 127.0.0.1\nport = %u\ntimeout = 3\n"
-                        "[engine]\nuser = nobody\n"
-                        "[libvirt]\nuri = test:///default\n"
-                        "[hook]\ntimeout = 20\n"
-                        "[metrics]\ntextfile-dir = %s\n%s%s%s%s",
-                        h->run, h->state, getgrgid(getpwnam("daemon")->pw_gid)->gr_name,
-                        key, h->peerPort, h->metricsDir ? h->metricsDir : "",
-                        extra ? extra : "",
-                        h->fallback ? "[migration]\nfallback = " : "",
-                        h->fallback ? h->fallback : "", h->fallback ? "\n" : "");
-
-    g_assert_true(g_file_set_contents(h->conf, text, -1, NULL));
-}
-
-/*
- * A helper of its own directory, configuration and key (@key NULL) or the
- * given one. @fallback: its [migration] fallback, NULL for the default.
- * Most tests look at refusals, under "refuse"; the fallback-* tests at the
- * default.
- */
-static Helper *
-helperNewFallback(const char *key, const char *extraConf, const char *fallback)
-{
-    Helper *h = g_new0(Helper, 1);
-    g_autofree char *port = NULL;
-    g_autofree char *state = NULL;
-    g_autofree char *ownKey = NULL;
-
-    h->dir = g_dir_make_tmp("vrmhelperd-XXXXXX", NULL);
-    g_chmod(h->dir, 0755);
-    h->run = g_strdup_printf("%s/run", h->dir);
-    h->sock = g_strdup_printf("%s/virt-rdmad.sock", h->run);
-    h->conf = g_strdup_printf("%s/virt-rdmad.conf", h->dir);
-    h->state = g_strdup_printf("%s/state", h->dir);
-    h->log = g_strdup_printf("%s/engine.log", h->dir);
-    /* the engines run as the engine user (nobody) when the tests run as root */
-    g_assert_true(g_file_set_contents(h->log, "", 0, NULL));
-    g_chmod(h->log, 0666);
-    h->tokens = g_strdup_printf("%s/tokens", h->dir);
-    h->mode = g_strdup("connect");
-    h->peerPort = freePort();
-    h->fallback = fallback;
-    g_assert_cmpint(g_mkdir_with_parents(h->tokens, 0700), ==, 0);
-    port = g_strdup_printf("%s/sys/class/infiniband/rxe0/ports/1", h->dir);
-    g_assert_cmpint(g_mkdir_with_parents(port, 0755), ==, 0);
-    state = g_build_filename(port, "state", NULL);
-    g_assert_true(g_file_set_contents(state, "4: ACTIVE\n", -1, NULL));
-    if (!key)
-        key = ownKey = testKey(h->dir, "cluster.key");
-    helperWriteConfig(h, key, extraConf);
-    return h;
-}
-
-static Helper *
-helperNew(const char *key, const char *extraConf)
-{
-    return helperNewFallback(key, extraConf, "refuse");
-}
-
-static char **
-helperEnv(Helper *h)
-{
-    char **e = g_get_environ();
-    g_autofree char *sysfs = g_strdup_printf("%s/sys", h->dir);
-
-    e = g_environ_setenv(e, "VRM_SYSFS_ROOT", sysfs, TRUE);
-    e = g_environ_setenv(e, "VRM_FAKE_ENGINE", h->mode, TRUE);
-    e = g_environ_setenv(e, "VRM_FAKE_ENGINE_LOG", h->log, TRUE);
-    e = g_environ_setenv(e, "VRM_HELPER_TEST_TOKEN_DIR", h->tokens, TRUE);
-    e = g_environ_setenv(e, VRM_HELPER_CONFIG_ENV, h->conf, TRUE);
-    e = g_environ_unsetenv(e, VRM_HELPER_SOCKET_ENV);
-    return e;
-}
-
-/* In the child: output to a log file, ended with the test program */
-static void
-helperChildSetup(gpointer opaque)
-{
-    const char *log = opaque;
-    int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-
-    if (fd >= 0) {
-        dup2(fd, 1);
-        dup2(fd, 2);
-        close(fd);
-    }
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
-}
-
-static void
-helperStart(Helper *h)
-{
-    g_autofree char *logPath = g_strdup_printf("%s/helper.log", h->dir);
-    g_auto(GStrv) e = helperEnv(h);
-    const char *argv[] = { env("VRM_HELPERD_PATH"), "--config", h->conf,
-                           "--engine", env("VRM_FAKE_ENGINE_PATH"),
-                           "--connect-timeout", "3", "--debug", NULL };
-    g_autoptr(GError) err = NULL;
-    gint64 deadline = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
-
-    g_assert_true(g_spawn_async(NULL, (char **)argv, e, G_SPAWN_DO_NOT_REAP_CHILD,
-                                helperChildSetup, logPath, &h->pid, &err));
-    g_assert_no_error(err);
-    while (g_get_monotonic_time() < deadline) {
-        g_autoptr(vrmControlMessage) req = vrmControlMessageNew(VRM_CONTROL_JOB_LIST);
-        g_autoptr(vrmControlMessage) reply = NULL;
-
-        if (g_file_test(h->sock, G_FILE_TEST_EXISTS) &&
-            (reply = vrmHelperClientCall(h->sock, req, 1000)))
-            return;
-        g_usleep(20000);
-    }
-    g_error("virt-rdmad did not come up (log %s)", logPath);
-}
-
-static int
-waitPid(GPid pid, int seconds)
-{
-    gint64 deadline = g_get_monotonic_time() + (gint64)seconds * G_USEC_PER_SEC;
-    int status;
-
-    while (g_get_monotonic_time() < deadline) {
-        pid_t r = waitpid(pid, &status, WNOHANG);
-
-        if (r == pid)
-            return status;
-        g_main_context_iteration(NULL, FALSE);
-        g_usleep(5000);
-    }
-    kill(pid, SIGKILL);
-    waitpid(pid, &status, 0);
-    g_error("process %d did not end in time", (int)pid);
-    return -1;
-}
-
-static void
-helperStop(Helper *h)
-{
-    int status;
-
-    if (h->pid <= 0)
-        return;
-    kill(h->pid, SIGTERM);
-    status = waitPid(h->pid, 10);
-    g_assert_true(WIFEXITED(status));
-    g_assert_cmpint(WEXITSTATUS(status), ==, 0);
-    h->pid = 0;
-}
-
-/* End the engines a stopped helper left running (as designed) */
-static void
-helperKillEngines(Helper *h)
-{
-    g_autoptr(GDir) d = g_dir_open(h->state, 0, NULL);
-    const char *name;
-
-    while (d && (name = g_dir_read_name(d))) {
-        g_autoptr(GKeyFile) kf = g_key_file_new();
-        g_autofree char *path = g_build_filename(h->state, name, NULL);
-        gint64 pid;
-
-        if (!g_str_has_suffix(name, ".run") ||
-            !g_key_file_load_from_file(kf, path, 0, NULL))
-            continue;
-        if ((pid = g_key_file_get_int64(kf, "engine", "pid", NULL)) > 0)
-            kill(pid, SIGKILL);
-    }
-}
-
-static void
-helperFree(Helper *h)
-{
-    g_autofree char *cmd = NULL;
-
-    helperStop(h);
-    helperKillEngines(h);
-    cmd = g_strdup_printf("rm -rf '%s'", h->dir);
-    g_assert_cmpint(system(cmd), ==, 0);
-    g_free(h->dir);
-    g_free(h->run);
-    g_free(h->sock);
-    g_free(h->conf);
-    g_free(h->state);
-    g_free(h->log);
-    g_free(h->tokens);
-    g_free(h->mode);
-    g_free(h->metricsDir);
-    g_free(h);
-}
-
-static vrmControlMessage *
-call(Helper *h, vrmControlMessage *req)
-{
-    vrmControlMessage *reply = vrmHelperClientCall(h->sock, req, 30000);
-
-    if (!reply)
-        g_error("no reply: %s", vrmGetLastErrorMessage());
-    vrmControlMessageFree(req);
-    return reply;
-}
 
 /* Every token a helper made, and whether @text holds one */
 static bool
@@ -336,212 +77,6 @@ assertNoTokenInState(Helper *h)
 }
 
 
-/* ---- the FAKE source peer: this program, on the real TLS channel ---- */
-
-typedef enum {
-    FAKE_SOURCE_OFFER,              /* offer, then result ok */
-    FAKE_SOURCE_REFUSE,             /* result error at once */
-    FAKE_SOURCE_SILENT,             /* never answers the request */
-    FAKE_SOURCE_OUT_OF_TURN,        /* a result ok where the offer belongs */
-} vrmFakeSourceMode;
-
-typedef struct {
-    vrmFakeSourceMode mode;
-    vrmPeerCreds *creds;
-    vrmPeerServer *srv;
-    GPtrArray *conns;
-    unsigned int port;
-    char *socketPath;               /* what the offer names */
-    vrmPeerMessage *request;        /* what the destination asked */
-    vrmAnswer *answer;              /* what it answered */
-    vrmToken token;
-} vrmFakeSource;
-
-static void
-vrmFakeSourceMessage(vrmPeerConn *pc, vrmPeerMessage *msg, gpointer opaque)
-{
-    vrmFakeSource *fs = opaque;
-
-    if (msg->type == VRM_PEER_MIGRATION_REQUEST) {
-        g_autoptr(vrmPeerMessage) reply = NULL;
-
-        vrmPeerMessageFree(fs->request);
-        fs->request = msg;
-        if (fs->mode == FAKE_SOURCE_SILENT)
-            return;
-        if (fs->mode == FAKE_SOURCE_REFUSE) {
-            reply = vrmPeerResultNewError(VRM_ERR_POLICY, "fake refusal");
-        } else if (fs->mode == FAKE_SOURCE_OUT_OF_TURN) {
-            reply = vrmPeerMessageNew(VRM_PEER_MIGRATION_RESULT);
-        } else {
-            reply = vrmPeerMessageNew(VRM_PEER_MIGRATION_OFFER);
-            reply->socketPath = g_strdup(fs->socketPath);
-            reply->offer = vrmOfferNew();
-            reply->offer->version = VRM_PROTOCOL_VERSION;
-            reply->offer->capabilities = 0x2;
-            reply->offer->hasToken = true;
-            reply->offer->token = fs->token;
-            reply->offer->address = g_strdup("127.0.0.1");
-            reply->offer->port = 18599;
-            reply->offer->channels = msg->maxChannels;
-            /* small: the allowance must stay under the usual 8 MiB
-             * memlock limit of a container without CAP_SYS_RESOURCE */
-            reply->offer->chunkSize = 65536;
-            reply->offer->ringDepth = 2;
-        }
-        g_assert_cmpint(vrmPeerConnSend(pc, reply), ==, 0);
-        return;
-    }
-    if (msg->type == VRM_PEER_MIGRATION_ANSWER) {
-        g_autoptr(vrmPeerMessage) ok = vrmPeerMessageNew(VRM_PEER_MIGRATION_RESULT);
-
-        vrmAnswerFree(fs->answer);
-        fs->answer = vrmAnswerCopy(msg->answer);
-        if (msg->answer->status == VRM_ANSWER_ACCEPTED)
-            vrmPeerConnSend(pc, ok);
-    }
-    vrmPeerMessageFree(msg);
-}
-
-static void
-vrmFakeSourceFailed(vrmPeerConn *pc, gpointer opaque)
-{
-    vrmFakeSource *fs = opaque;
-
-    g_ptr_array_remove(fs->conns, pc);
-}
-
-static const vrmPeerConnCallbacks vrmFakeSourceCallbacks = {
-    .message = vrmFakeSourceMessage,
-    .failed = vrmFakeSourceFailed,
-};
-
-static void
-vrmFakeSourceAccept(vrmPeerConn *pc, gpointer opaque)
-{
-    vrmFakeSource *fs = opaque;
-
-    vrmPeerConnSetCallbacks(pc, &vrmFakeSourceCallbacks, fs);
-    vrmPeerConnExpect(pc, 10);
-    g_ptr_array_add(fs->conns, pc);
-}
-
-static vrmFakeSource *
-vrmFakeSourceNew(const char *key, vrmFakeSourceMode mode, const char *socketPath)
-{
-    vrmFakeSource *fs = g_new0(vrmFakeSource, 1);
-    g_autoptr(vrmHelperConfig) conf = vrmHelperConfigNew();
-
-    g_free(conf->peerKeyFile);
-    conf->peerKeyFile = g_strdup(key);
-    conf->peerAuth = VRM_PEER_AUTH_PSK;
-    g_assert_cmpint(vrmPeerCredsLoad(conf, &fs->creds), ==, 0);
-    fs->mode = mode;
-    fs->socketPath = g_strdup(socketPath);
-    fs->conns = g_ptr_array_new_with_free_func((GDestroyNotify)vrmPeerConnFree);
-    g_assert_cmpint(vrmTokenGenerate(&fs->token), ==, 0);
-    fs->srv = vrmPeerServerNew(fs->creds, "127.0.0.1", 0, 4, 5, vrmFakeSourceAccept, fs);
-    g_assert_nonnull(fs->srv);
-    fs->port = vrmPeerServerPort(fs->srv);
-    return fs;
-}
-
-static void
-vrmFakeSourceFree(vrmFakeSource *fs)
-{
-    g_ptr_array_unref(fs->conns);
-    vrmPeerServerFree(fs->srv);
-    vrmPeerCredsFree(fs->creds);
-    vrmPeerMessageFree(fs->request);
-    vrmAnswerFree(fs->answer);
-    g_free(fs->socketPath);
-    g_free(fs);
-}
-
-
-/* ---- the hook, as libvirt runs it, while this loop serves ---- */
-
-typedef struct {
-    int status;
-    char *out;
-    char *err;
-} HookResult;
-
-static void
-hookResultClear(HookResult *r)
-{
-    g_free(r->out);
-    g_free(r->err);
-}
-G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(HookResult, hookResultClear);
-
-static char *
-readAll(int fd)
-{
-    GString *s = g_string_new(NULL);
-    char buf[4096];
-    ssize_t r;
-
-    while ((r = read(fd, buf, sizeof(buf))) > 0)
-        g_string_append_len(s, buf, r);
-    close(fd);
-    return g_string_free(s, FALSE);
-}
-
-static void
-runHookWith(const char *conf, const char *xml, const char *op, HookResult *res)
-{
-    const char *argv[] = { env("VRM_HOOK_PATH"), "web1", op ? op : "migrate", "begin", "-", NULL };
-    g_auto(GStrv) e = g_environ_setenv(g_get_environ(), VRM_HELPER_CONFIG_ENV, conf, TRUE);
-    g_autoptr(GError) err = NULL;
-    int in, out, er;
-    GPid pid;
-    ssize_t w;
-
-    e = g_environ_unsetenv(e, VRM_HELPER_SOCKET_ENV);
-    g_assert_true(g_spawn_async_with_pipes(NULL, (char **)argv, e,
-                                           G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL,
-                                           &pid, &in, &out, &er, &err));
-    w = write(in, xml, strlen(xml));
-    /* for the operations it ignores the hook may end before reading (libvirt
-     * ignores that EPIPE too) */
-    if (w != (ssize_t)strlen(xml))
-        g_assert_true(w < 0 && errno == EPIPE && op);
-    close(in);
-    /* the fake source in this process answers meanwhile */
-    res->status = waitPid(pid, 60);
-    res->out = readAll(out);
-    res->err = readAll(er);
-}
-
-static void
-runHook(Helper *h, const char *xml, HookResult *res)
-{
-    runHookWith(h->conf, xml, NULL, res);
-}
-
-/* A domain XML of an RDMA-enabled domain; @port 0: no locator */
-static char *
-domainXML(const char *uuid, unsigned int port, const char *extra)
-{
-    g_autofree char *locator = port ?
-        g_strdup_printf("<locator host='localhost' address='127.0.0.1' port='%u'/>", port) :
-        g_strdup("");
-
-    return g_strdup_printf("<domain type='qemu'>\n  <name>web1</name>\n  <uuid>%s</uuid>\n"
-                           "  <memory>65536</memory>\n  <metadata>\n"
-                           "    <rdma:migration xmlns:rdma='http://virt-rdma.org/xmlns/migration/1.0'>"
-                           "<pin-all/>%s%s</rdma:migration>\n  </metadata>\n</domain>\n",
-                           uuid, locator, extra ? extra : "");
-}
-
-static char *
-domainPath(Helper *h, const char *uuid)
-{
-    return g_strdup_printf("%s/qemu/%s/migrate.sock", h->run, uuid);
-}
-
-
 /* ---- tests ---------------------------------------------------------------- */
 
 static void
@@ -551,7 +86,7 @@ testListEmpty(void)
     g_autoptr(vrmControlMessage) reply = NULL;
 
     helperStart(h);
-    reply = call(h, vrmControlMessageNew(VRM_CONTROL_JOB_LIST));
+    reply = helperCall(h, vrmControlMessageNew(VRM_CONTROL_JOB_LIST));
     g_assert_cmpint(reply->status, ==, VRM_REPLY_OK);
     g_assert_cmpuint(reply->jobs->len, ==, 0);
     helperFree(h);
@@ -622,7 +157,7 @@ testIncomingAccepted(void)
     }
     g_assert_cmpint(stat(dir, &st), ==, 0);
     g_assert_true(S_ISDIR(st.st_mode));
-    list = call(h, vrmControlMessageNew(VRM_CONTROL_JOB_LIST));
+    list = helperCall(h, vrmControlMessageNew(VRM_CONTROL_JOB_LIST));
     g_assert_cmpuint(list->jobs->len, ==, 1);
     job = g_ptr_array_index(list->jobs, 0);
     g_assert_cmpint(job->role, ==, VRM_JOB_ROLE_DESTINATION);
@@ -685,7 +220,7 @@ testSourceNotMigrating(void)
     runHook(dst, xml, &r);
     assertHookRefused(dst, &r, "refused: the domain 'test' runs on localhost but is not migrating out of it");
     assertNoEngineStarted(src);
-    list = call(src, vrmControlMessageNew(VRM_CONTROL_JOB_LIST));
+    list = helperCall(src, vrmControlMessageNew(VRM_CONTROL_JOB_LIST));
     g_assert_cmpuint(list->jobs->len, ==, 0);
     g_assert_true(g_file_get_contents(logPath, &srcLog, NULL, NULL));
     g_assert_nonnull(strstr(srcLog, "refused the request of the peer helper at 127.0.0.1:"));
@@ -768,7 +303,7 @@ testRecoveryRefused(void)
                     "the domain 'test' on localhost is not paused in a post-copy migration that failed: nothing to recover");
     g_assert_cmpint(g_get_monotonic_time() - start, <, 5 * G_USEC_PER_SEC);
     assertNoEngineStarted(src);
-    list = call(src, vrmControlMessageNew(VRM_CONTROL_JOB_LIST));
+    list = helperCall(src, vrmControlMessageNew(VRM_CONTROL_JOB_LIST));
     g_assert_cmpuint(list->jobs->len, ==, 0);
     vrmPeerConnFree(pc);
     vrmPeerMessageFree(pr.reply);
@@ -888,7 +423,7 @@ testSourceRefuses(void)
     runHook(h, xml, &r);
     assertHookRefused(h, &r, "virt-rdmad on the source host (127.0.0.1:");
     g_assert_nonnull(strstr(r.err, "refused: fake refusal"));
-    list = call(h, vrmControlMessageNew(VRM_CONTROL_JOB_LIST));
+    list = helperCall(h, vrmControlMessageNew(VRM_CONTROL_JOB_LIST));
     g_assert_cmpuint(list->jobs->len, ==, 1);
     g_assert_cmpint(((vrmJobRecord *)g_ptr_array_index(list->jobs, 0))->state, ==,
                     VRM_JOB_STATE_FAILED);
@@ -1048,7 +583,7 @@ assertHookOverTcp(Helper *h, const HookResult *r, const char *want)
 static char *
 runCli(Helper *h, int *status, ...)
 {
-    g_autofree char *cli = g_build_filename(env("VRM_BUILD_DIR"), "tools", "cli",
+    g_autofree char *cli = g_build_filename(testEnv("VRM_BUILD_DIR"), "tools", "cli",
                                             "virt-rdma", NULL);
     g_autoptr(GPtrArray) argv = g_ptr_array_new();
     g_auto(GStrv) e = g_environ_setenv(g_get_environ(), VRM_HELPER_SOCKET_ENV, h->sock, TRUE);
@@ -1107,7 +642,7 @@ assertJobsCli(Helper *h, unsigned long long id, const char *want)
 static void
 assertRecordOverTcp(Helper *h, const char *want)
 {
-    g_autoptr(vrmControlMessage) list = call(h, vrmControlMessageNew(VRM_CONTROL_JOB_LIST));
+    g_autoptr(vrmControlMessage) list = helperCall(h, vrmControlMessageNew(VRM_CONTROL_JOB_LIST));
     g_autofree char *logPath = g_strdup_printf("%s/helper.log", h->dir);
     g_autofree char *log = NULL;
     const vrmJobRecord *job;
@@ -1143,7 +678,7 @@ testFallbackHelperDown(void)
 static char *
 metricsParse(const char *path)
 {
-    g_autofree char *script = g_build_filename(env("VRM_SOURCE_DIR"), "tests", "helper",
+    g_autofree char *script = g_build_filename(testEnv("VRM_SOURCE_DIR"), "tests", "helper",
                                                "vrmmetricsparse.py", NULL);
     const char *argv[] = { "/usr/bin/python3", script, path, NULL };
     g_autofree char *err = NULL;
@@ -1209,7 +744,7 @@ metricsAfterLoss(Helper *dst)
         runHook(dst, xml, &r);
         assertHookOverTcp(dst, &r, NULL);
     }
-    list = call(dst, vrmControlMessageNew(VRM_CONTROL_JOB_LIST));
+    list = helperCall(dst, vrmControlMessageNew(VRM_CONTROL_JOB_LIST));
     g_assert_cmpuint(list->jobs->len, ==, 3);
     g_assert_true(g_file_get_contents(logPath, &log, NULL, NULL));
     if (!(first = strstr(log, warning)))
@@ -1437,7 +972,7 @@ testLogFlood(void)
     }
     for (i = 0; i < 20; i++) {
         g_autofree char *port = g_strdup_printf("%u", h->peerPort);
-        const char *argv[] = { env("VRM_HELPERCTL_PATH"), "peer-request", other,
+        const char *argv[] = { testEnv("VRM_HELPERCTL_PATH"), "peer-request", other,
                                "127.0.0.1", port, "web1", TEST_DOMAIN_UUID, NULL };
         int status;
 
@@ -1477,32 +1012,22 @@ testStalledEngine(void)
     g_autofree char *path = domainPath(h, OTHER_UUID);
     vrmFakeSource *fs = vrmFakeSourceNew(key, FAKE_SOURCE_OFFER, path);
     g_autofree char *xml = domainXML(OTHER_UUID, fs->port, NULL);
-    const char *argv[] = { env("VRM_HOOK_PATH"), "web1", "migrate", "begin", "-", NULL };
-    g_auto(GStrv) e = NULL;
-    g_autoptr(GError) err = NULL;
     unsigned int served = 0;
     gint64 worst = 0;
-    int in, out, er, status;
+    int out, er, status;
     g_autofree char *hookErr = NULL;
     GPid pid;
-    ssize_t w;
 
     g_free(h->mode);
     h->mode = g_strdup("stall");
     helperStart(h);
-    e = g_environ_setenv(g_get_environ(), VRM_HELPER_CONFIG_ENV, h->conf, TRUE);
-    g_assert_true(g_spawn_async_with_pipes(NULL, (char **)argv, e,
-                                           G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL,
-                                           &pid, &in, &out, &er, &err));
-    w = write(in, xml, strlen(xml));
-    g_assert_cmpint(w, >, 0);
-    close(in);
+    pid = hookSpawn(h->conf, xml, NULL, &out, &er);
     while (waitpid(pid, &status, WNOHANG) == 0) {
         gint64 t0 = g_get_monotonic_time();
         g_autoptr(vrmControlMessage) list = NULL;
 
         g_main_context_iteration(NULL, FALSE);
-        list = call(h, vrmControlMessageNew(VRM_CONTROL_JOB_LIST));
+        list = helperCall(h, vrmControlMessageNew(VRM_CONTROL_JOB_LIST));
         worst = MAX(worst, g_get_monotonic_time() - t0);
         served++;
         g_usleep(50000);
@@ -1604,7 +1129,7 @@ testRestart(void)
     enginePid = g_key_file_get_int64(kf, "engine", "pid", NULL);
     g_assert_cmpint(kill(enginePid, 0), ==, 0);
     helperStart(h);
-    q = call(h, vrmControlMessageNew(VRM_CONTROL_JOB_LIST));
+    q = helperCall(h, vrmControlMessageNew(VRM_CONTROL_JOB_LIST));
     g_assert_cmpuint(q->jobs->len, ==, 1);
     g_assert_cmpint(((vrmJobRecord *)g_ptr_array_index(q->jobs, 0))->state, ==,
                     VRM_JOB_STATE_CONNECTED);
@@ -1618,7 +1143,7 @@ testRestart(void)
     g_assert_true(g_key_file_save_to_file(kf, runPath, NULL));
     kill(enginePid, SIGKILL);
     helperStart(h);
-    q2 = call(h, vrmControlMessageNew(VRM_CONTROL_JOB_LIST));
+    q2 = helperCall(h, vrmControlMessageNew(VRM_CONTROL_JOB_LIST));
     g_assert_cmpint(((vrmJobRecord *)g_ptr_array_index(q2->jobs, 0))->state, ==,
                     VRM_JOB_STATE_FAILED);
     g_assert_cmpint(kill(impostor, 0), ==, 0);
@@ -1753,7 +1278,7 @@ testVisibility(void)
     g_test_message("nobody: %s", outsider);
     g_assert_nonnull(strstr(outsider, "NO REPLY: you may not use the virt-rdma helper"));
 
-    rootList = call(h, vrmControlMessageNew(VRM_CONTROL_JOB_LIST));
+    rootList = helperCall(h, vrmControlMessageNew(VRM_CONTROL_JOB_LIST));
     g_assert_cmpuint(rootList->jobs->len, ==, 1);
     {
         g_autofree char *text = vrmControlMessageFormat(rootList);
@@ -1839,7 +1364,7 @@ testHostInfo(void)
     const vrmHostInfo *i;
 
     helperStart(h);
-    reply = call(h, vrmControlMessageNew(VRM_CONTROL_HOST_INFO));
+    reply = helperCall(h, vrmControlMessageNew(VRM_CONTROL_HOST_INFO));
     g_assert_cmpint(reply->status, ==, VRM_REPLY_OK);
     g_assert_nonnull((i = reply->hostInfo));
     g_assert_cmpuint(i->budget, ==, 512u * 1024 * 1024);
@@ -1861,7 +1386,7 @@ testHostInfo(void)
 static char *
 runCaps(Helper *h, const char *user, bool json, int *status)
 {
-    g_autofree char *cli = g_build_filename(env("VRM_BUILD_DIR"), "tools", "cli",
+    g_autofree char *cli = g_build_filename(testEnv("VRM_BUILD_DIR"), "tools", "cli",
                                             "virt-rdma", NULL);
     g_autofree char *reuid = g_strdup_printf("--reuid=%s", user ? user : "root");
     const char *argv[] = { "setpriv", reuid, "--regid=nogroup", "--clear-groups",
@@ -1883,7 +1408,7 @@ peerCheck(Helper *h, const char *host, const char *address)
 
     req->peerHost = g_strdup(host);
     req->peerAddress = g_strdup(address);
-    return call(h, req);
+    return helperCall(h, req);
 }
 
 /*
@@ -1901,7 +1426,7 @@ testPeerCheck(void)
     g_autofree char *text = NULL;
     g_autofree char *from = NULL;
     g_autofree char *to = NULL;
-    g_autofree char *cli = g_build_filename(env("VRM_BUILD_DIR"), "tools", "cli",
+    g_autofree char *cli = g_build_filename(testEnv("VRM_BUILD_DIR"), "tools", "cli",
                                             "virt-rdma", NULL);
     g_auto(GStrv) e = g_environ_setenv(g_get_environ(), VRM_HELPER_SOCKET_ENV, h->sock, TRUE);
     const char *argv[] = { cli, "capabilities", "--peer", "127.0.0.1", NULL };
@@ -2032,7 +1557,7 @@ checkConfigPeers(const char *auth, const char *keyFile, const char *want)
     g_auto(GStrv) lines = NULL;
     GString *conf = g_string_new(NULL);
     int status = 0;
-    const char *argv[] = { env("VRM_HELPERD_PATH"), "--config", h->conf,
+    const char *argv[] = { testEnv("VRM_HELPERD_PATH"), "--config", h->conf,
                            "--check-config", NULL };
     guint i;
 
@@ -2069,7 +1594,7 @@ testCheckConfig(void)
     g_autofree char *out = NULL;
     g_autofree char *err = NULL;
     int status = 0;
-    const char *argv[] = { env("VRM_HELPERD_PATH"), "--config", h->conf,
+    const char *argv[] = { testEnv("VRM_HELPERD_PATH"), "--config", h->conf,
                            "--check-config", NULL };
 
     g_assert_true(g_file_get_contents(h->conf, &text, NULL, NULL));
@@ -2193,7 +1718,7 @@ testEvents(void)
 {
     Helper *dst = helperNewFallback(NULL, "[limits]\nmax-clients = 8\n", NULL);
     g_autofree char *xml = domainXML(TEST_DOMAIN_UUID, freePort(), NULL);
-    g_autofree char *cli = g_build_filename(env("VRM_BUILD_DIR"), "tools", "cli",
+    g_autofree char *cli = g_build_filename(testEnv("VRM_BUILD_DIR"), "tools", "cli",
                                             "virt-rdma", NULL);
     const char *argv[] = { cli, "events", "--loop", "--json", "--timeout", "4", NULL };
     g_auto(GStrv) e = g_environ_setenv(g_get_environ(), VRM_HELPER_SOCKET_ENV, dst->sock, TRUE);
