@@ -13,10 +13,18 @@
 #include "vrmproto.h"
 #include "vrmerror.h"
 
+static GMutex vrmFakePairLock;
+
 static void
 vrmFakePairFail(void *opaque, int code, const char *reason)
 {
-    ((vrmFakePair *)opaque)->failures++;
+    vrmFakePair *p = opaque;
+
+    g_mutex_lock(&vrmFakePairLock);
+    p->failures++;
+    if (!p->failure)
+        p->failure = g_strdup(reason);
+    g_mutex_unlock(&vrmFakePairLock);
 }
 
 static void
@@ -111,6 +119,7 @@ vrmFakePairFree(vrmFakePair *p)
             close(p->engineSock[i]);
         g_free(p->error[i]);
     }
+    g_free(p->failure);
     g_free(p);
 }
 

@@ -37,6 +37,8 @@ typedef struct {
     int failed[2];              /* vrmChannelStep returned -1 (1) or more */
     char *error[2];             /* and why */
     int failures;               /* fail() calls through the host */
+    char *failure;              /* the first one's reason (under the pair's
+                                 * lock: progress threads may call it) */
     guint8 auth[32];            /* the AUTH the source expects */
     bool authenticated;         /* events seen */
     bool authFailed;

@@ -6,7 +6,10 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 #include <arpa/inet.h>
+#include <sys/eventfd.h>
 
 #include "vrmfakeprovider.h"
 
@@ -22,6 +25,7 @@ typedef struct {
     GPtrArray *mrs;             /* vrmFakeMR */
     guint32 nextKey;
     bool portDown;              /* vrmFakeSetPortDown() */
+    bool threaded;              /* a NIC thread runs: vrmFakeLock guards mrs */
 } vrmFakeDevice;
 
 typedef struct {
@@ -92,6 +96,29 @@ vrmFakeFifoPop(vrmFakeFifo *f)
 }
 
 typedef struct _vrmFakeQP vrmFakeQP;
+
+/*
+ * The NIC of a pair of queue pairs, in a thread of its own (benchmarks,
+ * vrmFakeQPStartNIC): it carries both directions as the tests'
+ * vrmFakeQPDeliver() does, and copies a WRITE's bytes with no lock held,
+ * as a device's DMA runs beside the CPU that posted it. Lock rule: once a
+ * NIC runs, every operation on its queue pairs and their devices takes
+ * vrmFakeLock (one lock for every fake NIC, a leaf); the copy is made
+ * outside it, from a work request already taken off the wire.
+ */
+typedef struct {
+    GThread *thread;
+    GCond cond;                 /* posted work for a sleeping NIC */
+    bool sleeping;              /* the NIC waits on cond */
+    bool stop;
+    vrmFakeQP *qp[2];           /* NULL once freed */
+} vrmFakeNIC;
+
+static GMutex vrmFakeLock;
+
+/* What the fake NICs copied (vrmFakeDMAGet) */
+static vrmFakeDMA vrmFakeDMATotal;
+
 struct _vrmFakeQP {
     vrmRdmaQP base;
     vrmFakeQP *peer;            /* NULL once it is gone */
@@ -102,7 +129,40 @@ struct _vrmFakeQP {
     guint32 outstanding;        /* send WRs posted, not retired by a completion */
     guint32 sinceSignal;        /* unsignaled WRs carried since the last signaled one */
     bool error;                 /* the QP went to the error state */
+    vrmFakeNIC *nic;            /* its NIC thread, or NULL: the test carries */
+    bool armed;                 /* NIC: a completion signals eventFd */
 };
+
+static inline void
+vrmFakeQPLock(const vrmFakeQP *qp)
+{
+    if (qp->nic)
+        g_mutex_lock(&vrmFakeLock);
+}
+
+static inline void
+vrmFakeQPUnlock(const vrmFakeQP *qp)
+{
+    if (qp->nic)
+        g_mutex_unlock(&vrmFakeLock);
+}
+
+/* A NIC asleep learns of new work (with vrmFakeLock held) */
+static inline void
+vrmFakeQPDoorbell(const vrmFakeQP *qp)
+{
+    if (qp->nic && qp->nic->sleeping)
+        g_cond_signal(&qp->nic->cond);
+}
+
+/* The DMA: every payload byte the fake provider moves between memories */
+static void
+vrmFakeCopy(void *dst, const void *src, size_t len)
+{
+    memcpy(dst, src, len);
+    __atomic_add_fetch(&vrmFakeDMATotal.bytes, len, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&vrmFakeDMATotal.copies, 1, __ATOMIC_RELAXED);
+}
 
 static char *violation;
 
@@ -160,9 +220,13 @@ vrmFakeReg(vrmRdmaDevice *d, void *addr, size_t len, int access)
         vrmFakeViolate("remote write access without local write (EINVAL on hardware)");
     m->mr.addr = addr;
     m->mr.length = len;
-    m->mr.lkey = m->mr.rkey = ++dev->nextKey;
     m->access = access;
+    if (dev->threaded)
+        g_mutex_lock(&vrmFakeLock);
+    m->mr.lkey = m->mr.rkey = ++dev->nextKey;
     g_ptr_array_add(dev->mrs, m);
+    if (dev->threaded)
+        g_mutex_unlock(&vrmFakeLock);
     return &m->mr;
 }
 
@@ -170,8 +234,14 @@ static int
 vrmFakeDereg(vrmRdmaDevice *d, struct ibv_mr *mr)
 {
     vrmFakeDevice *dev = (vrmFakeDevice *)d;
+    bool found;
 
-    if (!g_ptr_array_remove(dev->mrs, mr)) {
+    if (dev->threaded)
+        g_mutex_lock(&vrmFakeLock);
+    found = g_ptr_array_remove(dev->mrs, mr);
+    if (dev->threaded)
+        g_mutex_unlock(&vrmFakeLock);
+    if (!found) {
         vrmFakeViolate("deregistration of memory that is not registered");
         return EINVAL;
     }
@@ -193,10 +263,18 @@ vrmFakeComplete(vrmFakeQP *qp, guint64 wrId, enum ibv_wc_status status,
     if (qp->cq->len >= (guint)qp->cqe)
         vrmFakeViolate("completion queue overrun (%d entries)", qp->cqe);
     g_array_append_val(qp->cq, wc);
+    if (qp->armed && qp->base.eventFd >= 0) {
+        guint64 one = 1;
+
+        /* the completion channel's event, as ibv_req_notify_cq() asked */
+        qp->armed = false;
+        if (write(qp->base.eventFd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+            vrmFakeViolate("cannot signal a completion event: %s", g_strerror(errno));
+    }
 }
 
 static int
-vrmFakePostSend(vrmRdmaQP *q, struct ibv_send_wr *wr)
+vrmFakePostSendLocked(vrmRdmaQP *q, struct ibv_send_wr *wr)
 {
     vrmFakeQP *qp = (vrmFakeQP *)q;
 
@@ -241,7 +319,20 @@ vrmFakePostSend(vrmRdmaQP *q, struct ibv_send_wr *wr)
 }
 
 static int
-vrmFakePostRecv(vrmRdmaQP *q, struct ibv_recv_wr *wr)
+vrmFakePostSend(vrmRdmaQP *q, struct ibv_send_wr *wr)
+{
+    vrmFakeQP *qp = (vrmFakeQP *)q;
+    int rc;
+
+    vrmFakeQPLock(qp);
+    rc = vrmFakePostSendLocked(q, wr);
+    vrmFakeQPDoorbell(qp);
+    vrmFakeQPUnlock(qp);
+    return rc;
+}
+
+static int
+vrmFakePostRecvLocked(vrmRdmaQP *q, struct ibv_recv_wr *wr)
 {
     vrmFakeQP *qp = (vrmFakeQP *)q;
 
@@ -267,35 +358,79 @@ vrmFakePostRecv(vrmRdmaQP *q, struct ibv_recv_wr *wr)
 }
 
 static int
+vrmFakePostRecv(vrmRdmaQP *q, struct ibv_recv_wr *wr)
+{
+    vrmFakeQP *qp = (vrmFakeQP *)q;
+    int rc;
+
+    vrmFakeQPLock(qp);
+    rc = vrmFakePostRecvLocked(q, wr);
+    /* a SEND of the peer may have waited for this buffer */
+    if (qp->peer)
+        vrmFakeQPDoorbell(qp->peer);
+    vrmFakeQPUnlock(qp);
+    return rc;
+}
+
+static int
 vrmFakePoll(vrmRdmaQP *q, int n, struct ibv_wc *wc)
 {
     vrmFakeQP *qp = (vrmFakeQP *)q;
-    int got = MIN((guint)n, qp->cq->len);
+    int got;
 
-    if (got == 0)
-        return 0;
-    memcpy(wc, qp->cq->data, got * sizeof(*wc));
-    g_array_remove_range(qp->cq, 0, got);
+    vrmFakeQPLock(qp);
+    got = MIN((guint)n, qp->cq->len);
+    if (got > 0) {
+        memcpy(wc, qp->cq->data, got * sizeof(*wc));
+        g_array_remove_range(qp->cq, 0, got);
+    }
+    vrmFakeQPUnlock(qp);
     return got;
 }
 
 static int
 vrmFakeArm(vrmRdmaQP *q)
 {
+    vrmFakeQP *qp = (vrmFakeQP *)q;
+
+    vrmFakeQPLock(qp);
+    qp->armed = true;
+    vrmFakeQPUnlock(qp);
     return 0;
 }
 
 static int
 vrmFakeTakeEvents(vrmRdmaQP *q)
 {
-    return 0;
+    guint64 n = 0;
+
+    if (q->eventFd < 0)
+        return 0;
+    if (read(q->eventFd, &n, sizeof(n)) < 0)
+        return 0;               /* EAGAIN: none */
+    return (int)n;
 }
+
+static void vrmFakeNICStop(vrmFakeNIC *nic);
 
 static void
 vrmFakeQPFree(vrmRdmaQP *q)
 {
     vrmFakeQP *qp = (vrmFakeQP *)q;
 
+    if (qp->nic) {
+        vrmFakeNIC *nic = qp->nic;
+
+        /* the NIC first: it may still carry towards this queue pair */
+        vrmFakeNICStop(nic);
+        nic->qp[nic->qp[0] == qp ? 0 : 1] = NULL;
+        if (!nic->qp[0] && !nic->qp[1]) {
+            g_cond_clear(&nic->cond);
+            g_free(nic);
+        }
+        if (q->eventFd >= 0)
+            close(q->eventFd);
+    }
     if (qp->peer)
         qp->peer->peer = NULL;
     g_array_free(qp->wire.a, TRUE);
@@ -418,14 +553,15 @@ vrmFakeReceive(vrmFakeQP *qp, const void *buf, size_t len, bool imm, guint32 imm
         qp->error = true;
     } else {
         if (len)
-            memcpy((void *)(guintptr)r.addr, buf, len);
+            vrmFakeCopy((void *)(guintptr)r.addr, buf, len);
         vrmFakeComplete(qp, r.wrId, IBV_WC_SUCCESS, IBV_WC_RECV, len, 0);
     }
     return true;
 }
 
-int
-vrmFakeQPDeliver(vrmRdmaQP *q, int max)
+/* With vrmFakeLock held when a NIC runs: it is dropped for the copy */
+static int
+vrmFakeQPDeliverLocked(vrmRdmaQP *q, int max)
 {
     vrmFakeQP *qp = (vrmFakeQP *)q;
     int done = 0;
@@ -454,7 +590,12 @@ vrmFakeQPDeliver(vrmRdmaQP *q, int max)
                 status = IBV_WC_REM_ACCESS_ERR;
                 peer->error = true;
             } else {
-                memcpy((void *)(guintptr)s->remoteAddr, (void *)(guintptr)s->addr, s->length);
+                /* the DMA: only this thread takes work off this wire,
+                 * and the peer reads the bytes only once told of them */
+                vrmFakeQPUnlock(qp);
+                vrmFakeCopy((void *)(guintptr)s->remoteAddr, (void *)(guintptr)s->addr,
+                            s->length);
+                vrmFakeQPLock(qp);
                 if (imm)
                     vrmFakeReceive(peer, NULL, s->length, true, s->imm);
             }
@@ -475,6 +616,87 @@ vrmFakeQPDeliver(vrmRdmaQP *q, int max)
         }
     }
     return done;
+}
+
+int
+vrmFakeQPDeliver(vrmRdmaQP *q, int max)
+{
+    g_assert(!((vrmFakeQP *)q)->nic);
+    return vrmFakeQPDeliverLocked(q, max);
+}
+
+static gpointer
+vrmFakeNICThread(gpointer opaque)
+{
+    vrmFakeNIC *nic = opaque;
+    struct timespec cpu;
+
+    g_mutex_lock(&vrmFakeLock);
+    while (!nic->stop) {
+        int moved = vrmFakeQPDeliverLocked(&nic->qp[0]->base, 64) +
+                    vrmFakeQPDeliverLocked(&nic->qp[1]->base, 64);
+
+        if (moved)
+            continue;
+        nic->sleeping = true;
+        g_cond_wait(&nic->cond, &vrmFakeLock);
+        nic->sleeping = false;
+    }
+    g_mutex_unlock(&vrmFakeLock);
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
+        __atomic_add_fetch(&vrmFakeDMATotal.cpuNs,
+                           (guint64)cpu.tv_sec * 1000000000ull + cpu.tv_nsec,
+                           __ATOMIC_RELAXED);
+    return NULL;
+}
+
+static void
+vrmFakeNICStop(vrmFakeNIC *nic)
+{
+    if (!nic->thread)
+        return;
+    g_mutex_lock(&vrmFakeLock);
+    nic->stop = true;
+    g_cond_signal(&nic->cond);
+    g_mutex_unlock(&vrmFakeLock);
+    g_thread_join(g_steal_pointer(&nic->thread));
+}
+
+void
+vrmFakeQPStartNIC(vrmRdmaQP *q)
+{
+    vrmFakeQP *qp = (vrmFakeQP *)q;
+    vrmFakeNIC *nic = g_new0(vrmFakeNIC, 1);
+    int i;
+
+    g_assert(qp->peer && !qp->nic && !qp->peer->nic);
+    g_cond_init(&nic->cond);
+    nic->qp[0] = qp;
+    nic->qp[1] = qp->peer;
+    for (i = 0; i < 2; i++) {
+        nic->qp[i]->base.eventFd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        g_assert(nic->qp[i]->base.eventFd >= 0);
+        ((vrmFakeDevice *)nic->qp[i]->base.dev)->threaded = true;
+        nic->qp[i]->nic = nic;
+    }
+    nic->thread = g_thread_new("vrm-fake-nic", vrmFakeNICThread, nic);
+}
+
+void
+vrmFakeQPStopNIC(vrmRdmaQP *q)
+{
+    vrmFakeQP *qp = (vrmFakeQP *)q;
+
+    if (qp->nic)
+        vrmFakeNICStop(qp->nic);
+}
+
+void
+vrmFakeDMAGet(vrmFakeDMA *dma)
+{
+    dma->bytes = __atomic_load_n(&vrmFakeDMATotal.bytes, __ATOMIC_RELAXED);
+    dma->copies = __atomic_load_n(&vrmFakeDMATotal.copies, __ATOMIC_RELAXED);
+    dma->cpuNs = __atomic_load_n(&vrmFakeDMATotal.cpuNs, __ATOMIC_RELAXED);
 }
 
 void

@@ -45,6 +45,27 @@ void vrmFakeQPSetError(vrmRdmaQP *qp);
  * IBV_WC_LOC_QP_OP_ERR (its copy into the buffer fails as malformed) */
 void vrmFakeSetOversizeStatus(int status);
 
+/*
+ * A NIC thread for the queue pair @qp and its peer (benchmarks,
+ * tests/bench/vrmbenchnative.c): it carries their work requests itself,
+ * so the channels may run in their own progress threads, and signals
+ * each queue pair's completion events on an eventfd (eventFd), as a
+ * completion channel does. Once it runs, vrmFakeQPDeliver() must not be
+ * called on them. Stop it before the channels free their queue pairs
+ * (vrmFakeQPFree stops it otherwise).
+ */
+void vrmFakeQPStartNIC(vrmRdmaQP *qp);
+void vrmFakeQPStopNIC(vrmRdmaQP *qp);
+
+/* What every fake queue pair has copied as a NIC's DMA would (RDMA
+ * WRITE payloads and SENDs into receive buffers), since the start */
+typedef struct {
+    guint64 bytes;
+    guint64 copies;             /* memcpy calls */
+    guint64 cpuNs;              /* CPU time of the NIC threads that ended */
+} vrmFakeDMA;
+void vrmFakeDMAGet(vrmFakeDMA *dma);
+
 /* The first broken rule since the last reset, or NULL */
 const char *vrmFakeViolation(void);
 void vrmFakeViolationReset(void);
