@@ -31,6 +31,7 @@
 #include <sys/wait.h>
 #include <netinet/in.h>
 #include <unistd.h>
+#include <linux/capability.h>
 
 #include <glib/gstdio.h>
 
@@ -1067,6 +1068,97 @@ testEngineFails(void)
     helperFree(h);
 }
 
+/* A field of /proc/self/status ("CapInh:" ...), as a number */
+static guint64
+capField(const char *status, const char *name)
+{
+    const char *line = strstr(status, name);
+
+    g_assert_nonnull(line);
+    return g_ascii_strtoull(line + strlen(name), NULL, 16);
+}
+
+/* Can the daemon this test starts be kept from raising its locked-memory
+ * limit (Helper.memlockMax)? Not if CAP_SYS_RESOURCE survives its exec:
+ * ambient, or as root inheritable, or in a bounding set this process may
+ * not drop it from (no CAP_SETPCAP) */
+static bool
+memlockCanBeCapped(void)
+{
+    g_autofree char *status = NULL;
+    guint64 res = 1ULL << CAP_SYS_RESOURCE;
+
+    g_assert_true(g_file_get_contents("/proc/self/status", &status, NULL, NULL));
+    if (capField(status, "CapAmb:") & res)
+        return false;
+    if (geteuid() != 0)
+        return true;
+    return !(capField(status, "CapInh:") & res) &&
+        (!(capField(status, "CapBnd:") & res) ||
+         (capField(status, "CapEff:") & (1ULL << CAP_SETPCAP)));
+}
+
+/*
+ * The engine's set-up fails between fork and exec (issue 34 item 4): the
+ * daemon may not raise the locked-memory limit to the job's allowance
+ * (its own is 64 KiB, without CAP_SYS_RESOURCE). The job fails with the
+ * set-up's reason, and the hook, the source's helper, the job's record
+ * and `virt-rdma jobs` all name it; no engine ran, nothing is left.
+ */
+static void
+testEngineSetupFails(void)
+{
+    Helper *h = helperNew(NULL, NULL);
+    g_autofree char *key = g_build_filename(h->dir, "cluster.key", NULL);
+    g_autofree char *path = domainPath(h, OTHER_UUID);
+    vrmFakeSource *fs = vrmFakeSourceNew(key, FAKE_SOURCE_OFFER, path);
+    g_autofree char *xml = domainXML(OTHER_UUID, fs->port, NULL);
+    /* 9 channels of depth 2, chunks of 64 KiB: as the kernel counts it */
+    g_autofree char *want =
+        g_strdup_printf("cannot start the transport engine: setting its locked-memory limit to %llu bytes (the job's allowance) failed: Operation not permitted; raise virt-rdmad's own limit (LimitMEMLOCK= in its unit)",
+                        vrmMemlockBytes(9, 2, 65536, sysconf(_SC_PAGESIZE)));
+    g_auto(HookResult) r = { 0 };
+    g_autoptr(vrmControlMessage) list = NULL;
+    g_autofree char *json = NULL;
+    const vrmJobRecord *job;
+    gint64 deadline;
+    int status;
+
+    if (!memlockCanBeCapped()) {
+        g_test_skip("CAP_SYS_RESOURCE cannot be taken from the daemon here");
+        vrmFakeSourceFree(fs);
+        helperFree(h);
+        return;
+    }
+    h->memlockMax = 64 * 1024;
+    helperStart(h);
+    runHook(h, xml, &r);
+    assertHookRefused(h, &r, want);
+    /* the source's helper heard the same reason */
+    deadline = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+    while (!fs->resultError && g_get_monotonic_time() < deadline) {
+        g_main_context_iteration(NULL, FALSE);
+        g_usleep(5000);
+    }
+    g_assert_nonnull(fs->resultError);
+    g_test_message("source heard %d: %s", fs->resultCode, fs->resultError);
+    g_assert_nonnull(strstr(fs->resultError, want));
+    g_assert_cmpint(fs->resultCode, ==, VRM_ERR_RESOURCE);
+    list = helperCall(h, vrmControlMessageNew(VRM_CONTROL_JOB_LIST));
+    g_assert_cmpuint(list->jobs->len, ==, 1);
+    job = g_ptr_array_index(list->jobs, 0);
+    g_test_message("job %llu: %s: %s", job->id, vrmJobStateTypeToString(job->state), job->error);
+    g_assert_cmpint(job->state, ==, VRM_JOB_STATE_FAILED);
+    g_assert_cmpstr(job->error, ==, want);
+    json = runCli(h, &status, "jobs", "--all", "--json", NULL);
+    g_test_message("virt-rdma jobs --all --json: %s", json);
+    g_assert_cmpint(WEXITSTATUS(status), ==, 0);
+    g_assert_nonnull(strstr(json, "\"state\":\"failed\",\"final\":true,"));
+    g_assert_nonnull(strstr(json, "\"cause\":\"cannot start the transport engine: setting its locked-memory limit to "));
+    vrmFakeSourceFree(fs);
+    helperFree(h);
+}
+
 /* The state directory cannot take the job's record (issue 14, row 9: a
  * full disk; here a directory where the record's file must go): the job
  * is refused before any engine starts, with the record named; the next
@@ -1849,6 +1941,7 @@ main(int argc, char **argv)
     g_test_add_func("/helperd/log-flood", testLogFlood);
     g_test_add_func("/helperd/stalled-engine", testStalledEngine);
     g_test_add_func("/helperd/engine-fails", testEngineFails);
+    g_test_add_func("/helperd/engine-setup-fails", testEngineSetupFails);
     g_test_add_func("/helperd/record-unwritable", testRecordUnwritable);
     g_test_add_func("/helperd/restart", testRestart);
     g_test_add_func("/helperd/visibility", testVisibility);

@@ -13,10 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <netinet/in.h>
 #include <unistd.h>
+#include <linux/capability.h>
 
 #include <glib/gstdio.h>
 
@@ -140,12 +142,17 @@ helperEnv(Helper *h)
     return e;
 }
 
+typedef struct {
+    const char *log;
+    rlim_t memlock;                 /* 0: as inherited */
+} HelperChild;
+
 /* In the child: output to a log file, ended with the test program */
 static void
 helperChildSetup(gpointer opaque)
 {
-    const char *log = opaque;
-    int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+    const HelperChild *c = opaque;
+    int fd = open(c->log, O_WRONLY | O_CREAT | O_APPEND, 0600);
 
     if (fd >= 0) {
         dup2(fd, 1);
@@ -153,12 +160,21 @@ helperChildSetup(gpointer opaque)
         close(fd);
     }
     prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (c->memlock) {
+        struct rlimit rl = { c->memlock, c->memlock };
+
+        /* out of the bounding set, root's daemon loses it at exec: its
+         * engines' limit cannot go above this one */
+        prctl(PR_CAPBSET_DROP, CAP_SYS_RESOURCE, 0, 0, 0);
+        setrlimit(RLIMIT_MEMLOCK, &rl);
+    }
 }
 
 void
 helperStart(Helper *h)
 {
     g_autofree char *logPath = g_strdup_printf("%s/helper.log", h->dir);
+    HelperChild child = { logPath, h->memlockMax };
     g_auto(GStrv) e = helperEnv(h);
     const char *argv[] = { testEnv("VRM_HELPERD_PATH"), "--config", h->conf,
                            "--engine", testEnv("VRM_FAKE_ENGINE_PATH"),
@@ -167,7 +183,7 @@ helperStart(Helper *h)
     gint64 deadline = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
 
     g_assert_true(g_spawn_async(NULL, (char **)argv, e, G_SPAWN_DO_NOT_REAP_CHILD,
-                                helperChildSetup, logPath, &h->pid, &err));
+                                helperChildSetup, &child, &h->pid, &err));
     g_assert_no_error(err);
     while (g_get_monotonic_time() < deadline) {
         g_autoptr(vrmControlMessage) req = vrmControlMessageNew(VRM_CONTROL_JOB_LIST);
@@ -328,6 +344,11 @@ vrmFakeSourceMessage(vrmPeerConn *pc, vrmPeerMessage *msg, gpointer opaque)
             fs->refused++;
         }
     }
+    if (msg->type == VRM_PEER_MIGRATION_RESULT && msg->errorCode != VRM_ERR_OK) {
+        fs->resultCode = msg->errorCode;
+        g_free(fs->resultError);
+        fs->resultError = g_strdup(msg->errorMessage);
+    }
     vrmPeerMessageFree(msg);
     /* the destination gave up (its result is an error): as a source
      * helper, close at once rather than hold one of max-peers' places */
@@ -395,6 +416,7 @@ vrmFakeSourceFree(vrmFakeSource *fs)
     vrmPeerCredsFree(fs->creds);
     vrmPeerMessageFree(fs->request);
     vrmAnswerFree(fs->answer);
+    g_free(fs->resultError);
     g_free(fs->socketPath);
     g_free(fs->runDir);
     g_free(fs);

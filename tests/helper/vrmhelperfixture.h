@@ -44,6 +44,10 @@ typedef struct {
     char *metricsDir;               /* [metrics] textfile-dir; NULL: off (never
                                      * the host's node-exporter directory) */
     bool quiet;                     /* started without --debug */
+    unsigned long long memlockMax;  /* the daemon's RLIMIT_MEMLOCK (soft and
+                                     * hard, CAP_SYS_RESOURCE dropped): it may
+                                     * not raise an engine's above; 0: as
+                                     * inherited */
 } Helper;
 
 /* $NAME, which the test's meson environment must set */
@@ -94,6 +98,8 @@ typedef struct {
     unsigned int requests;          /* requests heard */
     unsigned int accepted;          /* answers "accepted", confirmed */
     unsigned int refused;           /* other answers */
+    int resultCode;                 /* the destination's last error result */
+    char *resultError;              /* ... and its message; NULL: none */
 } vrmFakeSource;
 
 /* A source that offers @socketPath, whatever the domain */
