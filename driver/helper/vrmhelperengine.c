@@ -11,7 +11,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
-#include <poll.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -127,23 +126,25 @@ vrmSetupStepName(int step)
     return "?";
 }
 
-/* What the child said before exec: 0 it is the engine now, -1 it failed */
-static int
-vrmEngineSetupStatus(int fd, const vrmEngineLaunch *l)
+int
+vrmHelperEngineSetupRead(int fd, unsigned long long memlock)
 {
-    struct pollfd pfd = { .fd = fd, .events = POLLIN };
     int msg[2] = { 0, 0 };
-    ssize_t n = 0;
+    ssize_t n;
 
-    /* exec closes the pipe, a failed set-up writes first: milliseconds */
-    if (poll(&pfd, 1, 5000) == 1)
+    do {
         n = read(fd, msg, sizeof(msg));
-    if (n != sizeof(msg))
+    } while (n < 0 && errno == EINTR);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
         return 0;
+    /* exec closed the pipe; the child writes its 8 bytes at once (below
+     * PIPE_BUF) or nothing, so anything else is no word of a failure */
+    if (n != sizeof(msg))
+        return 1;
     if (msg[0] == VRM_SETUP_MEMLOCK)
         vrmReportError(VRM_ERR_RESOURCE,
                        _("cannot start the transport engine: setting its locked-memory limit to %1$llu bytes (the job's allowance) failed: %2$s; raise virt-rdmad's own limit (LimitMEMLOCK= in its unit)"),
-                       vrmHelperEngineMemlock(l), g_strerror(msg[1]));
+                       memlock, g_strerror(msg[1]));
     else
         vrmReportError(VRM_ERR_SYSTEM,
                        _("cannot start the transport engine: %1$s failed: %2$s"),
@@ -203,7 +204,8 @@ vrmEngineLaunchSettings(const vrmEngineLaunch *l, vrmEngineSettings *es)
 }
 
 int
-vrmHelperEngineSpawn(const vrmEngineLaunch *l, GPid *pid, guint64 *startTime)
+vrmHelperEngineSpawn(const vrmEngineLaunch *l, GPid *pid, guint64 *startTime,
+                     int *setupFd)
 {
     g_auto(vrmEngineSettings) es = { 0 };
     g_auto(GStrv) argv = NULL;
@@ -241,7 +243,9 @@ vrmHelperEngineSpawn(const vrmEngineLaunch *l, GPid *pid, guint64 *startTime)
     /* the token through a pipe: never argv, never the environment */
     if ((tokenFd = vrmEngineTokenPipe(l->token)) < 0)
         goto cleanup;
-    if (!g_unix_open_pipe(status, FD_CLOEXEC, NULL)) {
+    /* its read end is watched from the main loop: never a blocking read */
+    if (!g_unix_open_pipe(status, FD_CLOEXEC, NULL) ||
+        !g_unix_set_fd_nonblocking(status[0], TRUE, NULL)) {
         vrmReportSystemError(errno, _("cannot create a pipe"));
         goto cleanup;
     }
@@ -272,11 +276,11 @@ vrmHelperEngineSpawn(const vrmEngineLaunch *l, GPid *pid, guint64 *startTime)
     }
     close(status[1]);
     status[1] = -1;
-    if (vrmEngineSetupStatus(status[0], l) < 0) {
-        /* it ends by itself (126); the child watch reaps it */
-        goto cleanup;
-    }
+    /* a failed set-up ends the child (126) and is read by the caller
+     * (vrmHelperEngineSetupRead); its start time is the engine's */
     *startTime = vrmProcStartTime(*pid);
+    *setupFd = status[0];
+    status[0] = -1;
     ret = 0;
 
  cleanup:

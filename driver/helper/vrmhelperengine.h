@@ -7,7 +7,9 @@
  * groups, no capabilities, PR_SET_NO_NEW_PRIVS) with RLIMIT_MEMLOCK set
  * to exactly the job's allowance as the kernel counts it (whole pages per
  * registered region: vrmMemlockBytes()) before the switch; a failure of any of
- * these ends the child before exec, and the job fails with the reason.
+ * these ends the child before exec, and the job fails with the reason,
+ * which comes back on a set-up pipe that the caller watches and reads
+ * without blocking (vrmHelperEngineSetupRead), never waits for.
  * The token goes through a pipe, never argv or the environment.
  *
  * Follow: vrmStatsProbe connects to the engine's stats socket without
@@ -21,7 +23,8 @@
  *
  * Public API summary
  * ------------------
- *   vrmHelperEngineSpawn(&launch, &pid, &startTime)
+ *   vrmHelperEngineSpawn(&launch, &pid, &startTime, &setupFd)
+ *   vrmHelperEngineSetupRead(setupFd, memlock)
  *   vrmStatsProbeStart(path, pid, timeoutMs, done, opaque, destroy)  vrmStatsProbeCancel(p)
  *   vrmProcStartTime(pid)  vrmProcIsOurEngine(pid, uid, exe, start)  vrmProcGone(pid)
  */
@@ -68,8 +71,14 @@ typedef struct {
     gid_t gid;
 } vrmEngineLaunch;
 
+/* @setupFd: the set-up pipe's read end (non-blocking), the caller's to
+ * watch and close */
 int vrmHelperEngineSpawn(const vrmEngineLaunch *launch, GPid *pid,
-                         guint64 *startTime);
+                         guint64 *startTime, int *setupFd);
+/* What the child said on the set-up pipe @fd, without waiting: 0 nothing
+ * yet, 1 it is the engine now (exec closed the pipe: close it), -1 its
+ * set-up failed, reported (@memlock: the limit it had to set) */
+int vrmHelperEngineSetupRead(int fd, unsigned long long memlock);
 /* The engine's RLIMIT_MEMLOCK: its allowance as the kernel counts it */
 unsigned long long vrmHelperEngineMemlock(const vrmEngineLaunch *launch);
 

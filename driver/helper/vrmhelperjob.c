@@ -36,6 +36,7 @@ vrmHelperJobNew(unsigned long long id, vrmJobRole role)
     job->record->state = VRM_JOB_STATE_NEGOTIATING;
     job->stderrBuf = g_string_new(NULL);
     job->domainDir.fd = -1;
+    job->engineSetupFd = -1;
     job->qemuListenFd = -1;
     job->diskListenFd = -1;
     job->qemuUid = job->qemuPid = -1;
@@ -50,6 +51,11 @@ vrmHelperJobFree(vrmHelperJob *job)
         return;
     if (job->childWatch)
         g_source_remove(job->childWatch);
+    if (job->engineSetupWatch)
+        g_source_remove(job->engineSetupWatch);
+    if (job->engineSetupFd >= 0)
+        close(job->engineSetupFd);
+    g_free(job->engineSetupError);
     if (job->pid > 0 && !job->adopted)
         g_spawn_close_pid(job->pid);
     if (job->phaseTimer)

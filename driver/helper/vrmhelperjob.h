@@ -71,6 +71,13 @@ struct _vrmHelperJob {
     char *statsFile;                /* engine's --stats-file (final stats) */
     char *logFile;                  /* engine's stderr: <state-dir>/job-<id>.log */
     guint childWatch;               /* GChildWatch of pid (children only) */
+    int engineSetupFd;              /* its set-up pipe until the child's word
+                                     * is in (exec closes it), -1: none */
+    guint engineSetupWatch;         /* that pipe's watch in the main loop */
+    unsigned long long engineMemlock; /* the limit its set-up had to set */
+    char *engineSetupError;         /* why its set-up failed before exec,
+                                     * NULL: it did not */
+    int engineSetupCode;            /* that error's code (vrmerror.h) */
     GString *stderrBuf;             /* the end of that log, read at the end */
     gint64 connectDeadline;         /* monotonic us: engines must connect by then */
     bool cancelRequested;           /* the job was cancelled: the outcome is cancelled */

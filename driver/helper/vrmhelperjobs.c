@@ -10,6 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <glib-unix.h>
+
 #include "vrmhelperdpriv.h"
 #include "vrmhelperengine.h"
 #include "vrmhelperpolicy.h"
@@ -433,6 +435,60 @@ vrmHelperJobsMetricsWrite(vrmHelperDaemon *d)
 }
 
 
+/* ---- the engine's set-up ------------------------------------------------ */
+
+/* No more listening to the engine's set-up pipe */
+static void
+vrmHelperJobsSetupClose(vrmHelperJob *job)
+{
+    if (job->engineSetupWatch) {
+        g_source_remove(job->engineSetupWatch);
+        job->engineSetupWatch = 0;
+    }
+    if (job->engineSetupFd >= 0) {
+        close(job->engineSetupFd);
+        job->engineSetupFd = -1;
+    }
+}
+
+/* The child's word on its set-up, without waiting: false while it has
+ * said nothing yet; a failure is kept as the job's reason */
+static bool
+vrmHelperJobsSetupHeard(vrmHelperJob *job)
+{
+    int r = vrmHelperEngineSetupRead(job->engineSetupFd, job->engineMemlock);
+
+    if (r == 0)
+        return false;
+    if (r < 0) {
+        g_free(job->engineSetupError);
+        job->engineSetupError = g_strdup(vrmGetLastErrorMessage());
+        job->engineSetupCode = vrmGetLastErrorCode();
+        vrmResetLastError();
+        VRM_DEBUG("job %llu: %s", job->record->id, job->engineSetupError);
+    }
+    return true;
+}
+
+/* exec closed the pipe (fine), or the child wrote why it could not: it
+ * ends with 126 and the child watch fails the job with that reason */
+static gboolean
+vrmHelperJobsSetupReadable(gint fd G_GNUC_UNUSED, GIOCondition cond G_GNUC_UNUSED,
+                           gpointer opaque)
+{
+    vrmHelperJobRef *ref = opaque;
+    vrmHelperJob *job = vrmHelperJobsGet(ref->d, ref->id);
+
+    if (!job)
+        return G_SOURCE_REMOVE;
+    if (!vrmHelperJobsSetupHeard(job))
+        return G_SOURCE_CONTINUE;
+    job->engineSetupWatch = 0;      /* this source is being removed */
+    vrmHelperJobsSetupClose(job);
+    return G_SOURCE_REMOVE;
+}
+
+
 /* ---- the end of a job --------------------------------------------------- */
 
 static void
@@ -500,6 +556,7 @@ vrmHelperJobsFinish(vrmHelperDaemon *d, vrmHelperJob *job, vrmJobState state,
     job->cmPort = 0;
     vrmHelperJobsSetPhase(d, job, 0, 0, NULL);
     g_clear_pointer(&job->probe, vrmStatsProbeCancel);
+    vrmHelperJobsSetupClose(job);
     /* what was sent to the peer still goes out */
     g_clear_pointer(&job->peer, vrmPeerConnFinish);
     if (job->outcomeTimer) {
@@ -532,11 +589,19 @@ vrmHelperJobsEngineEnded(vrmHelperDaemon *d, vrmHelperJob *job, int status,
     GPid pid = job->pid;
     bool have;
 
+    if (job->engineSetupFd >= 0) {
+        /* the child has ended: what it wrote is in the pipe already */
+        vrmHelperJobsSetupHeard(job);
+        vrmHelperJobsSetupClose(job);
+    }
     vrmHelperJobsReadFinalStats(job, &fin, &have);
     if (have)
         vrmHelperJobApplyStats(job, &fin);
-    if (have && fin.state == VRM_ENGINE_STATE_COMPLETED &&
-        (!haveStatus || (WIFEXITED(status) && WEXITSTATUS(status) == 0))) {
+    if (job->engineSetupError) {
+        /* it never became the engine: its set-up says why, not its 126 */
+        reason = g_strdup(job->engineSetupError);
+    } else if (have && fin.state == VRM_ENGINE_STATE_COMPLETED &&
+               (!haveStatus || (WIFEXITED(status) && WEXITSTATUS(status) == 0))) {
         state = VRM_JOB_STATE_COMPLETED;
     } else if (have && fin.error) {
         /* the engine's one line, from its record, never from its log */
@@ -610,6 +675,7 @@ vrmHelperJobsSpawn(vrmHelperDaemon *d, vrmHelperJob *job, const vrmOffer *offer,
     guint32 caps = source ? offer->capabilities : answer->capabilities;
     vrmEngineLaunch l = { 0 };
     g_autofree char *diskPath = NULL;
+    int setupFd = -1;
     GPid pid;
 
     g_free(job->statsSocket);
@@ -662,7 +728,7 @@ vrmHelperJobsSpawn(vrmHelperDaemon *d, vrmHelperJob *job, const vrmOffer *offer,
     l.uid = d->engineUid;
     l.gid = d->engineGid;
     vrmHelperJobsTestToken(job);
-    if (vrmHelperEngineSpawn(&l, &pid, &job->startTime) < 0)
+    if (vrmHelperEngineSpawn(&l, &pid, &job->startTime, &setupFd) < 0)
         return -1;
     vrmHelperJobsDropToken(job);
     if (job->qemuListenFd >= 0) {
@@ -675,9 +741,20 @@ vrmHelperJobsSpawn(vrmHelperDaemon *d, vrmHelperJob *job, const vrmOffer *offer,
     }
     job->pid = pid;
     job->engineUid = l.dropPrivileges ? l.uid : geteuid();
+    job->engineMemlock = vrmHelperEngineMemlock(&l);
     if (l.dropPrivileges)
         VRM_DEBUG("job %llu: engine as uid %u gid %u, memlock %llu bytes",
-                  job->record->id, (unsigned int)l.uid, (unsigned int)l.gid, l.allowance);
+                  job->record->id, (unsigned int)l.uid, (unsigned int)l.gid,
+                  job->engineMemlock);
+    /* the child's word on its set-up comes later (a failure, or the end
+     * of file at exec): heard from the main loop, never waited for */
+    vrmHelperJobsSetupClose(job);
+    g_clear_pointer(&job->engineSetupError, g_free);
+    job->engineSetupFd = setupFd;
+    job->engineSetupWatch = g_unix_fd_add_full(G_PRIORITY_DEFAULT, setupFd,
+                                               G_IO_IN | G_IO_HUP | G_IO_ERR,
+                                               vrmHelperJobsSetupReadable,
+                                               vrmHelperJobRefNew(d, job), g_free);
     job->childWatch = g_child_watch_add_full(G_PRIORITY_DEFAULT, pid,
                                              vrmHelperJobsChildExited,
                                              vrmHelperJobRefNew(d, job), g_free);
