@@ -18,6 +18,9 @@ packages=(
     qemu-system-x86 linux-image-amd64 busybox-static cpio gzip kmod
     # inside the sandbox: RDMA user space and reference tools
     rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest iproute2
+    # inside the sandbox: the transparent mode steers QEMU's TCP migration
+    # with an nftables rule (tests/rdma/engine/engine-pair.sh, virt-rdmad)
+    nftables
     # inside the sandbox: `ninja -C build bench` with VRM_BENCH_PROFILE=1
     linux-perf
     # inside the sandbox: libvirt hosts for the end-to-end tests

@@ -95,6 +95,15 @@ static const vrmEngineOption vrmEngineOptions[] = {
     { "disk-path", VRM_ENGINE_OPT_STRING, OFF(diskPath), VRM_ENGINE_FOR_BOTH,
       0, 0, false, vrmEngineValidSocketPath, "PATH",
       N_("destination: QEMU's NBD server socket to connect to; source without --disk-listen-fd: the socket to create (mode 0600)") },
+    { "tcp-listen-fd", VRM_ENGINE_OPT_FD, OFF(tcpListenFd), VRM_ENGINE_FOR_SOURCE,
+      0, VRM_ENGINE_FD_MAX, false, NULL, "FD",
+      N_("source, transparent mode: an inherited listening TCP socket that QEMU's migration connections are steered to; each is carried to the address it was meant for") },
+    { "tcp-port-min", VRM_ENGINE_OPT_UINT, OFF(tcpPortMin), VRM_ENGINE_FOR_DESTINATION,
+      1, 65535, false, NULL, "PORT",
+      N_("destination, transparent mode: the lowest TCP port of QEMU's it may connect to (libvirt's migration_port_min)") },
+    { "tcp-port-max", VRM_ENGINE_OPT_UINT, OFF(tcpPortMax), VRM_ENGINE_FOR_DESTINATION,
+      1, 65535, false, NULL, "PORT",
+      N_("destination, transparent mode: the highest (libvirt's migration_port_max)") },
     { "chunk-size", VRM_ENGINE_OPT_SIZE, OFF(chunkSize), VRM_ENGINE_FOR_BOTH,
       VRM_CHUNK_SIZE_MIN, VRM_CHUNK_SIZE_MAX, true, NULL, "SIZE",
       N_("bytes per ring chunk, a power of two from 64K to 64M") },
@@ -163,6 +172,7 @@ vrmEngineSettingsInit(vrmEngineSettings *s)
     s->role = VRM_ENGINE_ROLE_LAST;
     s->qemuListenFd = -1;
     s->diskListenFd = -1;
+    s->tcpListenFd = -1;
     s->qemuUid = -1;
     s->qemuPid = -1;
     s->channels = VRM_CHANNELS_DEFAULT;
@@ -515,14 +525,24 @@ vrmEngineSettingsValidate(const vrmEngineSettings *s)
         return -1;
     }
     if (s->role == VRM_ENGINE_ROLE_SOURCE) {
-        if ((s->qemuListenFd >= 0) == (s->qemuPath != NULL)) {
+        if ((s->qemuListenFd >= 0) + (s->qemuPath != NULL) + (s->tcpListenFd >= 0) != 1) {
             vrmReportError(VRM_ERR_INVALID_ARG,
-                           _("the source needs exactly one of --qemu-listen-fd and --qemu-path"));
+                           _("the source needs exactly one of --qemu-listen-fd, --qemu-path and --tcp-listen-fd"));
             return -1;
         }
-    } else if (!s->qemuPath) {
+    } else if (!s->qemuPath && !s->tcpPortMin && !s->tcpPortMax) {
         vrmReportError(VRM_ERR_INVALID_ARG,
-                       _("the destination needs QEMU's socket (--qemu-path PATH)"));
+                       _("the destination needs QEMU's socket (--qemu-path PATH) or, in the transparent mode, QEMU's TCP ports (--tcp-port-min and --tcp-port-max)"));
+        return -1;
+    }
+    if ((s->tcpPortMin != 0) != (s->tcpPortMax != 0) || s->tcpPortMin > s->tcpPortMax) {
+        vrmReportError(VRM_ERR_INVALID_ARG,
+                       _("--tcp-port-min and --tcp-port-max go together, the first not above the second (libvirt's default range is 49152 to 49215)"));
+        return -1;
+    }
+    if (s->tcpListenFd >= 0 && s->diskChannels > 0) {
+        vrmReportError(VRM_ERR_INVALID_ARG,
+                       _("the transparent mode (--tcp-listen-fd) does not carry disk copies (--disk-channels) yet"));
         return -1;
     }
     if (s->diskChannels == 0 && (s->diskListenFd >= 0 || s->diskPath)) {
@@ -551,9 +571,11 @@ vrmEngineSettingsValidate(const vrmEngineSettings *s)
                                   s->qemuListenFd == s->statsFd)) ||
         (s->diskListenFd >= 0 && (s->diskListenFd == s->tokenFd ||
                                   s->diskListenFd == s->statsFd ||
-                                  s->diskListenFd == s->qemuListenFd))) {
+                                  s->diskListenFd == s->qemuListenFd)) ||
+        (s->tcpListenFd >= 0 && (s->tcpListenFd == s->tokenFd ||
+                                 s->tcpListenFd == s->statsFd))) {
         vrmReportError(VRM_ERR_INVALID_ARG,
-                       _("--token-fd, --stats-fd, --qemu-listen-fd and --disk-listen-fd must be different descriptors"));
+                       _("--token-fd, --stats-fd, --qemu-listen-fd, --disk-listen-fd and --tcp-listen-fd must be different descriptors"));
         return -1;
     }
     if (s->maxPinned && vrmPinnedBytes(1, s->ringDepth, s->chunkSize) > s->maxPinned) {

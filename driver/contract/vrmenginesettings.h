@@ -46,6 +46,7 @@
 #define VRM_ENGINE_FD_STATS 4
 #define VRM_ENGINE_FD_QEMU_LISTEN 5
 #define VRM_ENGINE_FD_DISK_LISTEN 6
+#define VRM_ENGINE_FD_TCP_LISTEN 8
 
 typedef enum {
     VRM_ENGINE_ROLE_SOURCE,         /* listens for QEMU and for the peer */
@@ -87,6 +88,11 @@ typedef struct {
     unsigned int diskChannels;      /* most NBD connections, 0: no disks */
     int diskListenFd;               /* source: inherited NBD listener, -1 none */
     char *diskPath;                 /* destination: QEMU's NBD server; source: bind */
+    int tcpListenFd;                /* source: QEMU's steered TCP connections
+                                     * (transparent mode), -1 none */
+    unsigned int tcpPortMin;        /* destination: QEMU's TCP ports it may
+                                     * connect to, 0: takes no TCP */
+    unsigned int tcpPortMax;
     unsigned int chunkSize;
     unsigned int ringDepth;
     bool pinAll;

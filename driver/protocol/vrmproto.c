@@ -15,7 +15,7 @@ static const char *const vrmProtoMsgTypeNames[] = {
     "NONE", "ERROR", "READY", "QEMU_FILE", "RAM_BLOCKS", "COMPRESS",
     "REGISTER_REQUEST", "REGISTER_RESULT", "REGISTER_FINISHED",
     "CHANNEL_OPEN", "DATA", "EOF", "EOF_ACK", "CHANNEL_UNUSED", "KEEPALIVE",
-    "AUTH", "CHANNEL_CONNECT",
+    "AUTH", "CHANNEL_CONNECT", "CHANNEL_OPEN_TCP",
 };
 G_STATIC_ASSERT(G_N_ELEMENTS(vrmProtoMsgTypeNames) == VRM_MSG_LAST);
 
@@ -382,6 +382,8 @@ vrmProtoEntrySize(int type)
         return 16;
     case VRM_MSG_AUTH:
         return VRM_PROTO_MAC_LEN;
+    case VRM_MSG_CHANNEL_OPEN_TCP:
+        return VRM_PROTO_TCP_OPEN_LEN;
     case VRM_MSG_RAM_BLOCKS:
         return 24;
     case VRM_MSG_NONE:
@@ -413,7 +415,41 @@ vrmProtoSingleEntry(int type)
     return type == VRM_MSG_ERROR || type == VRM_MSG_READY ||
            type == VRM_MSG_CHANNEL_OPEN || type == VRM_MSG_EOF ||
            type == VRM_MSG_EOF_ACK || type == VRM_MSG_KEEPALIVE ||
-           type == VRM_MSG_AUTH || type == VRM_MSG_CHANNEL_CONNECT;
+           type == VRM_MSG_AUTH || type == VRM_MSG_CHANNEL_CONNECT ||
+           type == VRM_MSG_CHANNEL_OPEN_TCP;
+}
+
+/* CHANNEL_OPEN_TCP's entry: {channel u32, family u16, port u16, addr[16]} */
+#define VRM_TCP_OPEN_CHANNEL 0
+#define VRM_TCP_OPEN_FAMILY 4
+#define VRM_TCP_OPEN_PORT 6
+#define VRM_TCP_OPEN_ADDR 8
+G_STATIC_ASSERT(VRM_TCP_OPEN_ADDR + 16 == VRM_PROTO_TCP_OPEN_LEN);
+
+static int
+vrmProtoTcpOpenCheck(const guint8 *p)
+{
+    guint16 family = get16(p + VRM_TCP_OPEN_FAMILY);
+    size_t i;
+
+    if (family != VRM_PROTO_FAMILY_IPV4 && family != VRM_PROTO_FAMILY_IPV6) {
+        vrmReportError(VRM_ERR_PROTOCOL,
+                       _("a CHANNEL_OPEN_TCP message names address family %1$u, neither 4 (IPv4) nor 6 (IPv6)"),
+                       family);
+        return -1;
+    }
+    if (get16(p + VRM_TCP_OPEN_PORT) == 0) {
+        vrmReportError(VRM_ERR_PROTOCOL, _("a CHANNEL_OPEN_TCP message names port 0"));
+        return -1;
+    }
+    for (i = 4; family == VRM_PROTO_FAMILY_IPV4 && i < 16; i++) {
+        if (p[VRM_TCP_OPEN_ADDR + i] != 0) {
+            vrmReportError(VRM_ERR_PROTOCOL,
+                           _("the padding of a CHANNEL_OPEN_TCP message's IPv4 address is not zero"));
+            return -1;
+        }
+    }
+    return 0;
 }
 
 int
@@ -514,6 +550,8 @@ vrmProtoMsgDecode(const void *buf, size_t received, vrmProtoMsg *msg)
             }
         }
     }
+    if (msg->hdr.type == VRM_MSG_CHANNEL_OPEN_TCP)
+        return vrmProtoTcpOpenCheck(msg->payload);
     return 0;
 }
 
@@ -560,6 +598,31 @@ vrmProtoGetAuth(const vrmProtoMsg *msg)
 {
     g_assert(msg->hdr.type == VRM_MSG_AUTH && msg->hdr.len == VRM_PROTO_MAC_LEN);
     return msg->payload;
+}
+
+void
+vrmProtoGetTcpOpen(const vrmProtoMsg *msg, vrmProtoTcpOpen *open)
+{
+    const guint8 *p = msg->payload;
+
+    g_assert(msg->hdr.type == VRM_MSG_CHANNEL_OPEN_TCP &&
+             msg->hdr.len == VRM_PROTO_TCP_OPEN_LEN);
+    open->channel = get32(p + VRM_TCP_OPEN_CHANNEL);
+    open->family = get16(p + VRM_TCP_OPEN_FAMILY);
+    open->port = get16(p + VRM_TCP_OPEN_PORT);
+    memcpy(open->addr, p + VRM_TCP_OPEN_ADDR, sizeof(open->addr));
+}
+
+size_t
+vrmProtoBuildTcpOpen(guint8 *buf, const vrmProtoTcpOpen *open)
+{
+    guint8 *p = buf + VRM_PROTO_HEADER_LEN;
+
+    put32(p + VRM_TCP_OPEN_CHANNEL, open->channel);
+    put16(p + VRM_TCP_OPEN_FAMILY, open->family);
+    put16(p + VRM_TCP_OPEN_PORT, open->port);
+    memcpy(p + VRM_TCP_OPEN_ADDR, open->addr, sizeof(open->addr));
+    return vrmProtoFinish(buf, VRM_MSG_CHANNEL_OPEN_TCP, 1, VRM_PROTO_TCP_OPEN_LEN);
 }
 
 size_t

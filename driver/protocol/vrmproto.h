@@ -58,6 +58,8 @@ typedef enum {
     VRM_MSG_KEEPALIVE,
     VRM_MSG_AUTH,               /* the destination's proof, first on a channel */
     VRM_MSG_CHANNEL_CONNECT,    /* channel 0: QEMU opened connection k */
+    VRM_MSG_CHANNEL_OPEN_TCP,   /* CHANNEL_OPEN of a TCP connection, with
+                                 * the address QEMU connected to */
 
     VRM_MSG_LAST
 } vrmProtoMsgType;
@@ -186,7 +188,23 @@ typedef struct {
     guint32 length;
 } vrmProtoDataEntry;
 
+/* CHANNEL_OPEN_TCP's one entry: the source QEMU connected this channel to
+ * a TCP address (before the source host steered it into the engine) */
+#define VRM_PROTO_TCP_OPEN_LEN 24
+typedef enum {
+    VRM_PROTO_FAMILY_IPV4 = 4,
+    VRM_PROTO_FAMILY_IPV6 = 6,
+} vrmProtoFamily;
+
+typedef struct {
+    guint32 channel;
+    guint16 family;             /* vrmProtoFamily */
+    guint16 port;               /* never 0 */
+    guint8 addr[16];            /* IPv4: the first 4 bytes, the rest zero */
+} vrmProtoTcpOpen;
+
 size_t vrmProtoBuildError(guint8 *buf, guint32 code, const char *text);
+size_t vrmProtoBuildTcpOpen(guint8 *buf, const vrmProtoTcpOpen *open);
 size_t vrmProtoBuildAuth(guint8 *buf, const guint8 mac[VRM_PROTO_MAC_LEN]);
 size_t vrmProtoBuildU32Pair(guint8 *buf, int type, guint32 a, guint32 b);
 size_t vrmProtoBuildU64(guint8 *buf, int type, guint64 value);
@@ -208,6 +226,8 @@ void vrmProtoGetRing(const vrmProtoMsg *msg, guint32 i,
 void vrmProtoGetRegResult(const vrmProtoMsg *msg, guint32 i,
                           vrmProtoRegResult *r);
 const guint8 *vrmProtoGetAuth(const vrmProtoMsg *msg);
+/* CHANNEL_OPEN_TCP's entry (checked by vrmProtoMsgDecode) */
+void vrmProtoGetTcpOpen(const vrmProtoMsg *msg, vrmProtoTcpOpen *open);
 /* ERROR: code and a newly allocated, validated text */
 int vrmProtoGetError(const vrmProtoMsg *msg, guint32 *code, char **text);
 

@@ -118,6 +118,7 @@ static const vrmChannelRule vrmChannelRules[VRM_MSG_LAST] = {
     [VRM_MSG_REGISTER_REQUEST] = { VRM_RULE_RX, VRM_ENGINE_FOR_BOTH, RX(STREAM) },
     [VRM_MSG_REGISTER_RESULT] = { VRM_RULE_TX, VRM_ENGINE_FOR_BOTH, TX(STREAM) | TX(EOF_SENT) },
     [VRM_MSG_CHANNEL_OPEN] = { VRM_RULE_RX, VRM_ENGINE_FOR_DESTINATION, RX(OPEN) },
+    [VRM_MSG_CHANNEL_OPEN_TCP] = { VRM_RULE_RX, VRM_ENGINE_FOR_DESTINATION, RX(OPEN) },
     [VRM_MSG_DATA] = { VRM_RULE_RX, VRM_ENGINE_FOR_BOTH, RX(STREAM) },
     [VRM_MSG_EOF] = { VRM_RULE_RX, VRM_ENGINE_FOR_BOTH, RX(STREAM) },
     [VRM_MSG_EOF_ACK] = { VRM_RULE_TX, VRM_ENGINE_FOR_BOTH, TX(EOF_SENT) },
@@ -265,6 +266,8 @@ struct _vrmChannel {
     guint32 nRegRes;
 
     int sock;                   /* QEMU's connection, -1 until given */
+    vrmProtoTcpOpen tcpOpen;    /* source: the TCP address QEMU connected to */
+    bool tcpOpenSet;            /* ... sent by CHANNEL_OPEN_TCP, not CHANNEL_OPEN */
     bool faultDone;             /* the test fault fired */
     bool peerGone;              /* the peer disconnected (from the mailbox) */
     gint64 wcFailedUs;          /* first completion awaiting its cause (see
@@ -290,6 +293,8 @@ struct _vrmChannel {
     /* mailbox, under lock */
     GMutex lock;
     int mbFd;                   /* socket handed over, -1 none */
+    vrmProtoTcpOpen mbTcpOpen;  /* ... and the TCP address it was meant for */
+    bool mbTcpOpenSet;
     bool mbStop;                /* the job is ending */
     int mbCode;                 /* and why, for the ERROR to the peer */
     char *mbReason;
@@ -702,6 +707,19 @@ vrmChannelGiveSocket(vrmChannel *ch, int fd)
 }
 
 void
+vrmChannelGiveTcpSocket(vrmChannel *ch, int fd, const vrmProtoTcpOpen *open)
+{
+    g_mutex_lock(&ch->lock);
+    g_assert(ch->mbFd < 0);
+    ch->mbFd = fd;
+    ch->mbTcpOpen = *open;
+    ch->mbTcpOpen.channel = ch->cfg.index;
+    ch->mbTcpOpenSet = true;
+    g_mutex_unlock(&ch->lock);
+    vrmChannelWake(ch);
+}
+
+void
 vrmChannelStop(vrmChannel *ch, int code, const char *reason)
 {
     g_mutex_lock(&ch->lock);
@@ -789,6 +807,7 @@ vrmChannelTakeEvents(vrmChannel *ch, vrmChannelEvents *ev)
     g_mutex_lock(&ch->lock);
     *ev = ch->ev;
     ch->ev.openRequested = false;
+    ch->ev.tcpOpenSet = false;
     ch->ev.authenticated = false;
     ch->ev.streamEnded = false;
     ch->ev.nconnect = 0;
@@ -1030,6 +1049,23 @@ vrmChannelPostPair(vrmChannel *ch, int type, guint32 a, bool signal)
     return vrmChannelPostCtl(ch, len, signal);
 }
 
+/* Source: the peer may open its side of this channel: a UNIX socket it
+ * knows, or the TCP address QEMU connected to */
+static int
+vrmChannelPostOpen(vrmChannel *ch)
+{
+    if (!ch->tcpOpenSet)
+        return vrmChannelPostPair(ch, VRM_MSG_CHANNEL_OPEN, ch->cfg.index, false);
+    if (!(ch->caps & VRM_CAP_TCP)) {
+        vrmReportError(VRM_ERR_VERSION,
+                       _("channel %1$u: QEMU's TCP connection cannot be carried: the destination's virt-rdma engine does not take TCP connections (an older virt-rdma, or it was not started for the transparent mode)"),
+                       ch->cfg.index);
+        return -1;
+    }
+    return vrmChannelPostCtl(ch, vrmProtoBuildTcpOpen(vrmChannelCtlBuf(ch, 0), &ch->tcpOpen),
+                             false);
+}
+
 static void
 vrmChannelSetTx(vrmChannel *ch, vrmChannelTx state)
 {
@@ -1185,9 +1221,10 @@ vrmChannelPumpControl(vrmChannel *ch, bool *progress)
             return -1;
         if (ch->rx != VRM_CHANNEL_RX_OPEN || vrmChannelSqFree(ch) == 0)
             break;
-        if (vrmChannelPostPair(ch, VRM_MSG_CHANNEL_OPEN, ch->cfg.index, false) < 0)
+        if (vrmChannelPostOpen(ch) < 0)
             return -1;
-        VRM_DEBUG("channel %u: CHANNEL_OPEN sent", ch->cfg.index);
+        VRM_DEBUG("channel %u: %s sent", ch->cfg.index,
+                  ch->tcpOpenSet ? "CHANNEL_OPEN_TCP" : "CHANNEL_OPEN");
         vrmChannelSetTx(ch, VRM_CHANNEL_TX_STREAM);
         /* from now on the destination may stream back */
         vrmChannelSetRx(ch, VRM_CHANNEL_RX_STREAM);
@@ -1873,6 +1910,23 @@ vrmChannelHandleMessage(vrmChannel *ch, const guint8 *buf, size_t len)
         vrmChannelSetRx(ch, VRM_CHANNEL_RX_STREAM);
         vrmChannelSignal(ch, &ch->ev.openRequested);
         return 0;
+    case VRM_MSG_CHANNEL_OPEN_TCP: {
+        vrmProtoTcpOpen open;
+
+        vrmProtoGetTcpOpen(&msg, &open);
+        if (open.channel != ch->cfg.index)
+            return vrmChannelUnexpected(ch, msg.hdr.type, _("it names another channel"));
+        if (!(ch->caps & VRM_CAP_TCP))
+            return vrmChannelUnexpected(ch, msg.hdr.type,
+                                        _("this job takes no TCP connections"));
+        vrmChannelSetRx(ch, VRM_CHANNEL_RX_STREAM);
+        g_mutex_lock(&ch->lock);
+        ch->ev.tcpOpen = open;
+        ch->ev.tcpOpenSet = true;
+        g_mutex_unlock(&ch->lock);
+        vrmChannelSignal(ch, &ch->ev.openRequested);
+        return 0;
+    }
     case VRM_MSG_DATA:
         return vrmChannelHandleData(ch, &msg);
     case VRM_MSG_EOF:
@@ -2121,6 +2175,10 @@ vrmChannelMailbox(vrmChannel *ch)
     g_mutex_lock(&ch->lock);
     fd = ch->mbFd;
     ch->mbFd = -1;
+    if (fd >= 0 && ch->mbTcpOpenSet) {
+        ch->tcpOpen = ch->mbTcpOpen;
+        ch->tcpOpenSet = true;
+    }
     stop = ch->mbStop;
     ch->peerGone = ch->mbPeerGone;
     verdict = ch->mbVerdict;

@@ -29,6 +29,8 @@
  *   vrmChannelDropQP(ch)           frees the QP of a failed connect attempt
  *   vrmChannelStart(ch) / Join     the progress thread
  *   vrmChannelGiveSocket(ch, fd)   QEMU's connection (mailbox)
+ *   vrmChannelGiveTcpSocket(ch, fd, open)  source: QEMU's TCP connection,
+ *                                  opened on the peer by CHANNEL_OPEN_TCP
  *   vrmChannelStop(ch, code, why)  the job ends: send ERROR, stop (mailbox)
  *   vrmChannelPeerGone(ch)         the peer disconnected (mailbox)
  *   vrmChannelAnnounce(ch0, k)     source: ask the peer to connect channel k;
@@ -46,6 +48,7 @@
 #include <stdbool.h>
 
 #include "vrmenginesettings.h"
+#include "vrmproto.h"
 #include "vrmrdma.h"
 #include "vrmstats.h"
 
@@ -111,6 +114,8 @@ typedef struct {
     bool authenticated;             /* the peer proved it holds the token */
     bool authFailed;                /* source: it did not (the thread ended) */
     bool openRequested;             /* destination: CHANNEL_OPEN arrived */
+    vrmProtoTcpOpen tcpOpen;        /* ... CHANNEL_OPEN_TCP: the address to open */
+    bool tcpOpenSet;
     guint32 connect[VRM_SLOTS_MAX];     /* destination, channel 0: CHANNEL_CONNECTs */
     guint32 nconnect;
     bool streamEnded;               /* QEMU's stream ended (checkEnd): a verdict is awaited */
@@ -139,6 +144,7 @@ int vrmChannelStart(vrmChannel *ch);
 void vrmChannelJoin(vrmChannel *ch);
 
 void vrmChannelGiveSocket(vrmChannel *ch, int fd);
+void vrmChannelGiveTcpSocket(vrmChannel *ch, int fd, const vrmProtoTcpOpen *open);
 void vrmChannelStop(vrmChannel *ch, int code, const char *reason);
 void vrmChannelPeerGone(vrmChannel *ch);
 /* Source, channel 0: QEMU opened connection @index (CHANNEL_CONNECT) */

@@ -44,6 +44,7 @@
 #include "vrmchannel.h"
 #include "vrmerror.h"
 #include "vrmsocket.h"
+#include "vrmtcp.h"
 #include "vrmi18n.h"
 #include "vrmlog.h"
 
@@ -74,9 +75,14 @@ struct _vrmEngineSlot {
     gint64 connectDeadline;     /* connected and authenticated by then */
     guint8 nonce[VRM_PROTO_NONCE_LEN];  /* ours, of this connection */
     int qemuFd;                 /* source: QEMU's connection until authenticated */
+    vrmProtoTcpOpen tcpOpen;    /* transparent mode: where QEMU's connection
+                                 * was going (source: read; destination: told) */
+    bool tcp;                   /* ... the channel is such a TCP connection */
     guint retrySource;          /* destination: pending connect retry */
     gint64 openDeadline;        /* destination: QEMU socket connect deadline */
-    guint openSource;           /* destination: pending socket retry */
+    guint openSource;           /* destination: pending socket retry (or
+                                 * TCP connect) */
+    int openFd;                 /* destination: TCP connect in progress, -1 none */
     bool openRequested;         /* destination: CHANNEL_OPEN arrived */
     bool opened;                /* destination: connected to QEMU's socket */
     bool done;                  /* ended cleanly */
@@ -110,6 +116,7 @@ struct _vrmEngine {
     bool unixOwn;               /* we bound it (--qemu-path): unlink at the end */
     int diskFd;                 /* source: QEMU's NBD client's listening socket */
     bool diskOwn;               /* we bound it (--disk-path): unlink at the end */
+    int tcpFd;                  /* source, transparent mode: steered connections */
     pid_t qemuPid;              /* QEMU: source --qemu-pid, destination the listener */
     bool qemuGone;              /* it had exited when its stream ended */
     char *portStr;              /* rdma_cm port as text, for rdma_getaddrinfo */
@@ -1169,11 +1176,52 @@ vrmEngineNextQemuSlot(vrmEngine *e, bool disk)
     return &e->slots[e->s.channels + e->acceptedDisks++];
 }
 
+/* Source: QEMU's connection to its channel, once the peer proved itself */
+static void
+vrmEngineGiveQemuSocket(vrmEngineSlot *slot)
+{
+    if (slot->tcp)
+        vrmChannelGiveTcpSocket(slot->ch, slot->qemuFd, &slot->tcpOpen);
+    else
+        vrmChannelGiveSocket(slot->ch, slot->qemuFd);
+    slot->qemuFd = -1;
+}
+
+/* Source: QEMU's connection @conn (ours now) takes the next slot; with
+ * @tcpOpen, a steered TCP connection and where it was going. -1: the job
+ * fails (reported) */
+static int
+vrmEngineTakeQemuConnection(vrmEngine *e, int conn, bool disk,
+                            const vrmProtoTcpOpen *tcpOpen)
+{
+    vrmEngineSlot *slot;
+
+    if (!(slot = vrmEngineNextQemuSlot(e, disk))) {
+        close(conn);
+        return -1;
+    }
+    slot->qemuFd = conn;
+    if (tcpOpen) {
+        slot->tcp = true;
+        slot->tcpOpen = *tcpOpen;
+    }
+    if (slot->index > 0) {
+        /* lazily: the destination connects the channel now */
+        slot->wanted = true;
+        slot->connectDeadline = g_get_monotonic_time() +
+                                (gint64)e->s.deadlineConnect * G_USEC_PER_SEC;
+        if (vrmChannelAnnounce(e->slots[0].ch, slot->index) < 0)
+            return -1;
+    }
+    if (slot->authenticated)
+        vrmEngineGiveQemuSocket(slot);
+    return 0;
+}
+
 /* Source: QEMU's connections on one of its sockets */
 static void
 vrmEngineAcceptQemu(vrmEngine *e, int fd, bool disk)
 {
-    vrmEngineSlot *slot;
     struct ucred cred;
     int conn;
 
@@ -1192,28 +1240,13 @@ vrmEngineAcceptQemu(vrmEngine *e, int fd, bool disk)
             close(conn);
             continue;
         }
-        if (!(slot = vrmEngineNextQemuSlot(e, disk))) {
-            close(conn);
+        /* what an operator reads in the helper's log (tests read the stats) */
+        VRM_INFO("QEMU connection %u accepted (%s, pid %d, uid %u)",
+                 disk ? e->acceptedDisks : e->acceptedSocks,
+                 disk ? "a disk's" : "migration", (int)cred.pid, (unsigned)cred.uid);
+        if (vrmEngineTakeQemuConnection(e, conn, disk, NULL) < 0) {
             vrmEngineFailLast(e);
             return;
-        }
-        /* what an operator reads in the helper's log (tests read the stats) */
-        VRM_INFO("QEMU connection %u accepted (%s, pid %d, uid %u)", slot->index,
-                 disk ? "a disk's" : "migration", (int)cred.pid, (unsigned)cred.uid);
-        slot->qemuFd = conn;
-        if (slot->index > 0) {
-            /* lazily: the destination connects the channel now */
-            slot->wanted = true;
-            slot->connectDeadline = g_get_monotonic_time() +
-                                    (gint64)e->s.deadlineConnect * G_USEC_PER_SEC;
-            if (vrmChannelAnnounce(e->slots[0].ch, slot->index) < 0) {
-                vrmEngineFailLast(e);
-                return;
-            }
-        }
-        if (slot->authenticated) {
-            vrmChannelGiveSocket(slot->ch, slot->qemuFd);
-            slot->qemuFd = -1;
         }
     }
     if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
@@ -1233,6 +1266,125 @@ static gboolean
 vrmEngineDiskAccept(gint fd, GIOCondition cond, gpointer opaque)
 {
     vrmEngineAcceptQemu(opaque, fd, true);
+    return G_SOURCE_CONTINUE;
+}
+
+/* A TCP address as CHANNEL_OPEN_TCP names it, and back */
+static bool
+vrmEngineTcpOpenOf(const struct sockaddr_storage *ss, vrmProtoTcpOpen *open)
+{
+    memset(open, 0, sizeof(*open));
+    if (ss->ss_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)ss;
+
+        open->family = VRM_PROTO_FAMILY_IPV4;
+        open->port = ntohs(in->sin_port);
+        memcpy(open->addr, &in->sin_addr, 4);
+    } else if (ss->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
+
+        open->family = VRM_PROTO_FAMILY_IPV6;
+        open->port = ntohs(in6->sin6_port);
+        memcpy(open->addr, &in6->sin6_addr, 16);
+    } else {
+        return false;
+    }
+    return open->port != 0;
+}
+
+static socklen_t
+vrmEngineTcpSockaddr(const vrmProtoTcpOpen *open, struct sockaddr_storage *ss)
+{
+    memset(ss, 0, sizeof(*ss));
+    if (open->family == VRM_PROTO_FAMILY_IPV4) {
+        struct sockaddr_in *in = (struct sockaddr_in *)ss;
+
+        in->sin_family = AF_INET;
+        in->sin_port = htons(open->port);
+        memcpy(&in->sin_addr, open->addr, 4);
+        return sizeof(*in);
+    } else {
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+
+        in6->sin6_family = AF_INET6;
+        in6->sin6_port = htons(open->port);
+        memcpy(&in6->sin6_addr, open->addr, 16);
+        return sizeof(*in6);
+    }
+}
+
+/* Source, transparent mode: is @conn (from @peer) a connection of QEMU's
+ * that the job's rule steered here? Its original destination (@open) is
+ * what the peer connects to. false: refused, and said why. */
+static bool
+vrmEngineTcpAdmit(vrmEngine *e, int conn, const struct sockaddr_storage *peer,
+                  vrmProtoTcpOpen *open)
+{
+    g_autofree char *from = vrmTcpFormat(peer);
+    g_autofree char *to = NULL;
+    struct sockaddr_storage orig;
+    uid_t uid = 0;
+    int rc;
+
+    if ((rc = vrmTcpOriginalDestination(conn, &orig)) <= 0) {
+        /* a local process that connected to the engine's port itself */
+        if (rc < 0)
+            vrmResetLastError();
+        if (vrmEngineMayWarn(e))
+            VRM_WARN(_("refused a TCP connection from %1$s: it was not steered to this job by the transparent mode's rule"),
+                     from);
+        return false;
+    }
+    to = vrmTcpFormat(&orig);
+    /* the connecting socket, as it sees itself: bound to @peer, connected
+     * to where it was going */
+    if ((rc = vrmTcpSocketUid(peer, &orig, &uid)) <= 0 ||
+        (uid != 0 && uid != vrmEngineQemuUid(e))) {
+        if (rc < 0)
+            vrmResetLastError();
+        if (vrmEngineMayWarn(e)) {
+            if (rc > 0)
+                VRM_WARN(_("refused a TCP connection from %1$s to %2$s: its socket belongs to uid %3$u, not to QEMU's user (uid %4$u) or root"),
+                         from, to, (unsigned)uid, (unsigned)vrmEngineQemuUid(e));
+            else
+                VRM_WARN(_("refused a TCP connection from %1$s to %2$s: its socket is not in the kernel's table (it closed at once)"),
+                         from, to);
+        }
+        return false;
+    }
+    if (!vrmEngineTcpOpenOf(&orig, open))
+        return false;
+    VRM_INFO("QEMU connection %u accepted (TCP from %s to %s, uid %u)",
+             e->acceptedSocks, from, to, (unsigned)uid);
+    return true;
+}
+
+static gboolean
+vrmEngineTcpAccept(gint fd, GIOCondition cond, gpointer opaque)
+{
+    vrmEngine *e = opaque;
+    struct sockaddr_storage peer;
+    socklen_t len = sizeof(peer);
+    vrmProtoTcpOpen open;
+    int conn;
+
+    while ((conn = accept4(fd, (struct sockaddr *)&peer, &len,
+                           SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0) {
+        len = sizeof(peer);
+        if (!vrmEngineTcpAdmit(e, conn, &peer, &open)) {
+            close(conn);
+            continue;
+        }
+        if (vrmEngineTakeQemuConnection(e, conn, false, &open) < 0) {
+            vrmEngineFailLast(e);
+            return G_SOURCE_CONTINUE;
+        }
+    }
+    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
+        errno != ECONNABORTED) {
+        vrmReportSystemError(errno, _("cannot accept a connection from QEMU"));
+        vrmEngineFailLast(e);
+    }
     return G_SOURCE_CONTINUE;
 }
 
@@ -1280,6 +1432,123 @@ vrmEngineCheckListener(vrmEngine *e, int fd, const char *sockPath)
 }
 
 static void vrmEngineOpenNext(vrmEngine *e);
+static gboolean vrmEngineOpenRetry(gpointer opaque);
+
+static gboolean
+vrmEngineOpenTcpWritable(gint fd, GIOCondition cond, gpointer opaque)
+{
+    vrmEngineSlot *slot = opaque;
+
+    slot->openSource = 0;
+    vrmEngineOpenNext(slot->engine);
+    return G_SOURCE_REMOVE;
+}
+
+/* Destination, transparent mode: may the source have channel @slot opened
+ * to the TCP address it names? Only a port of QEMU's (libvirt's migration
+ * range) on one of this host's addresses */
+static int
+vrmEngineTcpTargetAllowed(vrmEngine *e, vrmEngineSlot *slot,
+                          const struct sockaddr_storage *ss, const char *to)
+{
+    int rc;
+
+    if (!e->s.tcpPortMax) {
+        vrmReportError(VRM_ERR_PROTOCOL,
+                       _("the source's QEMU opened channel %1$u over TCP (to %2$s), but this engine was started without the transparent mode (--tcp-port-min, --tcp-port-max)"),
+                       slot->index, to);
+        return -1;
+    }
+    if (slot->tcpOpen.port < e->s.tcpPortMin || slot->tcpOpen.port > e->s.tcpPortMax) {
+        vrmReportError(VRM_ERR_AUTH,
+                       _("the source asks for channel %1$u to be opened to %2$s, outside QEMU's migration ports %3$u-%4$u; refused"),
+                       slot->index, to, e->s.tcpPortMin, e->s.tcpPortMax);
+        return -1;
+    }
+    if ((rc = vrmTcpAddressIsLocal(ss)) < 0)
+        return -1;
+    if (rc == 0) {
+        vrmReportError(VRM_ERR_AUTH,
+                       _("the source asks for channel %1$u to be opened to %2$s, which is not an address of this host; refused (an engine connects only to its own host's QEMU)"),
+                       slot->index, to);
+        return -1;
+    }
+    return 0;
+}
+
+/* Destination, transparent mode: connect @slot's channel to QEMU's TCP
+ * port that the source's QEMU meant to reach, without blocking (a connect
+ * in progress is watched), retrying a refused one until the deadline.
+ * 1: connected, 0: in progress or a retry is scheduled, -1: the job fails. */
+static int
+vrmEngineOpenTcpSlot(vrmEngine *e, vrmEngineSlot *slot)
+{
+    struct sockaddr_storage ss;
+    socklen_t sslen = vrmEngineTcpSockaddr(&slot->tcpOpen, &ss);
+    socklen_t len = sizeof(int);
+    g_autofree char *to = vrmTcpFormat(&ss);
+    uid_t uid = 0;
+    int fd, err = 0, rc;
+
+    if (!slot->openDeadline) {
+        slot->openDeadline = g_get_monotonic_time() +
+                             (gint64)e->s.deadlineConnect * G_USEC_PER_SEC;
+        if (vrmEngineTcpTargetAllowed(e, slot, &ss, to) < 0)
+            return -1;
+    }
+    if (slot->openFd < 0) {
+        if ((fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0) {
+            vrmReportSystemError(errno, _("cannot create a TCP socket"));
+            return -1;
+        }
+        if (connect(fd, (struct sockaddr *)&ss, sslen) == 0)
+            goto connected;
+        err = errno;
+        if (err == EINPROGRESS) {
+            slot->openFd = fd;
+            slot->openSource = g_unix_fd_add(fd, G_IO_OUT, vrmEngineOpenTcpWritable, slot);
+            return 0;
+        }
+    } else {
+        fd = slot->openFd;
+        slot->openFd = -1;
+        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+            err = errno;
+        if (err == 0)
+            goto connected;
+    }
+    close(fd);
+    if ((err == ECONNREFUSED || err == EAGAIN || err == EINTR) &&
+        g_get_monotonic_time() < slot->openDeadline) {
+        slot->openSource = g_timeout_add(VRM_ENGINE_OPEN_RETRY_MS, vrmEngineOpenRetry, slot);
+        return 0;
+    }
+    vrmReportSystemError(err,
+                         _("could not connect channel %1$u to QEMU at %2$s within %3$u seconds"),
+                         slot->index, to, e->s.deadlineConnect);
+    return -1;
+
+ connected:
+    /* no credentials over TCP: the kernel's table names the listener's owner */
+    if ((rc = vrmTcpSocketUid(&ss, NULL, &uid)) <= 0 ||
+        (uid != 0 && uid != vrmEngineQemuUid(e))) {
+        if (rc == 0)
+            vrmReportError(VRM_ERR_AUTH,
+                           _("nobody listens on QEMU's port %1$s any more; refusing to send it the migration"),
+                           to);
+        else if (rc > 0)
+            vrmReportError(VRM_ERR_AUTH,
+                           _("QEMU's port %1$s is served by uid %2$u, not by QEMU's user (uid %3$u) or root; refusing to send it the migration"),
+                           to, (unsigned)uid, (unsigned)vrmEngineQemuUid(e));
+        close(fd);
+        return -1;
+    }
+    VRM_INFO("channel %u connected to QEMU at %s (TCP, uid %u)", slot->index, to,
+             (unsigned)uid);
+    vrmChannelGiveSocket(slot->ch, fd);
+    slot->opened = true;
+    return 1;
+}
 
 static gboolean
 vrmEngineOpenRetry(gpointer opaque)
@@ -1301,6 +1570,12 @@ vrmEngineOpenSlot(vrmEngine *e, vrmEngineSlot *slot, const char *path)
     struct sockaddr_un sun;
     int fd;
 
+    if (!path) {
+        vrmReportError(VRM_ERR_PROTOCOL,
+                       _("the source's QEMU opened channel %1$u on its UNIX socket, but this engine takes only TCP connections (the transparent mode): start both engines the same way"),
+                       slot->index);
+        return -1;
+    }
     if (!slot->openDeadline)
         slot->openDeadline = g_get_monotonic_time() +
                              (gint64)e->s.deadlineConnect * G_USEC_PER_SEC;
@@ -1351,7 +1626,9 @@ vrmEngineOpenNext(vrmEngine *e)
 
         if (!slot->openRequested || slot->openSource)
             break;
-        if ((rc = vrmEngineOpenSlot(e, slot, e->s.qemuPath)) < 0) {
+        rc = slot->tcp ? vrmEngineOpenTcpSlot(e, slot) :
+                         vrmEngineOpenSlot(e, slot, e->s.qemuPath);
+        if (rc < 0) {
             vrmEngineFailLast(e);
             return;
         }
@@ -1675,13 +1952,15 @@ vrmEngineWoken(gint fd, GIOCondition cond, gpointer opaque)
             e->established++;
             VRM_INFO("channel %u: the peer proved it holds the token (%u established)",
                      slot->index, e->established);
-            if (slot->qemuFd >= 0) {
-                vrmChannelGiveSocket(slot->ch, slot->qemuFd);
-                slot->qemuFd = -1;
-            }
+            if (slot->qemuFd >= 0)
+                vrmEngineGiveQemuSocket(slot);
         }
         if (ev.openRequested)
             slot->openRequested = true;
+        if (ev.tcpOpenSet) {
+            slot->tcp = true;
+            slot->tcpOpen = ev.tcpOpen;
+        }
         for (j = 0; j < ev.nconnect; j++) {
             if (vrmEngineConnectRequested(e, ev.connect[j]) < 0) {
                 vrmEngineFailLast(e);
@@ -1717,6 +1996,7 @@ vrmEngineNew(const vrmEngineSettings *settings, const vrmToken *token)
     g_mutex_init(&e->lock);
     e->unixFd = -1;
     e->diskFd = -1;
+    e->tcpFd = -1;
     e->statsFd = -1;
     e->wakefd = -1;
     e->qemuPid = e->s.qemuPid > 0 ? (pid_t)e->s.qemuPid : 0;
@@ -1731,12 +2011,14 @@ vrmEngineNew(const vrmEngineSettings *settings, const vrmToken *token)
         slot->disk = i >= e->s.channels;
         slot->index = slot->disk ? VRM_DISK_CHANNEL_BASE + i - e->s.channels : i;
         slot->qemuFd = -1;
+        slot->openFd = -1;
         slot->ch = vrmEngineNewChannel(e, slot);
     }
     e->nextConnect = 1;
     e->caps = (e->s.pinAll ? VRM_CAP_PIN_ALL : 0) |
               (e->s.noWriteImm ? 0 : VRM_CAP_WRITE_IMM) |
-              (e->s.diskChannels ? VRM_CAP_DISKS : 0);
+              (e->s.diskChannels ? VRM_CAP_DISKS : 0) |
+              (e->s.tcpListenFd >= 0 || e->s.tcpPortMax ? VRM_CAP_TCP : 0);
     return e;
 }
 
@@ -1803,6 +2085,7 @@ vrmEngineTeardown(vrmEngine *e)
     /* 2. QEMU's listening socket and the sockets not handed over */
     vrmEngineCloseListener(&e->unixFd, e->unixOwn, e->s.qemuPath);
     vrmEngineCloseListener(&e->diskFd, e->diskOwn, e->s.diskPath);
+    vrmEngineCloseListener(&e->tcpFd, false, NULL);
     /* 3. disconnect; queue pairs, registrations and ids go in vrmEngineFree */
     for (i = 0; i < e->nslots; i++) {
         vrmEngineSlot *slot = &e->slots[i];
@@ -1815,6 +2098,9 @@ vrmEngineTeardown(vrmEngine *e)
         if (slot->openSource)
             g_source_remove(slot->openSource);
         slot->retrySource = slot->openSource = 0;
+        if (slot->openFd >= 0)
+            close(slot->openFd);
+        slot->openFd = -1;
         if (slot->id && slot->connected)
             rdma_disconnect(slot->id);
     }
@@ -1855,6 +2141,9 @@ vrmEngineFree(vrmEngine *e)
     vrmEngineCloseListener(&e->diskFd, e->diskOwn, e->s.diskPath);
     if (e->s.diskListenFd >= 0)
         close(e->s.diskListenFd);
+    vrmEngineCloseListener(&e->tcpFd, false, NULL);
+    if (e->s.tcpListenFd >= 0)
+        close(e->s.tcpListenFd);
     if (e->statsFd >= 0) {
         close(e->statsFd);
         unlink(e->s.statsSocket);
@@ -1973,10 +2262,17 @@ vrmEngineRunInner(vrmEngine *e)
     if (e->s.role == VRM_ENGINE_ROLE_SOURCE) {
         if (vrmEngineListenRdma(e) < 0)
             return -1;
-        if (vrmEngineTakeListener(&e->s.qemuListenFd, e->s.qemuPath,
-                                  &e->unixFd, &e->unixOwn) < 0)
-            return -1;
-        sources[nsources++] = g_unix_fd_add(e->unixFd, G_IO_IN, vrmEngineUnixAccept, e);
+        if (e->s.tcpListenFd >= 0) {
+            /* the transparent mode: QEMU's TCP connections, steered here */
+            if (vrmEngineTakeListener(&e->s.tcpListenFd, NULL, &e->tcpFd, NULL) < 0)
+                return -1;
+            sources[nsources++] = g_unix_fd_add(e->tcpFd, G_IO_IN, vrmEngineTcpAccept, e);
+        } else {
+            if (vrmEngineTakeListener(&e->s.qemuListenFd, e->s.qemuPath,
+                                      &e->unixFd, &e->unixOwn) < 0)
+                return -1;
+            sources[nsources++] = g_unix_fd_add(e->unixFd, G_IO_IN, vrmEngineUnixAccept, e);
+        }
         if (e->s.diskChannels) {
             if (vrmEngineTakeListener(&e->s.diskListenFd, e->s.diskPath,
                                       &e->diskFd, &e->diskOwn) < 0)

@@ -341,6 +341,53 @@ testAnnounce(void)
     g_assert_null(vrmFakeViolation());
 }
 
+/* The transparent mode: the source's QEMU connected over TCP, and the
+ * destination learns where to (CHANNEL_OPEN_TCP) before any byte streams;
+ * the bytes go through as on a UNIX socket */
+static void
+testTcpOpen(void)
+{
+    vrmProtoTcpOpen to = { .family = VRM_PROTO_FAMILY_IPV4, .port = 49152,
+                           .addr = { 198, 18, 0, 2 } };
+    vrmFakePairConfig cfg = { 4, 4, K64, false, true, .tcp = true, .tcpOpen = &to };
+    vrmFakePair *p = vrmFakePairNew(&cfg);
+    Streams s;
+
+    vrmFakeViolationReset();
+    streamsInit(&s, 300 * 1024 + 7, 5000);
+    runStreams(p, &s, 64);
+    assertStreams(p, &s);
+    g_assert_true(p->tcpOpenSet);
+    g_assert_cmpuint(p->tcpOpen.channel, ==, 0);
+    g_assert_cmpuint(p->tcpOpen.family, ==, VRM_PROTO_FAMILY_IPV4);
+    g_assert_cmpuint(p->tcpOpen.port, ==, 49152);
+    g_assert_cmpmem(p->tcpOpen.addr, 16, to.addr, 16);
+    streamsClear(&s);
+    vrmFakePairFree(p);
+    g_assert_null(vrmFakeViolation());
+}
+
+/* A destination that did not agree to TCP: the source says so and sends
+ * nothing of the stream */
+static void
+testTcpOpenNotAgreed(void)
+{
+    vrmProtoTcpOpen to = { .family = VRM_PROTO_FAMILY_IPV4, .port = 49152,
+                           .addr = { 198, 18, 0, 2 } };
+    vrmFakePairConfig cfg = { 4, 4, K64, false, true, .tcpOpen = &to };
+    vrmFakePair *p = vrmFakePairNew(&cfg);
+    Streams s;
+
+    vrmFakeViolationReset();
+    streamsInit(&s, 1000, 0);
+    runStreams(p, &s, 64);
+    g_assert_cmpint(p->failed[0], ==, 1);
+    g_assert_nonnull(strstr(p->error[0], "does not take TCP connections"));
+    g_assert_false(p->openRequested);
+    streamsClear(&s);
+    vrmFakePairFree(p);
+}
+
 /* Once channel 0's stream has ended its thread reads no more announcements:
  * one made after that is refused at once, and one made just before its
  * last look fails the channel; neither waits for the connect deadline */
@@ -974,6 +1021,8 @@ main(int argc, char **argv)
     g_test_add_func("/channel/auth/refused", testAuthRefused);
     g_test_add_func("/channel/auth/first", testAuthFirst);
     g_test_add_func("/channel/announce", testAnnounce);
+    g_test_add_func("/channel/tcp-open", testTcpOpen);
+    g_test_add_func("/channel/tcp-open/not-agreed", testTcpOpenNotAgreed);
     g_test_add_func("/channel/announce/after-end", testAnnounceAfterEnd);
     g_test_add_func("/channel/stream-verdict", testStreamVerdict);
     g_test_add_func("/channel/stream-verdict/qemu-gone", testStreamVerdictGone);

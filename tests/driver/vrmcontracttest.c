@@ -77,7 +77,7 @@ testDecodeDestination(void)
 }
 
 typedef struct {
-    const char *args[12];
+    const char *args[14];
     const char *error;          /* a piece of the message */
 } vrmBadArgs;
 
@@ -109,7 +109,21 @@ testDecodeErrors(void)
         { { "--test-fault", "boom", NULL }, "FAULT or FAULT:BYTES" },
         { { "plain", NULL }, "unexpected argument 'plain'" },
         { { "--role", "source", "--listen", "1.2.3.4", "--token-fd", "3", NULL },
-          "exactly one of --qemu-listen-fd and --qemu-path" },
+          "exactly one of --qemu-listen-fd, --qemu-path and --tcp-listen-fd" },
+        { { "--role", "source", "--listen", "1.2.3.4", "--token-fd", "3",
+            "--qemu-path", "/a", "--tcp-listen-fd", "8", NULL },
+          "exactly one of" },
+        { { "--role", "source", "--listen", "1.2.3.4", "--token-fd", "3",
+            "--tcp-listen-fd", "8", "--disk-channels", "1", "--disk-path", "/d", NULL },
+          "does not carry disk copies" },
+        { { "--role", "source", "--listen", "1.2.3.4", "--token-fd", "3",
+            "--tcp-listen-fd", "3", NULL }, "different descriptors" },
+        { { "--role", "source", "--tcp-port-min", "49152", NULL }, "not for the source" },
+        { { "--role", "destination", "--connect", "1.2.3.4:1", "--token-fd", "3",
+            "--tcp-port-min", "49152", NULL }, "go together" },
+        { { "--role", "destination", "--connect", "1.2.3.4:1", "--token-fd", "3",
+            "--tcp-port-min", "49215", "--tcp-port-max", "49152", NULL }, "go together" },
+        { { "--role", "destination", "--tcp-port-max", "0", NULL }, "from 1 to 65535" },
         { { "--role", "source", "--listen", "1.2.3.4", "--token-fd", "3",
             "--qemu-path", "/a", "--qemu-listen-fd", "5", NULL },
           "exactly one of" },

@@ -43,11 +43,13 @@ vrmFakePairNew(const vrmFakePairConfig *cfg)
         .jobHeard = cfg->jobHeard,
     };
     guint32 caps = (cfg->pinAll ? VRM_CAP_PIN_ALL : 0) |
-                   (cfg->writeImm ? VRM_CAP_WRITE_IMM : 0);
+                   (cfg->writeImm ? VRM_CAP_WRITE_IMM : 0) |
+                   (cfg->tcp ? VRM_CAP_TCP : 0);
     guint32 sq[2], rq[2];
     int cqe[2];
     int i;
 
+    p->cfg = *cfg;
     /* as the engine does: the channel splices into the QEMU sockets, and
      * splice() raises SIGPIPE on a closed one (send() is told not to) */
     signal(SIGPIPE, SIG_IGN);
@@ -138,6 +140,10 @@ vrmFakePairGiveSockets(vrmFakePair *p)
             p->authFailed = true;
         if (ev.openRequested)
             p->openRequested = true;
+        if (ev.tcpOpenSet) {
+            p->tcpOpen = ev.tcpOpen;
+            p->tcpOpenSet = true;
+        }
         if (ev.streamEnded)
             vrmChannelStreamVerdict(p->ch[i], !p->qemuExited[i], 4242);
         if (ev.qemuGone)
@@ -146,7 +152,10 @@ vrmFakePairGiveSockets(vrmFakePair *p)
             p->connect[p->nconnect++ % G_N_ELEMENTS(p->connect)] = ev.connect[k];
     }
     if (p->authenticated && p->engineSock[0] >= 0) {
-        vrmChannelGiveSocket(p->ch[0], p->engineSock[0]);
+        if (p->cfg.tcpOpen)
+            vrmChannelGiveTcpSocket(p->ch[0], p->engineSock[0], p->cfg.tcpOpen);
+        else
+            vrmChannelGiveSocket(p->ch[0], p->engineSock[0]);
         p->engineSock[0] = -1;
     }
     if (p->openRequested && p->engineSock[1] >= 0) {

@@ -26,9 +26,13 @@ typedef struct {
     guint32 maxMessage;         /* both devices' message limit, 0: none */
     guint32 maxWrite;           /* the channels' setting (vrmChannelConfig) */
     gint64 *jobHeard;           /* vrmChannelHost's, or NULL */
+    bool tcp;                   /* both agreed to VRM_CAP_TCP */
+    const vrmProtoTcpOpen *tcpOpen; /* the source's socket is QEMU's steered
+                                 * TCP connection to this address */
 } vrmFakePairConfig;
 
 typedef struct {
+    vrmFakePairConfig cfg;      /* as created */
     vrmChannel *ch[2];          /* 0: source, 1: destination */
     vrmRdmaDevice *dev[2];
     vrmRdmaQP *qp[2];           /* owned by the channels once attached */
@@ -43,6 +47,8 @@ typedef struct {
     bool authenticated;         /* events seen */
     bool authFailed;
     bool openRequested;
+    vrmProtoTcpOpen tcpOpen;    /* the CHANNEL_OPEN_TCP the destination got */
+    bool tcpOpenSet;
     guint32 connect[64];        /* CHANNEL_CONNECTs the destination got */
     guint32 nconnect;
     bool qemuExited[2];         /* set by the test: the verdict says "gone" */

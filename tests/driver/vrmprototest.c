@@ -224,6 +224,55 @@ testAuthMessage(void)
     g_assert_nonnull(strstr(vrmGetLastErrorMessage(), "not used in protocol version 2"));
 }
 
+/* CHANNEL_OPEN_TCP: the layout of docs/protocol.rst, and every field that
+ * a hostile source could get wrong */
+static void
+testTcpOpen(void)
+{
+    guint8 buf[VRM_CONTROL_MESSAGE_MAX];
+    vrmProtoTcpOpen in = { .channel = 2, .family = VRM_PROTO_FAMILY_IPV4, .port = 49152,
+                           .addr = { 198, 18, 0, 2 } };
+    vrmProtoTcpOpen out;
+    const guint8 wire[] = { 0, 0, 0, 2, 0, 4, 0xc0, 0x00, 198, 18, 0, 2,
+                            0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
+    size_t len;
+    vrmProtoMsg msg;
+
+    len = vrmProtoBuildTcpOpen(buf, &in);
+    g_assert_cmpuint(len, ==, VRM_PROTO_HEADER_LEN + VRM_PROTO_TCP_OPEN_LEN);
+    g_assert_cmpmem(buf + VRM_PROTO_HEADER_LEN, sizeof(wire), wire, sizeof(wire));
+    g_assert_cmpint(vrmProtoMsgDecode(buf, len, &msg), ==, 0);
+    vrmProtoGetTcpOpen(&msg, &out);
+    g_assert_cmpmem(&out, sizeof(out), &in, sizeof(in));
+
+    /* IPv6 uses all 16 bytes */
+    in.family = VRM_PROTO_FAMILY_IPV6;
+    memset(in.addr, 0xfd, sizeof(in.addr));
+    len = vrmProtoBuildTcpOpen(buf, &in);
+    g_assert_cmpint(vrmProtoMsgDecode(buf, len, &msg), ==, 0);
+    /* ... IPv4 only the first 4 */
+    in.family = VRM_PROTO_FAMILY_IPV4;
+    len = vrmProtoBuildTcpOpen(buf, &in);
+    g_assert_cmpint(vrmProtoMsgDecode(buf, len, &msg), ==, -1);
+    g_assert_nonnull(strstr(vrmGetLastErrorMessage(), "IPv4 address is not zero"));
+    memset(in.addr + 4, 0, 12);
+    in.family = 10;     /* AF_INET6's number: not ours */
+    len = vrmProtoBuildTcpOpen(buf, &in);
+    g_assert_cmpint(vrmProtoMsgDecode(buf, len, &msg), ==, -1);
+    g_assert_nonnull(strstr(vrmGetLastErrorMessage(), "address family 10"));
+    in.family = VRM_PROTO_FAMILY_IPV4;
+    in.port = 0;
+    len = vrmProtoBuildTcpOpen(buf, &in);
+    g_assert_cmpint(vrmProtoMsgDecode(buf, len, &msg), ==, -1);
+    g_assert_nonnull(strstr(vrmGetLastErrorMessage(), "port 0"));
+    /* one entry of exactly 24 bytes */
+    in.port = 1;
+    len = vrmProtoBuildTcpOpen(buf, &in);
+    g_assert_cmpint(vrmProtoMsgDecode(buf, len - 1, &msg), ==, -1);
+    buf[11] = 2;
+    g_assert_cmpint(vrmProtoMsgDecode(buf, len, &msg), ==, -1);
+}
+
 static void
 testReject(void)
 {
@@ -334,6 +383,7 @@ testSeedNumbering(void)
     g_assert_cmpint(VRM_MSG_KEEPALIVE, ==, 14);
     g_assert_cmpint(VRM_MSG_AUTH, ==, 15);
     g_assert_cmpint(VRM_MSG_CHANNEL_CONNECT, ==, 16);
+    g_assert_cmpint(VRM_MSG_CHANNEL_OPEN_TCP, ==, 17);
     g_assert_cmpstr(vrmProtoMsgTypeToString(VRM_MSG_REGISTER_RESULT), ==, "REGISTER_RESULT");
     g_assert_null(vrmProtoMsgTypeToString(VRM_MSG_LAST));
     g_assert_null(vrmProtoMsgTypeToString(-1));
@@ -582,6 +632,7 @@ main(int argc, char **argv)
     g_test_add_func("/proto/macs", testMacs);
     g_test_add_func("/proto/auth-connect", testAuthMessage);
     g_test_add_func("/proto/reject", testReject);
+    g_test_add_func("/proto/tcp-open", testTcpOpen);
     g_test_add_func("/proto/negotiate", testNegotiate);
     g_test_add_func("/proto/settings", testSettingsRanges);
     g_test_add_func("/proto/header", testHeaderLayout);

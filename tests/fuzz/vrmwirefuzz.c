@@ -99,6 +99,13 @@ fuzzMessage(const uint8_t *data, size_t size)
     case VRM_MSG_AUTH:
         len = vrmProtoBuildAuth(again, vrmProtoGetAuth(&msg));
         break;
+    case VRM_MSG_CHANNEL_OPEN_TCP: {
+        vrmProtoTcpOpen open;
+
+        vrmProtoGetTcpOpen(&msg, &open);
+        len = vrmProtoBuildTcpOpen(again, &open);
+        break;
+    }
     default: {
         guint32 a, b;
 

@@ -106,6 +106,42 @@ dst() {
         3< <(printf %s "$tok") 4>"$w/$name.json"
     erc=$?
 }
+# src_tcp NAME QPORT OPTIONS...: a source engine of the transparent mode
+# (epid): its TCP listener as a descriptor, and an nftables table of the
+# case's own that steers every connection to b's QPORT into it
+src_tcp() {
+    local name=$1 qport=$2; shift 2
+    # shellcheck disable=SC2086
+    python3 -c '
+import os, socket, sys
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(64)
+open(sys.argv[1], "w").write(str(s.getsockname()[1]))
+os.dup2(s.fileno(), 8)
+os.execv(sys.argv[2], sys.argv[2:])' "$w/$name.port" "$engine" --role source --tcp-listen-fd 8 \
+        --listen "$VRM_SELF_ADDR:$port" --token-fd 3 --stats-fd 4 $small $log "$@" \
+        2>"$w/$name.log" 3< <(printf %s $token) 4>"$w/$name.json" &
+    epid=$!
+    for _ in $(seq 100); do [ -s "$w/$name.port" ] && break; sleep 0.1; done
+    nft -f - <<NFT || fail "cannot add the steering rule"
+table inet vrm_case_$name {
+    chain out {
+        type nat hook output priority -110;
+        ip daddr $VRM_PEER_ADDR tcp dport $qport redirect to :$(cat "$w/$name.port")
+    }
+}
+NFT
+}
+# dst_tcp NAME OPTIONS...: a destination engine of the transparent mode (erc)
+dst_tcp() {
+    local name=$1; shift
+    # shellcheck disable=SC2086
+    "$engine" --role destination --tcp-port-min 49152 --tcp-port-max 49215 \
+        --connect "$VRM_PEER_ADDR:$port" --token-fd 3 --stats-fd 4 $small $log "$@" \
+        2>"$w/$name.log" 3< <(printf %s $token) 4>"$w/$name.json"
+    erc=$?
+}
 stream_src() { "$streamtest" --role source --unix "$w/$1.sock" "${@:2}" >"$w/$1-stream.log" 2>&1; }
 stream_dst() { "$streamtest" -uuid $uuid --role destination --unix "$w/$1.sock" "${@:2}" >"$w/$1-stream.log" 2>&1; }
 # elapsed since T0 (seconds, float)
@@ -359,6 +395,52 @@ time.sleep(40)'
     lpid=$!
     dst qi2 $token --deadline-connect 30 --domain-uuid $uuid
     expect_error "$w/qi2.log" "whose command line does not carry -uuid $uuid: not QEMU of this domain"
+    kill $lpid 2>/dev/null
+}
+
+# The transparent mode's refusals. 1: the destination connects only to
+# QEMU's migration ports (a steered connection to port 40000 is refused
+# there). 2: the source takes only QEMU's user's connections (one of
+# uid 65534, steered like QEMU's, is refused and the job goes on), and the
+# destination sends nothing to a listener of another user in the range.
+case_tcp_refusals_a() {
+    src_tcp tr1 40000 --deadline-connect 30
+    "$streamtest" --role source --unix "tcp:$VRM_PEER_ADDR:40000" --bytes 64K \
+        --deadline 30 >"$w/tr1-stream.log" 2>&1 &
+    stpid=$!
+    wait $epid && fail "the source engine went on with a refused channel"
+    kill $stpid 2>/dev/null
+    nft delete table inet vrm_case_tr1
+    mark first-done
+    port=$((port + 1))
+    src_tcp tr2 49200 --deadline-connect 30
+    setpriv --reuid=65534 --regid=65534 --clear-groups python3 -c '
+import socket, sys
+s = socket.create_connection((sys.argv[1], 49200), timeout=10)
+s.settimeout(10)
+sys.exit(0 if s.recv(1) == b"" else 1)' "$VRM_PEER_ADDR" || fail "uid 65534's connection was not closed"
+    grep -q "refused a TCP connection from .* to $VRM_PEER_ADDR:49200: its socket belongs to uid 65534, not to QEMU's user (uid 0) or root" "$w/tr2.log" ||
+        fail "no log line about uid 65534's connection"
+    "$streamtest" --role source --unix "tcp:$VRM_PEER_ADDR:49200" --bytes 64K \
+        --deadline 30 >"$w/tr2-stream.log" 2>&1 &
+    stpid=$!
+    wait $epid && fail "the source engine went on with a refused channel"
+    kill $stpid 2>/dev/null
+    nft delete table inet vrm_case_tr2
+}
+case_tcp_refusals_b() {
+    dst_tcp tr1 --deadline-connect 30
+    expect_error "$w/tr1.log" "to be opened to $VRM_SELF_ADDR:40000, outside QEMU's migration ports 49152-49215; refused"
+    wait_mark first-done 60
+    port=$((port + 1))
+    setpriv --reuid=65534 --regid=65534 --clear-groups python3 -c '
+import socket, sys, time
+s = socket.socket()
+s.bind((sys.argv[1], 49200)); s.listen(8)
+time.sleep(40)' "$VRM_SELF_ADDR" &
+    lpid=$!
+    dst_tcp tr2 --deadline-connect 30
+    expect_error "$w/tr2.log" "QEMU's port $VRM_SELF_ADDR:49200 is served by uid 65534, not by QEMU's user \(uid 0\) or root"
     kill $lpid 2>/dev/null
 }
 

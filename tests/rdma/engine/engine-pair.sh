@@ -10,6 +10,12 @@
 # rdma_cm port 18515+k (VRM_PAIR_PORT_BASE+k) so that a late case never
 # meets an earlier engine.
 # @DISK@ in either option list is the case's disk socket (QEMU's NBD copy).
+# @TCP@ in the engine options: the transparent mode. The streams are QEMU's
+# TCP migration to b's port 49152+k; on a, an nftables rule of the case's
+# own table steers them into the source engine's TCP listener (as
+# virt-rdmad does), and a connection made straight to that listener must be
+# refused while the stream goes on; b's engine connects to the port the
+# source's stream was meant for.
 # Every case must end with exit 0 on both programs and byte-exact streams.
 set -u
 engine=$1 streamtest=$2
@@ -25,9 +31,65 @@ for spec in "$@"; do
     sock=/tmp/vrm-mig-$k.sock
     eopts=${eopts//@DISK@//tmp/vrm-disk-$k.sock}
     sopts=${sopts//@DISK@//tmp/vrm-disk-$k.sock}
+    tcp=
+    qport=$((49152 + k))
+    if [[ $eopts == *@TCP@* ]]; then
+        tcp=1
+        if [ "$host" = a ]; then
+            eopts=${eopts//@TCP@/--tcp-listen-fd 8}
+            sock=tcp:$VRM_PEER_ADDR:$qport
+        else
+            eopts=${eopts//@TCP@/--tcp-port-min 49152 --tcp-port-max 49215}
+            sock=tcp:$VRM_SELF_ADDR:$qport
+        fi
+    fi
     k=$((k + 1))
     echo "=== case $name ($host)"
-    if [ "$host" = a ]; then
+    if [ "$host" = a ] && [ -n "$tcp" ]; then
+        # the engine's TCP listener comes as a descriptor, as from virt-rdmad
+        # shellcheck disable=SC2086
+        python3 -c '
+import os, socket, sys
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(64)
+open(sys.argv[1], "w").write(str(s.getsockname()[1]))
+os.dup2(s.fileno(), 8)
+os.execv(sys.argv[2], sys.argv[2:])' "$work/tcp-port-$name" "$engine" \
+            --role source --listen "$VRM_SELF_ADDR:$port" \
+            --token-fd 3 --deadline-connect 60 --idle-timeout 60 --verbose \
+            --stats-fd 4 $eopts 2>"$work/engine-$name.log" 3< <(printf %s $token) \
+            4>"$work/stats-$name.json" &
+        epid=$!
+        for _ in $(seq 100); do [ -s "$work/tcp-port-$name" ] && break; sleep 0.1; done
+        eport=$(cat "$work/tcp-port-$name")
+        nft -f - <<NFT || rc=1
+table inet vrm_pair_$k {
+    chain out {
+        type nat hook output priority -110;
+        ip daddr $VRM_PEER_ADDR tcp dport $qport redirect to :$eport
+    }
+}
+NFT
+        # a process that connects to the listener itself is refused (the
+        # engine closes it); the job goes on
+        python3 - "$eport" <<'PY' || { echo "=== case $name: a connection not steered was not refused"; rc=1; }
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+s.settimeout(10)
+sys.exit(0 if s.recv(1) == b"" else 1)
+PY
+        # shellcheck disable=SC2086
+        "$streamtest" --role source --unix "$sock" $sopts &
+        spid=$!
+        wait $spid
+        src=$?
+        wait $epid
+        erc=$?
+        nft delete table inet "vrm_pair_$k"
+        grep -q "was not steered to this job" "$work/engine-$name.log" ||
+            { echo "=== case $name: the engine did not say why it refused"; rc=1; }
+    elif [ "$host" = a ]; then
         # shellcheck disable=SC2086
         "$engine" --role source --qemu-path "$sock" --listen "$VRM_SELF_ADDR:$port" \
             --token-fd 3 --deadline-connect 60 --idle-timeout 60 --verbose \
@@ -74,8 +136,10 @@ PY
         # shellcheck disable=SC2086
         "$streamtest" --role destination --unix "$sock" $sopts &
         spid=$!
+        qemu=(--qemu-path "$sock")
+        [ -n "$tcp" ] && qemu=()
         # shellcheck disable=SC2086
-        "$engine" --role destination --qemu-path "$sock" --connect "$VRM_PEER_ADDR:$port" \
+        "$engine" --role destination "${qemu[@]}" --connect "$VRM_PEER_ADDR:$port" \
             --token-fd 3 --deadline-connect 60 --idle-timeout 60 --verbose \
             --stats-fd 4 $eopts 2>"$work/engine-$name.log" 3< <(printf %s $token) \
             4>"$work/stats-$name.json"

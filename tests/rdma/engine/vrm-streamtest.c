@@ -40,6 +40,8 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 
 #include <glib.h>
 
@@ -278,18 +280,50 @@ readerThread(gpointer opaque)
     return NULL;
 }
 
+/* PATH, or tcp:A.B.C.D:PORT as QEMU's TCP migration (the transparent
+ * mode): the address to connect to or listen on */
+static socklen_t
+addressOf(const char *path, struct sockaddr_storage *ss)
+{
+    memset(ss, 0, sizeof(*ss));
+    if (g_str_has_prefix(path, "tcp:")) {
+        struct sockaddr_in *in = (struct sockaddr_in *)ss;
+        g_autofree char *host = g_strdup(path + 4);
+        char *colon = strrchr(host, ':');
+
+        if (!colon)
+            return 0;
+        *colon = '\0';
+        in->sin_family = AF_INET;
+        in->sin_port = htons((guint16)atoi(colon + 1));
+        if (inet_pton(AF_INET, host, &in->sin_addr) != 1)
+            return 0;
+        return sizeof(*in);
+    } else {
+        struct sockaddr_un *sun = (struct sockaddr_un *)ss;
+
+        sun->sun_family = AF_UNIX;
+        g_strlcpy(sun->sun_path, path, sizeof(sun->sun_path));
+        return sizeof(*sun);
+    }
+}
+
 static int
 connectRetry(const char *path, gint64 deadline)
 {
-    struct sockaddr_un sun = { .sun_family = AF_UNIX };
+    struct sockaddr_storage ss;
+    socklen_t len = addressOf(path, &ss);
 
-    g_strlcpy(sun.sun_path, path, sizeof(sun.sun_path));
+    if (!len) {
+        errno = EINVAL;
+        return -1;
+    }
     for (;;) {
-        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
         if (fd < 0)
             return -1;
-        if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0)
+        if (connect(fd, (struct sockaddr *)&ss, len) == 0)
             return fd;
         close(fd);
         if (g_get_monotonic_time() > deadline)
@@ -412,13 +446,20 @@ disksAccept(gpointer opaque)
 static int
 listenOn(const char *path)
 {
-    struct sockaddr_un sun = { .sun_family = AF_UNIX };
-    int fd;
+    struct sockaddr_storage ss;
+    socklen_t len = addressOf(path, &ss);
+    int fd, one = 1;
 
-    g_strlcpy(sun.sun_path, path, sizeof(sun.sun_path));
-    unlink(path);
-    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 || listen(fd, 64) < 0) {
+    if (!len) {
+        fprintf(stderr, "vrm-streamtest: bad address %s\n", path);
+        return -1;
+    }
+    if (ss.ss_family == AF_UNIX)
+        unlink(path);
+    fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && ss.ss_family != AF_UNIX)
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (fd < 0 || bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, 64) < 0) {
         fprintf(stderr, "vrm-streamtest: cannot listen on %s: %s\n", path, g_strerror(errno));
         return -1;
     }
@@ -457,7 +498,7 @@ main(int argc, char **argv)
     gint64 seed = 1;
     GOptionEntry entries[] = {
         { "role", 0, 0, G_OPTION_ARG_STRING, &role, "source or destination", "ROLE" },
-        { "unix", 0, 0, G_OPTION_ARG_FILENAME, &path, "the engine's UNIX path", "PATH" },
+        { "unix", 0, 0, G_OPTION_ARG_FILENAME, &path, "the engine's UNIX path, or tcp:A.B.C.D:PORT", "PATH" },
         { "channels", 0, 0, G_OPTION_ARG_INT, &channels, "connections (default 1)", "N" },
         { "bytes", 0, 0, G_OPTION_ARG_STRING, &bytes, "source->destination bytes per channel (e.g. 3M+17)", "SIZE" },
         { "reverse-bytes", 0, 0, G_OPTION_ARG_STRING, &rbytes, "destination->source bytes per channel", "SIZE" },
