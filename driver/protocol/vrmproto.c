@@ -102,15 +102,68 @@ get64(const guint8 *p)
     return GUINT64_FROM_BE(v);
 }
 
+/* The layouts of docs/protocol.rst as byte offsets, every field big-endian.
+ * REQ and REP, rdma_cm private data: the channel's identity, then the nonce */
+#define VRM_CONN_VERSION 0
+#define VRM_CONN_FLAGS 4
+#define VRM_CONN_CHANNEL 8
+#define VRM_CONN_CHANNELS 10
+#define VRM_CONN_NONCE 12
+#define VRM_REQ_RESERVED (VRM_CONN_NONCE + VRM_PROTO_NONCE_LEN)
+#define VRM_REP_MAC (VRM_CONN_NONCE + VRM_PROTO_NONCE_LEN)
+#define VRM_REP_RESERVED (VRM_REP_MAC + VRM_PROTO_MAC_SOURCE_LEN)
+G_STATIC_ASSERT(VRM_REQ_RESERVED + 4 == VRM_PROTO_REQ_LEN);
+G_STATIC_ASSERT(VRM_REP_RESERVED + 4 == VRM_PROTO_REP_LEN);
+/* the reject record */
+#define VRM_REJECT_MAGIC_AT 0
+#define VRM_REJECT_VERSION_AT 4
+#define VRM_REJECT_REASON_AT 8
+G_STATIC_ASSERT(VRM_REJECT_REASON_AT + 4 == VRM_PROTO_REJECT_LEN);
+/* the channel's identity inside the proofs */
+#define VRM_MAC_ID_FLAGS 0
+#define VRM_MAC_ID_CHANNEL 4
+#define VRM_MAC_ID_CHANNELS 6
+#define VRM_MAC_ID_LEN 8
+/* the control header */
+#define VRM_HDR_LEN 0
+#define VRM_HDR_TYPE 4
+#define VRM_HDR_REPEAT 8
+#define VRM_HDR_PADDING 12
+G_STATIC_ASSERT(VRM_HDR_PADDING + 4 == VRM_PROTO_HEADER_LEN);
+/* entries: a pair {a u32, b u32} (READY, REGISTER_REQUEST, CHANNEL_OPEN,
+ * DATA, KEEPALIVE, CHANNEL_CONNECT), RAM_BLOCKS, REGISTER_RESULT, ERROR */
+#define VRM_PAIR_A 0
+#define VRM_PAIR_B 4
+#define VRM_PAIR_LEN 8
+#define VRM_RING_INDEX 0
+#define VRM_RING_DEPTH 4
+#define VRM_RING_LENGTH 8
+#define VRM_RING_RKEY 12
+#define VRM_RING_ADDR 16
+#define VRM_RING_LEN 24
+#define VRM_REGRES_INDEX 0
+#define VRM_REGRES_RKEY 4
+#define VRM_REGRES_ADDR 8
+#define VRM_REGRES_LEN 16
+#define VRM_ERROR_CODE 0
+#define VRM_ERROR_TEXT_LEN 4
+#define VRM_ERROR_TEXT 8
+/* CHANNEL_OPEN_TCP's entry: {channel u32, family u16, port u16, addr[16]} */
+#define VRM_TCP_OPEN_CHANNEL 0
+#define VRM_TCP_OPEN_FAMILY 4
+#define VRM_TCP_OPEN_PORT 6
+#define VRM_TCP_OPEN_ADDR 8
+G_STATIC_ASSERT(VRM_TCP_OPEN_ADDR + 16 == VRM_PROTO_TCP_OPEN_LEN);
+
 void
 vrmProtoConnReqEncode(const vrmProtoConnReq *req, guint8 buf[VRM_PROTO_REQ_LEN])
 {
     memset(buf, 0, VRM_PROTO_REQ_LEN);
-    put32(buf, req->version);
-    put32(buf + 4, req->flags);
-    put16(buf + 8, req->channel);
-    put16(buf + 10, req->channels);
-    memcpy(buf + 12, req->nonce, VRM_PROTO_NONCE_LEN);
+    put32(buf + VRM_CONN_VERSION, req->version);
+    put32(buf + VRM_CONN_FLAGS, req->flags);
+    put16(buf + VRM_CONN_CHANNEL, req->channel);
+    put16(buf + VRM_CONN_CHANNELS, req->channels);
+    memcpy(buf + VRM_CONN_NONCE, req->nonce, VRM_PROTO_NONCE_LEN);
 }
 
 int
@@ -126,16 +179,16 @@ vrmProtoConnReqDecode(const void *buf, size_t len, vrmProtoConnReq *req)
     }
     /* version 1 had its token where version 2 has the nonce: the layout
      * decodes either, the check refuses version 1 by its number */
-    if (get32(p + 28) != 0) {
+    if (get32(p + VRM_REQ_RESERVED) != 0) {
         vrmReportError(VRM_ERR_PROTOCOL,
                        _("the reserved field of the connection private data is not zero"));
         return -1;
     }
-    req->version = get32(p);
-    req->flags = get32(p + 4);
-    req->channel = get16(p + 8);
-    req->channels = get16(p + 10);
-    memcpy(req->nonce, p + 12, VRM_PROTO_NONCE_LEN);
+    req->version = get32(p + VRM_CONN_VERSION);
+    req->flags = get32(p + VRM_CONN_FLAGS);
+    req->channel = get16(p + VRM_CONN_CHANNEL);
+    req->channels = get16(p + VRM_CONN_CHANNELS);
+    memcpy(req->nonce, p + VRM_CONN_NONCE, VRM_PROTO_NONCE_LEN);
     return 0;
 }
 
@@ -143,12 +196,12 @@ void
 vrmProtoConnRepEncode(const vrmProtoConnRep *rep, guint8 buf[VRM_PROTO_REP_LEN])
 {
     memset(buf, 0, VRM_PROTO_REP_LEN);
-    put32(buf, rep->version);
-    put32(buf + 4, rep->flags);
-    put16(buf + 8, rep->channel);
-    put16(buf + 10, rep->channels);
-    memcpy(buf + 12, rep->nonce, VRM_PROTO_NONCE_LEN);
-    memcpy(buf + 28, rep->mac, VRM_PROTO_MAC_SOURCE_LEN);
+    put32(buf + VRM_CONN_VERSION, rep->version);
+    put32(buf + VRM_CONN_FLAGS, rep->flags);
+    put16(buf + VRM_CONN_CHANNEL, rep->channel);
+    put16(buf + VRM_CONN_CHANNELS, rep->channels);
+    memcpy(buf + VRM_CONN_NONCE, rep->nonce, VRM_PROTO_NONCE_LEN);
+    memcpy(buf + VRM_REP_MAC, rep->mac, VRM_PROTO_MAC_SOURCE_LEN);
 }
 
 int
@@ -162,17 +215,17 @@ vrmProtoConnRepDecode(const void *buf, size_t len, vrmProtoConnRep *rep)
                        buf ? len : 0, VRM_PROTO_REP_LEN);
         return -1;
     }
-    if (get32(p + 44) != 0) {
+    if (get32(p + VRM_REP_RESERVED) != 0) {
         vrmReportError(VRM_ERR_PROTOCOL,
                        _("the reserved field of the accept's private data is not zero"));
         return -1;
     }
-    rep->version = get32(p);
-    rep->flags = get32(p + 4);
-    rep->channel = get16(p + 8);
-    rep->channels = get16(p + 10);
-    memcpy(rep->nonce, p + 12, VRM_PROTO_NONCE_LEN);
-    memcpy(rep->mac, p + 28, VRM_PROTO_MAC_SOURCE_LEN);
+    rep->version = get32(p + VRM_CONN_VERSION);
+    rep->flags = get32(p + VRM_CONN_FLAGS);
+    rep->channel = get16(p + VRM_CONN_CHANNEL);
+    rep->channels = get16(p + VRM_CONN_CHANNELS);
+    memcpy(rep->nonce, p + VRM_CONN_NONCE, VRM_PROTO_NONCE_LEN);
+    memcpy(rep->mac, p + VRM_REP_MAC, VRM_PROTO_MAC_SOURCE_LEN);
     return 0;
 }
 
@@ -235,13 +288,13 @@ vrmProtoMac(const vrmToken *token, const char *label, const guint8 *first,
             guint16 channels, guint8 *mac, size_t len)
 {
     g_autoptr(GHmac) h = g_hmac_new(G_CHECKSUM_SHA256, token->bytes, VRM_TOKEN_BYTES);
-    guint8 id[8];
+    guint8 id[VRM_MAC_ID_LEN];
     guint8 digest[32];
     gsize dlen = sizeof(digest);
 
-    put32(id, flags);
-    put16(id + 4, channel);
-    put16(id + 6, channels);
+    put32(id + VRM_MAC_ID_FLAGS, flags);
+    put16(id + VRM_MAC_ID_CHANNEL, channel);
+    put16(id + VRM_MAC_ID_CHANNELS, channels);
     g_hmac_update(h, (const guchar *)label, strlen(label));
     g_hmac_update(h, first, VRM_PROTO_NONCE_LEN);
     g_hmac_update(h, second, VRM_PROTO_NONCE_LEN);
@@ -286,9 +339,9 @@ vrmProtoMacEqual(const guint8 *a, const guint8 *b, size_t len)
 void
 vrmProtoRejectEncode(int reason, guint32 version, guint8 buf[VRM_PROTO_REJECT_LEN])
 {
-    put32(buf, VRM_PROTO_REJECT_MAGIC);
-    put32(buf + 4, version);
-    put32(buf + 8, reason);
+    put32(buf + VRM_REJECT_MAGIC_AT, VRM_PROTO_REJECT_MAGIC);
+    put32(buf + VRM_REJECT_VERSION_AT, version);
+    put32(buf + VRM_REJECT_REASON_AT, reason);
 }
 
 int
@@ -301,11 +354,11 @@ vrmProtoRejectDecode(const void *buf, size_t len, guint32 *version)
         *version = 0;
     if (!buf || len < VRM_PROTO_REJECT_LEN)
         return VRM_REJECT_NONE;
-    if (get32(p) != VRM_PROTO_REJECT_MAGIC)
+    if (get32(p + VRM_REJECT_MAGIC_AT) != VRM_PROTO_REJECT_MAGIC)
         return VRM_REJECT_NONE;
     if (version)
-        *version = get32(p + 4);
-    reason = get32(p + 8);
+        *version = get32(p + VRM_REJECT_VERSION_AT);
+    reason = get32(p + VRM_REJECT_REASON_AT);
     if (reason == VRM_REJECT_NONE || reason >= VRM_REJECT_LAST)
         return VRM_REJECT_MALFORMED;
     return reason;
@@ -358,10 +411,10 @@ vrmProtoCheckChannels(guint64 channels)
 void
 vrmProtoHeaderEncode(const vrmProtoHeader *hdr, guint8 *buf)
 {
-    put32(buf, hdr->len);
-    put32(buf + 4, hdr->type);
-    put32(buf + 8, hdr->repeat);
-    put32(buf + 12, 0);
+    put32(buf + VRM_HDR_LEN, hdr->len);
+    put32(buf + VRM_HDR_TYPE, hdr->type);
+    put32(buf + VRM_HDR_REPEAT, hdr->repeat);
+    put32(buf + VRM_HDR_PADDING, 0);
 }
 
 size_t
@@ -377,15 +430,15 @@ vrmProtoEntrySize(int type)
     case VRM_MSG_CHANNEL_UNUSED:
     case VRM_MSG_KEEPALIVE:
     case VRM_MSG_CHANNEL_CONNECT:
-        return 8;
+        return VRM_PAIR_LEN;
     case VRM_MSG_REGISTER_RESULT:
-        return 16;
+        return VRM_REGRES_LEN;
     case VRM_MSG_AUTH:
         return VRM_PROTO_MAC_LEN;
     case VRM_MSG_CHANNEL_OPEN_TCP:
         return VRM_PROTO_TCP_OPEN_LEN;
     case VRM_MSG_RAM_BLOCKS:
-        return 24;
+        return VRM_RING_LEN;
     case VRM_MSG_NONE:
     case VRM_MSG_ERROR:
     case VRM_MSG_QEMU_FILE:
@@ -418,13 +471,6 @@ vrmProtoSingleEntry(int type)
            type == VRM_MSG_AUTH || type == VRM_MSG_CHANNEL_CONNECT ||
            type == VRM_MSG_CHANNEL_OPEN_TCP;
 }
-
-/* CHANNEL_OPEN_TCP's entry: {channel u32, family u16, port u16, addr[16]} */
-#define VRM_TCP_OPEN_CHANNEL 0
-#define VRM_TCP_OPEN_FAMILY 4
-#define VRM_TCP_OPEN_PORT 6
-#define VRM_TCP_OPEN_ADDR 8
-G_STATIC_ASSERT(VRM_TCP_OPEN_ADDR + 16 == VRM_PROTO_TCP_OPEN_LEN);
 
 static int
 vrmProtoTcpOpenCheck(const guint8 *p)
@@ -471,10 +517,10 @@ vrmProtoMsgDecode(const void *buf, size_t received, vrmProtoMsg *msg)
                        received, VRM_CONTROL_MESSAGE_MAX);
         return -1;
     }
-    msg->hdr.len = get32(p);
-    msg->hdr.type = get32(p + 4);
-    msg->hdr.repeat = get32(p + 8);
-    padding = get32(p + 12);
+    msg->hdr.len = get32(p + VRM_HDR_LEN);
+    msg->hdr.type = get32(p + VRM_HDR_TYPE);
+    msg->hdr.repeat = get32(p + VRM_HDR_REPEAT);
+    padding = get32(p + VRM_HDR_PADDING);
     msg->payload = p + VRM_PROTO_HEADER_LEN;
 
     if (msg->hdr.len != received - VRM_PROTO_HEADER_LEN) {
@@ -512,9 +558,9 @@ vrmProtoMsgDecode(const void *buf, size_t received, vrmProtoMsg *msg)
                        vrmProtoMsgTypeToString(msg->hdr.type));
         return -1;
     case VRM_MSG_ERROR:
-        if (msg->hdr.repeat != 1 || msg->hdr.len < 8 ||
-            get32(msg->payload + 4) != msg->hdr.len - 8 ||
-            msg->hdr.len - 8 > VRM_PROTO_ERROR_TEXT_MAX) {
+        if (msg->hdr.repeat != 1 || msg->hdr.len < VRM_ERROR_TEXT ||
+            get32(msg->payload + VRM_ERROR_TEXT_LEN) != msg->hdr.len - VRM_ERROR_TEXT ||
+            msg->hdr.len - VRM_ERROR_TEXT > VRM_PROTO_ERROR_TEXT_MAX) {
             vrmReportError(VRM_ERR_PROTOCOL,
                            _("malformed ERROR message (%1$u data bytes, repeat %2$u)"),
                            msg->hdr.len, msg->hdr.repeat);
@@ -541,8 +587,9 @@ vrmProtoMsgDecode(const void *buf, size_t received, vrmProtoMsg *msg)
         msg->hdr.type == VRM_MSG_REGISTER_REQUEST) {
         guint32 i;
         for (i = 0; i < msg->hdr.repeat; i++) {
-            if (get32(msg->payload + i * 8 + 4) != 0 ||
-                (msg->hdr.type == VRM_MSG_KEEPALIVE && get32(msg->payload) != 0)) {
+            if (get32(msg->payload + i * VRM_PAIR_LEN + VRM_PAIR_B) != 0 ||
+                (msg->hdr.type == VRM_MSG_KEEPALIVE &&
+                 get32(msg->payload + VRM_PAIR_A) != 0)) {
                 vrmReportError(VRM_ERR_PROTOCOL,
                                _("the padding of a %1$s entry is not zero"),
                                vrmProtoMsgTypeToString(msg->hdr.type));
@@ -579,11 +626,11 @@ vrmProtoBuildError(guint8 *buf, guint32 code, const char *text)
         while (tlen > VRM_PROTO_ERROR_TEXT_MAX)
             tlen--;
     }
-    put32(p, code);
-    put32(p + 4, tlen);
+    put32(p + VRM_ERROR_CODE, code);
+    put32(p + VRM_ERROR_TEXT_LEN, tlen);
     if (tlen)
-        memcpy(p + 8, text, tlen);
-    return vrmProtoFinish(buf, VRM_MSG_ERROR, 1, 8 + tlen);
+        memcpy(p + VRM_ERROR_TEXT, text, tlen);
+    return vrmProtoFinish(buf, VRM_MSG_ERROR, 1, VRM_ERROR_TEXT + tlen);
 }
 
 size_t
@@ -628,8 +675,8 @@ vrmProtoBuildTcpOpen(guint8 *buf, const vrmProtoTcpOpen *open)
 size_t
 vrmProtoBuildU32Pair(guint8 *buf, int type, guint32 a, guint32 b)
 {
-    put32(buf + VRM_PROTO_HEADER_LEN, a);
-    put32(buf + VRM_PROTO_HEADER_LEN + 4, b);
+    put32(buf + VRM_PROTO_HEADER_LEN + VRM_PAIR_A, a);
+    put32(buf + VRM_PROTO_HEADER_LEN + VRM_PAIR_B, b);
     return vrmProtoFinish(buf, type, 1, 8);
 }
 
@@ -647,14 +694,14 @@ vrmProtoBuildRing(guint8 *buf, const vrmProtoRingEntry *entries, guint32 n)
     guint32 i;
 
     g_assert(n >= 1 && n <= vrmProtoMaxEntries(VRM_MSG_RAM_BLOCKS));
-    for (i = 0; i < n; i++, p += 24) {
-        put32(p, entries[i].index);
-        put32(p + 4, entries[i].depth);
-        put32(p + 8, entries[i].length);
-        put32(p + 12, entries[i].rkey);
-        put64(p + 16, entries[i].addr);
+    for (i = 0; i < n; i++, p += VRM_RING_LEN) {
+        put32(p + VRM_RING_INDEX, entries[i].index);
+        put32(p + VRM_RING_DEPTH, entries[i].depth);
+        put32(p + VRM_RING_LENGTH, entries[i].length);
+        put32(p + VRM_RING_RKEY, entries[i].rkey);
+        put64(p + VRM_RING_ADDR, entries[i].addr);
     }
-    return vrmProtoFinish(buf, VRM_MSG_RAM_BLOCKS, n, (size_t)n * 24);
+    return vrmProtoFinish(buf, VRM_MSG_RAM_BLOCKS, n, (size_t)n * VRM_RING_LEN);
 }
 
 size_t
@@ -664,11 +711,11 @@ vrmProtoBuildRegRequest(guint8 *buf, const guint32 *indexes, guint32 n)
     guint32 i;
 
     g_assert(n >= 1 && n <= vrmProtoMaxEntries(VRM_MSG_REGISTER_REQUEST));
-    for (i = 0; i < n; i++, p += 8) {
-        put32(p, indexes[i]);
-        put32(p + 4, 0);
+    for (i = 0; i < n; i++, p += VRM_PAIR_LEN) {
+        put32(p + VRM_PAIR_A, indexes[i]);
+        put32(p + VRM_PAIR_B, 0);
     }
-    return vrmProtoFinish(buf, VRM_MSG_REGISTER_REQUEST, n, (size_t)n * 8);
+    return vrmProtoFinish(buf, VRM_MSG_REGISTER_REQUEST, n, (size_t)n * VRM_PAIR_LEN);
 }
 
 size_t
@@ -678,12 +725,12 @@ vrmProtoBuildRegResult(guint8 *buf, const vrmProtoRegResult *res, guint32 n)
     guint32 i;
 
     g_assert(n >= 1 && n <= vrmProtoMaxEntries(VRM_MSG_REGISTER_RESULT));
-    for (i = 0; i < n; i++, p += 16) {
-        put32(p, res[i].index);
-        put32(p + 4, res[i].rkey);
-        put64(p + 8, res[i].addr);
+    for (i = 0; i < n; i++, p += VRM_REGRES_LEN) {
+        put32(p + VRM_REGRES_INDEX, res[i].index);
+        put32(p + VRM_REGRES_RKEY, res[i].rkey);
+        put64(p + VRM_REGRES_ADDR, res[i].addr);
     }
-    return vrmProtoFinish(buf, VRM_MSG_REGISTER_RESULT, n, (size_t)n * 16);
+    return vrmProtoFinish(buf, VRM_MSG_REGISTER_RESULT, n, (size_t)n * VRM_REGRES_LEN);
 }
 
 size_t
@@ -693,20 +740,20 @@ vrmProtoBuildData(guint8 *buf, const vrmProtoDataEntry *entries, guint32 n)
     guint32 i;
 
     g_assert(n >= 1 && n <= vrmProtoMaxEntries(VRM_MSG_DATA));
-    for (i = 0; i < n; i++, p += 8) {
-        put32(p, entries[i].index);
-        put32(p + 4, entries[i].length);
+    for (i = 0; i < n; i++, p += VRM_PAIR_LEN) {
+        put32(p + VRM_PAIR_A, entries[i].index);
+        put32(p + VRM_PAIR_B, entries[i].length);
     }
-    return vrmProtoFinish(buf, VRM_MSG_DATA, n, (size_t)n * 8);
+    return vrmProtoFinish(buf, VRM_MSG_DATA, n, (size_t)n * VRM_PAIR_LEN);
 }
 
 void
 vrmProtoGetU32Pair(const vrmProtoMsg *msg, guint32 i, guint32 *a, guint32 *b)
 {
     g_assert(i < msg->hdr.repeat);
-    *a = get32(msg->payload + i * 8);
+    *a = get32(msg->payload + i * VRM_PAIR_LEN + VRM_PAIR_A);
     if (b)
-        *b = get32(msg->payload + i * 8 + 4);
+        *b = get32(msg->payload + i * VRM_PAIR_LEN + VRM_PAIR_B);
 }
 
 guint64
@@ -718,34 +765,34 @@ vrmProtoGetU64(const vrmProtoMsg *msg)
 void
 vrmProtoGetRing(const vrmProtoMsg *msg, guint32 i, vrmProtoRingEntry *e)
 {
-    const guint8 *p = msg->payload + (size_t)i * 24;
+    const guint8 *p = msg->payload + (size_t)i * VRM_RING_LEN;
 
     g_assert(i < msg->hdr.repeat);
-    e->index = get32(p);
-    e->depth = get32(p + 4);
-    e->length = get32(p + 8);
-    e->rkey = get32(p + 12);
-    e->addr = get64(p + 16);
+    e->index = get32(p + VRM_RING_INDEX);
+    e->depth = get32(p + VRM_RING_DEPTH);
+    e->length = get32(p + VRM_RING_LENGTH);
+    e->rkey = get32(p + VRM_RING_RKEY);
+    e->addr = get64(p + VRM_RING_ADDR);
 }
 
 void
 vrmProtoGetRegResult(const vrmProtoMsg *msg, guint32 i, vrmProtoRegResult *r)
 {
-    const guint8 *p = msg->payload + (size_t)i * 16;
+    const guint8 *p = msg->payload + (size_t)i * VRM_REGRES_LEN;
 
     g_assert(i < msg->hdr.repeat);
-    r->index = get32(p);
-    r->rkey = get32(p + 4);
-    r->addr = get64(p + 8);
+    r->index = get32(p + VRM_REGRES_INDEX);
+    r->rkey = get32(p + VRM_REGRES_RKEY);
+    r->addr = get64(p + VRM_REGRES_ADDR);
 }
 
 int
 vrmProtoGetError(const vrmProtoMsg *msg, guint32 *code, char **text)
 {
-    guint32 tlen = msg->hdr.len - 8;
-    const char *t = (const char *)msg->payload + 8;
+    guint32 tlen = msg->hdr.len - VRM_ERROR_TEXT;
+    const char *t = (const char *)msg->payload + VRM_ERROR_TEXT;
 
-    *code = get32(msg->payload);
+    *code = get32(msg->payload + VRM_ERROR_CODE);
     if (!g_utf8_validate(t, tlen, NULL)) {
         vrmReportError(VRM_ERR_PROTOCOL,
                        _("the text of an ERROR message is not valid UTF-8"));
