@@ -1242,7 +1242,7 @@ vrmEngineAcceptQemu(vrmEngine *e, int fd, bool disk)
         }
         /* what an operator reads in the helper's log (tests read the stats) */
         VRM_INFO("QEMU connection %u accepted (%s, pid %d, uid %u)",
-                 disk ? e->acceptedDisks : e->acceptedSocks,
+                 disk ? VRM_DISK_CHANNEL_BASE + e->acceptedDisks : e->acceptedSocks,
                  disk ? "a disk's" : "migration", (int)cred.pid, (unsigned)cred.uid);
         if (vrmEngineTakeQemuConnection(e, conn, disk, NULL) < 0) {
             vrmEngineFailLast(e);
