@@ -1543,7 +1543,11 @@ vrmChannelDeliverBytes(vrmChannel *ch, const guint8 *buf, size_t len)
 
     if (ch->deliver == VRM_CHANNEL_DELIVER_UNSET) {
         ch->deliver = VRM_CHANNEL_DELIVER_SPLICE;
-        if (vrmSpliceOpen(&ch->splice, ch->ring.chunk) < 0) {
+        if (!vrmSpliceSafe(ch->sock)) {
+            VRM_DEBUG("channel %u: QEMU's socket is not a UNIX one: copying",
+                      ch->cfg.index);
+            ch->deliver = VRM_CHANNEL_DELIVER_COPY;
+        } else if (vrmSpliceOpen(&ch->splice, ch->ring.chunk) < 0) {
             VRM_INFO("channel %u: no pipe for zero-copy delivery (%s); copying",
                      ch->cfg.index, g_strerror(errno));
             ch->deliver = VRM_CHANNEL_DELIVER_COPY;

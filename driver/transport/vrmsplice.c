@@ -24,6 +24,7 @@
 #include <fcntl.h>
 #include <linux/sockios.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -63,6 +64,21 @@ vrmSpliceClose(vrmSplice *z)
         close(z->pipe[1]);
     z->pipe[0] = z->pipe[1] = -1;
     z->piped = 0;
+}
+
+gboolean
+vrmSpliceSafe(int sock)
+{
+    int domain = 0;
+    socklen_t len = sizeof(domain);
+
+    /* A UNIX stream socket's SIOCOUTQ counts the bytes its reader has not
+     * read. A TCP socket's counts those its peer has not acknowledged, and
+     * on this host (loopback) the receiver's queue holds the very pages we
+     * lent after the acknowledgement: a chunk freed then would change
+     * bytes QEMU has not read yet. */
+    return getsockopt(sock, SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0 &&
+           domain == AF_UNIX;
 }
 
 gboolean

@@ -33,6 +33,11 @@ void vrmSpliceClose(vrmSplice *z);
 ssize_t vrmSpliceWrite(vrmSplice *z, int sock, const guint8 *buf, size_t len);
 gboolean vrmSpliceUnsupported(int err);
 
+/* Whether @sock may be written by splice at all: only a UNIX stream
+ * socket tells (vrmSpliceTaken) when its reader has taken the bytes; any
+ * other (QEMU's TCP port in the transparent mode) is copied into */
+gboolean vrmSpliceSafe(int sock);
+
 /*
  * Of the @written bytes ever written into @sock by this writer (copied or
  * spliced), how many the reader has surely taken: the socket's unread

@@ -1005,6 +1005,34 @@ testSpliceSlowReader(void)
     vrmFakePairFree(p);
 }
 
+/* The same slow reader on TCP sockets (QEMU's port in the transparent
+ * mode): a TCP socket's SIOCOUTQ says what the peer acknowledged, not
+ * what it read, and over loopback the reader's queue holds the lent
+ * pages themselves, so nothing may be spliced: every byte is copied and
+ * QEMU reads what was sent */
+static void
+testSpliceSlowReaderTcp(void)
+{
+    vrmFakePairConfig cfg = { 4, 4, K64, false, true, .tcpSockets = true };
+    vrmFakePair *p = vrmFakePairNew(&cfg);
+    vrmStats snap[2];
+    gint64 first, last;
+    Streams s;
+    int i;
+
+    streamsInit(&s, 3 * 1024 * 1024 + 7, 1024 * 1024 + 5);
+    s.readMax[0] = s.readMax[1] = 4096;
+    runStreams(p, &s, 64);
+    assertStreams(p, &s);
+    for (i = 0; i < 2; i++) {
+        vrmChannelStats(p->ch[i], &snap[i], &first, &last);
+        g_assert_cmpuint(snap[i].v[VRM_STAT_BYTES_SPLICED], ==, 0);
+    }
+    g_assert_cmpuint(snap[1].v[VRM_STAT_BYTES_RECEIVED], ==, 3 * 1024 * 1024 + 7);
+    streamsClear(&s);
+    vrmFakePairFree(p);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1040,5 +1068,6 @@ main(int argc, char **argv)
     g_test_add_func("/channel/partial/alone", testPartialAlone);
     g_test_add_func("/channel/partial/coalesced", testPartialCoalesced);
     g_test_add_func("/channel/splice/slow-reader", testSpliceSlowReader);
+    g_test_add_func("/channel/splice/slow-reader-tcp", testSpliceSlowReaderTcp);
     return g_test_run();
 }

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 
 #include "vrmfakepair.h"
 #include "vrmproto.h"
@@ -30,6 +32,26 @@ vrmFakePairFail(void *opaque, int code, const char *reason)
 static void
 vrmFakePairWake(void *opaque)
 {
+}
+
+/* Two connected TCP sockets over loopback (QEMU's TCP port in the
+ * transparent mode), like socketpair() */
+static void
+vrmFakeTcpPair(int sv[2])
+{
+    struct sockaddr_in sin = { .sin_family = AF_INET };
+    socklen_t len = sizeof(sin);
+    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    g_assert_cmpint(bind(lfd, (struct sockaddr *)&sin, sizeof(sin)), ==, 0);
+    g_assert_cmpint(listen(lfd, 1), ==, 0);
+    g_assert_cmpint(getsockname(lfd, (struct sockaddr *)&sin, &len), ==, 0);
+    sv[0] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    g_assert_cmpint(connect(sv[0], (struct sockaddr *)&sin, sizeof(sin)), ==, 0);
+    sv[1] = accept(lfd, NULL, NULL);
+    g_assert_cmpint(sv[1], >=, 0);
+    close(lfd);
 }
 
 vrmFakePair *
@@ -70,7 +92,10 @@ vrmFakePairNew(const vrmFakePairConfig *cfg)
         p->ch[i] = vrmChannelNew(&cc, &host);
         g_assert_cmpint(vrmChannelQueueSizes(&cc, p->dev[i], &sq[i], &rq[i], &cqe[i]), ==, 0);
         g_assert_cmpint(vrmChannelSetup(p->ch[i], p->dev[i]), ==, 0);
-        g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), ==, 0);
+        if (cfg->tcpSockets)
+            vrmFakeTcpPair(sv);
+        else
+            g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), ==, 0);
         fcntl(sv[0], F_SETFL, O_NONBLOCK);
         fcntl(sv[1], F_SETFL, O_NONBLOCK);
         p->qemu[i] = sv[0];

@@ -27,6 +27,7 @@ typedef struct {
     guint32 maxWrite;           /* the channels' setting (vrmChannelConfig) */
     gint64 *jobHeard;           /* vrmChannelHost's, or NULL */
     bool tcp;                   /* both agreed to VRM_CAP_TCP */
+    bool tcpSockets;            /* QEMU's sockets are TCP over loopback */
     const vrmProtoTcpOpen *tcpOpen; /* the source's socket is QEMU's steered
                                  * TCP connection to this address */
 } vrmFakePairConfig;
