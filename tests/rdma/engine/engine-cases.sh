@@ -112,14 +112,7 @@ dst() {
 src_tcp() {
     local name=$1 qport=$2; shift 2
     # shellcheck disable=SC2086
-    python3 -c '
-import os, socket, sys
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-s.listen(64)
-open(sys.argv[1], "w").write(str(s.getsockname()[1]))
-os.dup2(s.fileno(), 8)
-os.execv(sys.argv[2], sys.argv[2:])' "$w/$name.port" "$engine" --role source --tcp-listen-fd 8 \
+    python3 "$(dirname "$0")/tcp-listen-exec.py" "$w/$name.port" "$engine" --role source --tcp-listen-fd 8 \
         --listen "$VRM_SELF_ADDR:$port" --token-fd 3 --stats-fd 4 $small $log "$@" \
         2>"$w/$name.log" 3< <(printf %s $token) 4>"$w/$name.json" &
     epid=$!

@@ -48,14 +48,7 @@ for spec in "$@"; do
     if [ "$host" = a ] && [ -n "$tcp" ]; then
         # the engine's TCP listener comes as a descriptor, as from virt-rdmad
         # shellcheck disable=SC2086
-        python3 -c '
-import os, socket, sys
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-s.listen(64)
-open(sys.argv[1], "w").write(str(s.getsockname()[1]))
-os.dup2(s.fileno(), 8)
-os.execv(sys.argv[2], sys.argv[2:])' "$work/tcp-port-$name" "$engine" \
+        python3 "$(dirname "$0")/tcp-listen-exec.py" "$work/tcp-port-$name" "$engine" \
             --role source --listen "$VRM_SELF_ADDR:$port" \
             --token-fd 3 --deadline-connect 60 --idle-timeout 60 --verbose \
             --stats-fd 4 $eopts 2>"$work/engine-$name.log" 3< <(printf %s $token) \
