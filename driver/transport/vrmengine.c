@@ -1787,6 +1787,19 @@ vrmEngineCheckDeadlines(vrmEngine *e, gint64 now)
     for (i = 0; i < e->nslots; i++) {
         vrmEngineSlot *slot = &e->slots[i];
 
+        if (slot->openFd >= 0 && now > slot->openDeadline) {
+            /* a TCP connect to QEMU still in progress (its SYN unanswered):
+             * the watch alone would wait for ever */
+            struct sockaddr_storage ss;
+            g_autofree char *to = NULL;
+
+            vrmEngineTcpSockaddr(&slot->tcpOpen, &ss);
+            to = vrmTcpFormat(&ss);
+            vrmReportError(VRM_ERR_TIMEOUT,
+                           _("could not connect channel %1$u to QEMU at %2$s within %3$u seconds"),
+                           slot->index, to, e->s.deadlineConnect);
+            return -1;
+        }
         if (!slot->wanted || slot->authenticated || now <= slot->connectDeadline)
             continue;
         if (e->s.role == VRM_ENGINE_ROLE_SOURCE && e->rejects)
