@@ -437,6 +437,34 @@ time.sleep(40)' "$VRM_SELF_ADDR" &
     kill $lpid 2>/dev/null
 }
 
+# The transparent mode's silent port: QEMU's port drops the destination
+# engine's SYN (an nftables rule on b); the connect, in progress, gives
+# up at its deadline with the reason instead of waiting for ever
+case_tcp_silent_a() {
+    src_tcp ts 49201 --deadline-connect 30
+    "$streamtest" --role source --unix "tcp:$VRM_PEER_ADDR:49201" --bytes 64K \
+        --deadline 30 >"$w/ts-stream.log" 2>&1 &
+    stpid=$!
+    wait $epid && fail "the source engine went on without its destination"
+    kill $stpid 2>/dev/null
+    nft delete table inet vrm_case_ts
+}
+case_tcp_silent_b() {
+    nft -f - <<NFT || fail "cannot add the dropping rule"
+table inet vrm_case_ts_drop {
+    chain in {
+        type filter hook input priority 0;
+        tcp dport 49201 drop
+    }
+}
+NFT
+    local t0=$(date +%s)
+    dst_tcp ts --deadline-connect 5
+    expect_error "$w/ts.log" "could not connect channel 0 to QEMU at $VRM_SELF_ADDR:49201 within 5 seconds"
+    [ $(( $(date +%s) - t0 )) -lt 30 ] || fail "the destination waited past its deadline"
+    nft delete table inet vrm_case_ts_drop
+}
+
 # A QEMU listener that takes no connection (its backlog full): the
 # destination's connect never blocks, it gives up at its deadline
 case_stalled_listener_a() {
