@@ -525,9 +525,10 @@ vrmEngineSettingsValidate(const vrmEngineSettings *s)
         return -1;
     }
     if (s->role == VRM_ENGINE_ROLE_SOURCE) {
-        if ((s->qemuListenFd >= 0) + (s->qemuPath != NULL) + (s->tcpListenFd >= 0) != 1) {
+        if ((s->qemuListenFd >= 0) + (s->qemuPath != NULL) > 1 ||
+            (s->qemuListenFd < 0 && !s->qemuPath && s->tcpListenFd < 0)) {
             vrmReportError(VRM_ERR_INVALID_ARG,
-                           _("the source needs exactly one of --qemu-listen-fd, --qemu-path and --tcp-listen-fd"));
+                           _("the source needs one of --qemu-listen-fd and --qemu-path, or --tcp-listen-fd, or both kinds"));
             return -1;
         }
     } else if (!s->qemuPath && !s->tcpPortMin && !s->tcpPortMax) {

@@ -1218,6 +1218,20 @@ vrmEngineTakeQemuConnection(vrmEngine *e, int conn, bool disk,
     return 0;
 }
 
+/* Source: a migration connection of the other kind than the job's first
+ * (its socket path, or TCP steered here) is not QEMU's migration: QEMU
+ * migrates over one URI. Refused with a warning; the job goes on. */
+static bool
+vrmEngineQemuKindAllowed(vrmEngine *e, bool tcp)
+{
+    if (e->acceptedSocks == 0 || e->slots[0].tcp == tcp)
+        return true;
+    if (vrmEngineMayWarn(e))
+        VRM_WARN(_("refused a migration connection over %1$s: QEMU's first one came over %2$s, and it migrates over one of them"),
+                 tcp ? "TCP" : _("its socket"), tcp ? _("its socket") : "TCP");
+    return false;
+}
+
 /* Source: QEMU's connections on one of its sockets */
 static void
 vrmEngineAcceptQemu(vrmEngine *e, int fd, bool disk)
@@ -1237,6 +1251,10 @@ vrmEngineAcceptQemu(vrmEngine *e, int fd, bool disk)
                 VRM_WARN(_("refused a connection to QEMU's socket from pid %1$d (uid %2$u): only root or QEMU (uid %3$u%4$s) may connect"),
                          (int)cred.pid, (unsigned)cred.uid, (unsigned)vrmEngineQemuUid(e),
                          e->s.qemuPid > 0 ? _(", its pid") : "");
+            close(conn);
+            continue;
+        }
+        if (!disk && !vrmEngineQemuKindAllowed(e, false)) {
             close(conn);
             continue;
         }
@@ -1371,7 +1389,8 @@ vrmEngineTcpAccept(gint fd, GIOCondition cond, gpointer opaque)
     while ((conn = accept4(fd, (struct sockaddr *)&peer, &len,
                            SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0) {
         len = sizeof(peer);
-        if (!vrmEngineTcpAdmit(e, conn, &peer, &open)) {
+        if (!vrmEngineTcpAdmit(e, conn, &peer, &open) ||
+            !vrmEngineQemuKindAllowed(e, true)) {
             close(conn);
             continue;
         }
@@ -2280,7 +2299,10 @@ vrmEngineRunInner(vrmEngine *e)
             if (vrmEngineTakeListener(&e->s.tcpListenFd, NULL, &e->tcpFd, NULL) < 0)
                 return -1;
             sources[nsources++] = g_unix_fd_add(e->tcpFd, G_IO_IN, vrmEngineTcpAccept, e);
-        } else {
+        }
+        if (e->s.qemuListenFd >= 0 || e->s.qemuPath) {
+            /* the per-domain path (with a TCP listener too, the helper's
+             * jobs: the hook cannot tell which URI libvirt was given) */
             if (vrmEngineTakeListener(&e->s.qemuListenFd, e->s.qemuPath,
                                       &e->unixFd, &e->unixOwn) < 0)
                 return -1;
