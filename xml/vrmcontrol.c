@@ -473,6 +473,8 @@ vrmHostInfoFree(vrmHostInfo *info)
     vrmLocatorFree(info->locator);
     g_free(info->libvirtURI);
     g_free(info->libvirtMessage);
+    g_free(info->transparentMode);
+    g_free(info->transparentMessage);
     g_ptr_array_unref(info->devices);
     g_free(info);
 }
@@ -631,7 +633,7 @@ vrmHostInfoParseNode(xmlNodePtr node)
     static const char *const attrs[] = { "version", "uid", NULL };
     static const char *const children[] = {
         "jobs", "limits", "pinned", "memlock", "engine", "peers", "locator",
-        "libvirt", "device*", NULL
+        "libvirt", "transparent", "device*", NULL
     };
     static const char *const jobsAttrs[] = { "running", "max", NULL };
     static const char *const limitsAttrs[] = {
@@ -689,6 +691,10 @@ vrmHostInfoParseNode(xmlNodePtr node)
         vrmHostInfoParseStatus(child, "uri", vrmXMLPropString, &info->libvirtURI,
                                &info->libvirtStatus, &info->libvirtMessage) < 0)
         return NULL;
+    if ((child = vrmXMLChild(node, "transparent")) &&
+        vrmHostInfoParseStatus(child, "mode", vrmXMLPropName, &info->transparentMode,
+                               &info->transparentStatus, &info->transparentMessage) < 0)
+        return NULL;
     for (child = node->children; child; child = child->next) {
         if (vrmXMLIsOurChild(child, "device") &&
             vrmHostInfoParseDevice(child, info) < 0)
@@ -742,6 +748,9 @@ vrmHostInfoFormatBuf(GString *buf, const vrmHostInfo *info)
         vrmLocatorFormatBuf(buf, info->locator, 1);
     vrmHostInfoFormatStatus(buf, "libvirt", "uri", info->libvirtURI,
                             info->libvirtStatus, info->libvirtMessage);
+    if (info->transparentMode)
+        vrmHostInfoFormatStatus(buf, "transparent", "mode", info->transparentMode,
+                                info->transparentStatus, info->transparentMessage);
     for (i = 0; i < info->devices->len; i++) {
         const vrmHostInfoDevice *dev = g_ptr_array_index(info->devices, i);
 

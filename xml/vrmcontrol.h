@@ -219,6 +219,9 @@ struct _vrmHostInfo {
     char *libvirtURI;
     vrmHostInfoStatus libvirtStatus;
     char *libvirtMessage;
+    char *transparentMode;          /* [migration] rdma; NULL: an older helper */
+    vrmHostInfoStatus transparentStatus;
+    char *transparentMessage;
     GPtrArray *devices;             /* vrmHostInfoDevice */
 };
 

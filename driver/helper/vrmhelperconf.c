@@ -28,6 +28,11 @@ VRM_ENUM_IMPL(vrmFallback, VRM_FALLBACK_LAST,
               "refuse",
 );
 
+VRM_ENUM_IMPL(vrmRdmaDefault, VRM_RDMA_DEFAULT_LAST,
+              "tagged",
+              "off",
+);
+
 #define VRM_HELPER_DEFAULT_MAX_JOBS 4
 #define VRM_HELPER_MAX_JOBS 1024
 #define VRM_HELPER_DEFAULT_HISTORY 64
@@ -134,6 +139,10 @@ static const vrmConfKey vrmConfKeys[] = {
       1, VRM_HELPER_MAX_TIMEOUT },
     { "migration", "fallback", VRM_CONF_ENUM, OFF(fallback), 0, VRM_FALLBACK_LAST,
       vrmFallbackTypeToString, vrmFallbackTypeFromString },
+    { "migration", "rdma", VRM_CONF_ENUM, OFF(rdmaDefault), 0, VRM_RDMA_DEFAULT_LAST,
+      vrmRdmaDefaultTypeToString, vrmRdmaDefaultTypeFromString },
+    { "migration", "port-min", VRM_CONF_UINT, OFF(migrationPortMin), 1, 65535 },
+    { "migration", "port-max", VRM_CONF_UINT, OFF(migrationPortMax), 1, 65535 },
     { "metrics", "textfile-dir", VRM_CONF_PATH_OR_OFF, OFF(metricsDir), 0, 0 },
 };
 
@@ -169,6 +178,9 @@ vrmHelperConfigNew(void)
     conf->group = g_strdup(VRM_HELPER_DEFAULT_GROUP);
     conf->peerAuth = VRM_PEER_AUTH_AUTO;
     conf->fallback = VRM_FALLBACK_TCP;
+    conf->rdmaDefault = VRM_RDMA_DEFAULT_TAGGED;
+    conf->migrationPortMin = VRM_HELPER_DEFAULT_MIGRATION_PORT_MIN;
+    conf->migrationPortMax = VRM_HELPER_DEFAULT_MIGRATION_PORT_MAX;
     conf->peerKeyFile = g_strdup(VRM_SYSCONFDIR "/cluster.key");
     conf->peerCACert = g_strdup(VRM_PKI_CA_CERT);
     conf->peerCRL = g_strdup(VRM_PKI_CA_CRL);
@@ -507,6 +519,12 @@ vrmHelperConfigLoadData(const char *data, size_t len, const char *name)
                 return NULL;
             }
         }
+    }
+    if (conf->migrationPortMin > conf->migrationPortMax) {
+        vrmReportError(VRM_ERR_CONFIG,
+                       _("%1$s: [migration] port-min %2$u is above port-max %3$u; set them to libvirt's migration_port_min and migration_port_max (qemu.conf; 49152 and 49215 by default)"),
+                       name, conf->migrationPortMin, conf->migrationPortMax);
+        return NULL;
     }
 
     return g_steal_pointer(&conf);

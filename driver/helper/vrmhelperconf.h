@@ -19,7 +19,7 @@
  *   [qemu]      user
  *   [libvirt]   uri
  *   [hook]      timeout
- *   [migration] fallback
+ *   [migration] fallback, rdma, port-min, port-max
  *   [metrics]   textfile-dir
  *
  * The same file tells the clients (the hook, the CLI, the library) where
@@ -91,6 +91,20 @@ typedef enum {
 } vrmFallback;
 VRM_ENUM_DECL(vrmFallback);
 
+/* Which migrations of libvirt's own TCP transport this host carries over
+ * RDMA, as their source (docs/transparent.rst) */
+typedef enum {
+    VRM_RDMA_DEFAULT_TAGGED,    /* those of guests with <rdma:migration> */
+    VRM_RDMA_DEFAULT_OFF,       /* none: only the per-domain path's */
+
+    VRM_RDMA_DEFAULT_LAST
+} vrmRdmaDefault;
+VRM_ENUM_DECL(vrmRdmaDefault);
+
+/* libvirt's migration_port_min/max defaults (qemu.conf) */
+#define VRM_HELPER_DEFAULT_MIGRATION_PORT_MIN 49152
+#define VRM_HELPER_DEFAULT_MIGRATION_PORT_MAX 49215
+
 /* [limits] recovery-window at most: the engines' --wait-stream maximum
  * (checked in vrmhelperengine.c) */
 #define VRM_HELPER_MAX_RECOVERY_WINDOW 3600
@@ -148,6 +162,9 @@ struct _vrmHelperConfig {
     unsigned int hookTimeout;       /* s: the hook waits this long for the helper */
     /* [migration] */
     int fallback;                   /* vrmFallback */
+    int rdmaDefault;                /* vrmRdmaDefault */
+    unsigned int migrationPortMin;  /* libvirt's migration_port_min/max, */
+    unsigned int migrationPortMax;  /* the same on every host of a cluster */
     /* [metrics] */
     char *metricsDir;               /* node-exporter's textfile directory;
                                      * NULL: no metrics */

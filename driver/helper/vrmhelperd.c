@@ -461,6 +461,16 @@ vrmHelperHostInfo(vrmHelperDaemon *d)
     info->libvirtURI = g_strdup(d->conf->libvirtURI);
     info->libvirtStatus = vrmHelperVirtStatus(d->virt, &info->libvirtMessage) ?
         VRM_HOST_INFO_STATUS_OK : VRM_HOST_INFO_STATUS_ERROR;
+    info->transparentMode = g_strdup(vrmRdmaDefaultTypeToString(d->conf->rdmaDefault));
+    if (d->conf->rdmaDefault == VRM_RDMA_DEFAULT_OFF) {
+        info->transparentStatus = VRM_HOST_INFO_STATUS_OFF;
+    } else if (!d->steer || vrmSteerProblem(d->steer)) {
+        info->transparentStatus = VRM_HOST_INFO_STATUS_ERROR;
+        info->transparentMessage = g_strdup(d->steer ? vrmSteerProblem(d->steer) :
+                                            _("virt-rdmad does not run as root: it cannot add nftables rules"));
+    } else {
+        info->transparentStatus = VRM_HOST_INFO_STATUS_OK;
+    }
     vrmHelperHostDevices(info);
     return info;
 }
@@ -794,6 +804,27 @@ vrmHelperDaemonNew(vrmHelperConfig *conf, const vrmHelperOptions *opts)
     return d;
 }
 
+/*
+ * The transparent mode (docs/transparent.rst): the table of our own, made
+ * afresh (what a helper that crashed left goes now). Without it, or not
+ * as root, migrations over libvirt's TCP go over TCP, with the reason in
+ * the log and in `virt-rdma capabilities`.
+ */
+static void
+vrmHelperStartSteering(vrmHelperDaemon *d)
+{
+    if (d->conf->rdmaDefault == VRM_RDMA_DEFAULT_OFF)
+        return;
+    if (geteuid() != 0) {
+        VRM_INFO("the transparent mode is off: it needs root (nftables)");
+        return;
+    }
+    d->steer = vrmSteerNew(NULL);
+    if (vrmSteerReset(d->steer) < 0)
+        VRM_WARN(_("the transparent mode is off (migrations over libvirt's TCP go over TCP): %1$s"),
+                 vrmSteerProblem(d->steer));
+}
+
 int
 vrmHelperDaemonStart(vrmHelperDaemon *d)
 {
@@ -812,6 +843,7 @@ vrmHelperDaemonStart(vrmHelperDaemon *d)
     vrmHelperStartPeers(d);
     d->virt = vrmHelperVirtNew(d->conf->libvirtURI, d->locator);
     vrmHelperVirtOnPostcopyFailed(d->virt, vrmHelperDestPostcopyFailed, d);
+    vrmHelperStartSteering(d);
     vrmHelperJobsRecover(d);
     vrmHelperJobsMetricsStart(d);
     if (vrmHelperListen(d) < 0)
@@ -886,6 +918,7 @@ vrmHelperDaemonFree(vrmHelperDaemon *d)
     if (d->ownSocket)
         unlink(d->socketPath);
     vrmHelperVirtFree(d->virt);
+    vrmSteerFree(d->steer);
     vrmPeerServerFree(d->peerServer);
     g_hash_table_destroy(d->jobs);
     g_hash_table_destroy(d->intents);

@@ -32,6 +32,7 @@
 #include "vrmhelperpeer.h"
 #include "vrmhelperratelimit.h"
 #include "vrmhelperrundir.h"
+#include "vrmhelpersteer.h"
 #include "vrmhelpervirt.h"
 #include "vrmnegotiation.h"
 
@@ -93,6 +94,8 @@ typedef struct {
     unsigned long long id;
 } vrmHelperJobRef;
 
+vrmHelperJobRef *vrmHelperJobRefNew(vrmHelperDaemon *d, vrmHelperJob *job);
+
 typedef struct _vrmHelperIntent vrmHelperIntent;
 struct _vrmHelperIntent {
     vrmIntentRecord *record;        /* what its owner sees */
@@ -134,6 +137,7 @@ struct _vrmHelperDaemon {
     vrmPeerServer *peerServer;
     vrmLocator *locator;            /* ours, NULL if the channel is off */
     vrmHelperVirt *virt;
+    vrmSteer *steer;                /* the transparent mode's rules, NULL: off */
     /* users */
     bool haveGroup;
     gid_t accessGid;

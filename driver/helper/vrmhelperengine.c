@@ -187,6 +187,12 @@ vrmEngineLaunchSettings(const vrmEngineLaunch *l, vrmEngineSettings *es)
         es->diskListenFd = VRM_ENGINE_FD_DISK_LISTEN;
     else if (l->diskChannels)
         es->diskPath = g_strdup(l->diskPath);
+    if (l->source && l->tcpListenFd >= 0)
+        es->tcpListenFd = VRM_ENGINE_FD_TCP_LISTEN;
+    if (!l->source) {
+        es->tcpPortMin = l->tcpPortMin;
+        es->tcpPortMax = l->tcpPortMax;
+    }
     es->chunkSize = l->chunkSize;
     es->ringDepth = l->ringDepth;
     es->pinAll = l->pinAll;
@@ -215,8 +221,8 @@ vrmHelperEngineSpawn(const vrmEngineLaunch *l, GPid *pid, guint64 *startTime,
         .uid = l->uid, .gid = l->gid,
     };
     int status[2] = { -1, -1 };
-    int srcFds[5];
-    int dstFds[5];
+    int srcFds[6];
+    int dstFds[6];
     guint nfds = 0;
     int logfd = -1;
     int statsFd = -1;
@@ -260,6 +266,10 @@ vrmHelperEngineSpawn(const vrmEngineLaunch *l, GPid *pid, guint64 *startTime,
     if (l->source && l->diskChannels) {
         srcFds[nfds] = l->diskListenFd;
         dstFds[nfds++] = VRM_ENGINE_FD_DISK_LISTEN;
+    }
+    if (l->source && l->tcpListenFd >= 0) {
+        srcFds[nfds] = l->tcpListenFd;
+        dstFds[nfds++] = VRM_ENGINE_FD_TCP_LISTEN;
     }
     srcFds[nfds] = status[1];
     dstFds[nfds++] = VRM_ENGINE_FD_SETUP_STATUS;

@@ -47,6 +47,10 @@ typedef struct {
     unsigned int diskChannels;      /* QEMU's NBD connections, 0: none */
     const char *diskPath;           /* destination: QEMU's NBD server */
     int diskListenFd;               /* source: bound by the helper, -1: none */
+    int tcpListenFd;                /* source, transparent mode: the TCP
+                                     * listener QEMU is steered to, -1: none */
+    unsigned int tcpPortMin;        /* destination: libvirt's migration ports */
+    unsigned int tcpPortMax;        /* (the transparent mode), 0: none */
     long long qemuUid;              /* expected QEMU uid, -1 unknown */
     long long qemuPid;              /* source: expected QEMU pid, -1 unknown */
     const char *address;            /* rdma_cm: source listens, destination connects */

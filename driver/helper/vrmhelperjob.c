@@ -39,6 +39,7 @@ vrmHelperJobNew(unsigned long long id, vrmJobRole role)
     job->engineSetupFd = -1;
     job->qemuListenFd = -1;
     job->diskListenFd = -1;
+    job->tcpListenFd = -1;
     job->qemuUid = job->qemuPid = -1;
     job->eventState = -1;
     return job;
@@ -70,6 +71,9 @@ vrmHelperJobFree(vrmHelperJob *job)
         close(job->qemuListenFd);
     if (job->diskListenFd >= 0)
         close(job->diskListenFd);
+    if (job->tcpListenFd >= 0)
+        close(job->tcpListenFd);
+    g_free(job->steerCgroup);
     vrmDomainDirClear(&job->domainDir);
     vrmJobRecordFree(job->record);
     vrmLocatorFree(job->sourceLocator);

@@ -61,6 +61,13 @@ typedef struct {
 
 void vrmEngineSnapshotClear(vrmEngineSnapshot *es);
 
+/* A source job's steering rule (the transparent mode, vrmhelpersteer.h) */
+typedef enum {
+    VRM_JOB_STEER_NONE,         /* none: QEMU's TCP is not steered to it */
+    VRM_JOB_STEER_ADDING,       /* nft runs; the offer waits for it */
+    VRM_JOB_STEER_ACTIVE,       /* the rule is in the table (steerHandle) */
+} vrmJobSteer;
+
 typedef struct _vrmHelperJob vrmHelperJob;
 struct _vrmHelperJob {
     vrmJobRecord *record;           /* public side, persisted */
@@ -93,6 +100,12 @@ struct _vrmHelperJob {
                                      * its engine listens and it is sent */
     int qemuListenFd;               /* source: QEMU's socket, until the engine has it */
     int diskListenFd;               /* source: its disks' socket (NBD), likewise */
+    int tcpListenFd;                /* source: the TCP listener QEMU's connections
+                                     * are steered to, likewise; -1: none */
+    vrmJobSteer steer;              /* source: its rule */
+    guint64 steerHandle;            /* ... its handle in the table */
+    char *steerCgroup;              /* ... the QEMU cgroup it matches, NULL:
+                                     * only QEMU's uid */
     unsigned int diskChannels;      /* disk channels of its engine, 0: none */
     guint phaseTimer;               /* the deadline of the phase */
     gpointer probe;                 /* vrmStatsProbe in flight, or NULL */

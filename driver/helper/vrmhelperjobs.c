@@ -19,7 +19,7 @@
 #include "vrmi18n.h"
 #include "vrmlog.h"
 
-static vrmHelperJobRef *
+vrmHelperJobRef *
 vrmHelperJobRefNew(vrmHelperDaemon *d, vrmHelperJob *job)
 {
     vrmHelperJobRef *ref = g_new0(vrmHelperJobRef, 1);
@@ -564,6 +564,18 @@ vrmHelperJobsFinish(vrmHelperDaemon *d, vrmHelperJob *job, vrmJobState state,
         job->outcomeTimer = 0;
     }
     vrmHelperJobsDropToken(job);
+    if (job->steer == VRM_JOB_STEER_ACTIVE) {
+        /* one that is still being added goes when nft has answered
+         * (vrmhelpersource.c) */
+        vrmSteerRemove(d->steer, job->steerHandle);
+        job->steer = VRM_JOB_STEER_NONE;
+        VRM_INFO("job %llu: its steering rule (handle %llu) removed",
+                 job->record->id, (unsigned long long)job->steerHandle);
+    }
+    if (job->tcpListenFd >= 0) {
+        close(job->tcpListenFd);
+        job->tcpListenFd = -1;
+    }
     vrmRunDirDomainRemove(d->runDir, &job->domainDir);
     vrmHelperJobsSave(d, job);
     vrmHelperJobsPrune(d);
@@ -701,6 +713,9 @@ vrmHelperJobsSpawn(vrmHelperDaemon *d, vrmHelperJob *job, const vrmOffer *offer,
     l.qemuListenFd = job->qemuListenFd;
     l.diskChannels = job->diskChannels;
     l.diskListenFd = job->diskListenFd;
+    l.tcpListenFd = job->tcpListenFd;
+    l.tcpPortMin = d->conf->migrationPortMin;
+    l.tcpPortMax = d->conf->migrationPortMax;
     l.diskPath = diskPath = job->diskChannels ?
         vrmHelperConfigDomainDiskSocket(d->conf, job->record->domainUUID) : NULL;
     l.qemuUid = job->qemuUid;
@@ -738,6 +753,10 @@ vrmHelperJobsSpawn(vrmHelperDaemon *d, vrmHelperJob *job, const vrmOffer *offer,
     if (job->diskListenFd >= 0) {
         close(job->diskListenFd);
         job->diskListenFd = -1;
+    }
+    if (job->tcpListenFd >= 0) {
+        close(job->tcpListenFd);
+        job->tcpListenFd = -1;
     }
     job->pid = pid;
     job->engineUid = l.dropPrivileges ? l.uid : geteuid();

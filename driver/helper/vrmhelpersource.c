@@ -20,9 +20,13 @@
  */
 #include <config.h>
 
+#include <errno.h>
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include "vrmhelperdpriv.h"
 #include "vrmhelperpolicy.h"
@@ -33,6 +37,8 @@
 
 /* How long the source engine may take to listen */
 #define VRM_SOURCE_LISTEN_TIMEOUT_S 15
+/* QEMU's connections (main and multifd) queued before the engine accepts */
+#define VRM_SOURCE_TCP_BACKLOG 64
 
 /* A peer's request, from its arrival until a job takes the channel */
 typedef struct {
@@ -132,7 +138,7 @@ vrmSourceStats(vrmHelperDaemon *d, vrmHelperJob *job)
     vrmOffer *offer = job->pendingOffer;
 
     if (job->phase != VRM_PHASE_SRC_STARTING || !job->peer || !offer ||
-        !job->rdmaPort)
+        !job->rdmaPort || job->steer == VRM_JOB_STEER_ADDING)
         return;
     offer->port = job->rdmaPort;
     msg = vrmPeerMessageNew(VRM_PEER_MIGRATION_OFFER);
@@ -444,6 +450,117 @@ vrmSourceDevice(vrmHelperDaemon *d, const vrmMigrationParams *params,
     return params->device ? params->device : d->conf->device;
 }
 
+/* ---- the transparent mode: QEMU's TCP steered to the engine ----------- */
+
+static void
+vrmSourceSteerAdded(guint64 handle, const char *error, gpointer opaque)
+{
+    g_autofree vrmHelperJobRef *ref = opaque;
+    vrmHelperDaemon *d = ref->d;
+    vrmHelperJob *job = vrmHelperJobsGet(d, ref->id);
+
+    if (!job || job->steer != VRM_JOB_STEER_ADDING ||
+        vrmJobStateIsFinal(job->record->state)) {
+        /* the job ended while nft ran */
+        if (job)
+            job->steer = VRM_JOB_STEER_NONE;
+        if (handle)
+            vrmSteerRemove(d->steer, handle);
+        return;
+    }
+    if (!handle) {
+        job->steer = VRM_JOB_STEER_NONE;
+        vrmSourceFail(d, job, VRM_ERR_CONFIG, error);
+        return;
+    }
+    job->steer = VRM_JOB_STEER_ACTIVE;
+    job->steerHandle = handle;
+    VRM_INFO("job %llu: QEMU's TCP connections to ports %u-%u steered to its engine (rule handle %llu, %s)",
+             job->record->id, d->conf->migrationPortMin, d->conf->migrationPortMax,
+             (unsigned long long)handle,
+             job->steerCgroup ? job->steerCgroup : "QEMU's uid only");
+    /* the offer may have waited for the rule */
+    vrmSourceStats(d, job);
+}
+
+/* Another live job whose rule would take this one's connections, or whose
+ * connections this one's would take: a rule without a cgroup matches every
+ * QEMU of the uid */
+static vrmHelperJob *
+vrmSourceSteerConflict(vrmHelperDaemon *d, vrmHelperJob *job)
+{
+    GHashTableIter it;
+    gpointer v;
+
+    g_hash_table_iter_init(&it, d->jobs);
+    while (g_hash_table_iter_next(&it, NULL, &v)) {
+        vrmHelperJob *other = v;
+
+        if (other != job && other->steer != VRM_JOB_STEER_NONE &&
+            !vrmJobStateIsFinal(other->record->state) &&
+            (!other->steerCgroup || !job->steerCgroup))
+            return other;
+    }
+    return NULL;
+}
+
+/*
+ * The hook cannot see libvirt's migration URI, so every source job is
+ * ready for both: QEMU's socket on the per-domain path, and, in the
+ * transparent mode, a TCP listener on 127.0.0.1 that a rule of its own
+ * steers this QEMU's connections to libvirt's migration ports to. Not
+ * steered (the migration then goes over TCP, if that is its URI): the
+ * mode off, a recovery, a domain whose disks the engine would have to
+ * tell from its memory on TCP, a rule that would catch another job's
+ * QEMU. -1: the job fails (reported).
+ */
+static int
+vrmSourceSteerPrepare(vrmHelperDaemon *d, vrmHelperJob *job, const vrmOffer *offer)
+{
+    struct sockaddr_in addr = { .sin_family = AF_INET };
+    socklen_t len = sizeof(addr);
+    vrmSteerMatch match = { 0 };
+    g_autofree char *rule = NULL;
+    vrmHelperJob *other;
+    unsigned int level = 0;
+    int fd;
+
+    if (!d->steer || vrmSteerProblem(d->steer) || job->recoveryOf)
+        return 0;
+    if (offer->disks) {
+        VRM_INFO("job %llu: not steered: the domain has disks, which the transparent mode does not carry yet; a migration over libvirt's TCP goes over TCP",
+                 job->record->id);
+        return 0;
+    }
+    job->steerCgroup = vrmSteerQemuCgroup(job->qemuPid, &level);
+    if ((other = vrmSourceSteerConflict(d, job))) {
+        VRM_INFO("job %llu: not steered: job %llu steers QEMU's connections and QEMU has no cgroup of its own to tell them apart; a migration over libvirt's TCP goes over TCP",
+                 job->record->id, other->record->id);
+        g_clear_pointer(&job->steerCgroup, g_free);
+        return 0;
+    }
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
+        bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 ||
+        listen(fd, VRM_SOURCE_TCP_BACKLOG) < 0 ||
+        getsockname(fd, (struct sockaddr *)&addr, &len) < 0) {
+        vrmReportSystemError(errno, _("cannot make the transparent mode's TCP listener on 127.0.0.1"));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    job->tcpListenFd = fd;
+    match.qemuUid = job->qemuUid;
+    match.cgroup = job->steerCgroup;
+    match.cgroupLevel = level;
+    match.portMin = d->conf->migrationPortMin;
+    match.portMax = d->conf->migrationPortMax;
+    rule = vrmSteerRuleText(&match, ntohs(addr.sin_port), job->record->id);
+    job->steer = VRM_JOB_STEER_ADDING;
+    vrmSteerAdd(d->steer, rule, vrmSourceSteerAdded, vrmHelperJobRefNew(d, job));
+    return 0;
+}
+
 /* Device, address, port; the offer; the budget; directory; engine.
  * The job exists even when this fails (-1): the caller ends it. */
 static int
@@ -516,6 +633,8 @@ vrmSourceStartJob(vrmSourceRequest *req, const vrmDomainFacts *f,
     if (vrmRunDirDomainCreate(d->runDir, f->uuid, job->qemuUid, d->engineGid,
                               true, &job->domainDir, &job->qemuListenFd,
                               offer->disks ? &job->diskListenFd : NULL) < 0)
+        return -1;
+    if (vrmSourceSteerPrepare(d, job, offer) < 0)
         return -1;
     if (vrmHelperJobsSpawn(d, job, offer, NULL, device) < 0)
         return -1;

@@ -652,10 +652,19 @@ check_no_leftovers() {
         ls -l /var/lib/virt-rdma/
         fail "a job record of a live engine was left behind"
     fi
+    # the transparent mode's rules: each goes with its job (deleted by nft
+    # without the helper waiting for it)
+    while nft list chain inet virt_rdma output 2>/dev/null | grep -q 'virt-rdma job'; do
+        if [ $SECONDS -ge $deadline ]; then
+            nft list table inet virt_rdma
+            fail "a steering rule of the transparent mode was left behind"
+        fi
+        nap 0.2
+    done
     local open
     open=$(grep -l 'state="\(negotiating\|connected\|transferring\)"' /var/lib/virt-rdma/job-*.xml 2>/dev/null)
     [ -z "$open" ] || fail "job records in a non-final state: $open"
-    say "no engine, per-domain directory, stats socket or open record left behind"
+    say "no engine, per-domain directory, stats socket, steering rule or open record left behind"
 }
 
 # migrate_bounded LIMIT DOMAIN DESTURI OPTIONS...: virsh migrate OPTIONS

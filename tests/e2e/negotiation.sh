@@ -380,8 +380,8 @@ say "virt-rdma uri g1: $uri"
 # (steps 2 and 5 with QEMU's TLS in "migrations")
 tls=0
 case "$scenario" in
-migrations) steps="1 2 3 4 5 6 9 10 12"; tls=1 ;;
-migrations-no-tls) steps="1 2 3 4 5 6 9 10 12" ;;
+migrations) steps="1 2 3 4 5 6 13 9 10 12"; tls=1 ;;
+migrations-no-tls) steps="1 2 3 4 5 6 13 9 10 12" ;;
 migrations-compat) steps="1 11" ;;
 *) steps= ;;
 esac
@@ -559,6 +559,43 @@ PY
         arrived_on_a "virt-rdma migrate --postcopy b->a (postcopy-preempt $preempt)" \
             "$([ "$preempt" = on ] && echo 2 || echo 1)" 1048576
         no_token
+        leftovers_both
+    fi
+
+    if step 13; then
+        # 13. the transparent mode (issue 32): what an orchestrator does,
+        #     with no per-domain path. a -> b: plain virsh with no
+        #     --migrateuri (libvirt picks tcp://sandbox-b:PORT); b -> a:
+        #     libvirt-python migrateToURI3 with migrate_uri tcp://HOST and
+        #     parallel 4, the call OpenStack Nova makes. The source
+        #     helper's nftables rule steers QEMU's TCP connections into its
+        #     engine: the RDMA job carries every byte libvirt moved
+        #     (arrived_on_*), and the rule is gone afterwards (leftovers)
+        start_xml_watch
+        say "virsh migrate --live --p2p --persistent g1 $dest_b (no --migrateuri)"
+        timed virsh migrate --live --p2p --persistent g1 "$dest_b" ||
+            fail "plain virsh migrate without --migrateuri failed"
+        stop_xml_watch
+        grep -q "QEMU's TCP connections to ports 49152-49215 steered to its engine" /tmp/virt-rdmad.log ||
+            fail "a's helper did not say that it steered QEMU's TCP connections"
+        arrived_on_b "virsh without --migrateuri a->b (transparent)" 1
+        grep -E "QEMU's TCP connections .* steered|steering rule .* removed" /tmp/virt-rdmad.log |
+            tail -2 | sed 's/^/  [a] /'
+        no_token
+        leftovers_both
+
+        say "b: libvirt-python migrateToURI3('$dest_a', {'migrate_uri': 'tcp://198.18.0.1', 'parallel.connections': 4}, LIVE|PEER2PEER|PERSIST_DEST|PARALLEL)"
+        timed remote "/usr/bin/python3 - '$dest_a' <<'PY'
+import sys, libvirt
+conn = libvirt.open('qemu:///system')
+dom = conn.lookupByName('g1')
+flags = (libvirt.VIR_MIGRATE_LIVE | libvirt.VIR_MIGRATE_PEER2PEER |
+         libvirt.VIR_MIGRATE_PERSIST_DEST | libvirt.VIR_MIGRATE_PARALLEL)
+dom.migrateToURI3(sys.argv[1], {libvirt.VIR_MIGRATE_PARAM_URI: 'tcp://198.18.0.1',
+                                libvirt.VIR_MIGRATE_PARAM_PARALLEL_CONNECTIONS: 4}, flags)
+print('migrateToURI3 returned')
+PY" || fail "libvirt-python migrateToURI3 with migrate_uri tcp://198.18.0.1 failed"
+        arrived_on_a "migrateToURI3 tcp://198.18.0.1 parallel 4 b->a (transparent)" 5
         leftovers_both
     fi
 

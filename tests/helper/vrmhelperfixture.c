@@ -72,11 +72,14 @@ helperWriteConfig(Helper *h, const char *key, const char *extra)
                         "[engine]\nuser = nobody\n"
                         "[libvirt]\nuri = test:///default\n"
                         "[hook]\ntimeout = 20\n"
-                        "[metrics]\ntextfile-dir = %s\n%s%s%s%s",
+                        "[metrics]\ntextfile-dir = %s\n%s"
+                        /* never the host's nftables: the transparent
+                         * mode's rules are tested in the sandbox */
+                        "[migration]\nrdma = off\n%s%s%s",
                         h->run, h->state, getgrgid(getpwnam("daemon")->pw_gid)->gr_name,
                         key, h->peerPort, h->metricsDir ? h->metricsDir : "",
                         extra ? extra : "",
-                        h->fallback ? "[migration]\nfallback = " : "",
+                        h->fallback ? "fallback = " : "",
                         h->fallback ? h->fallback : "", h->fallback ? "\n" : "");
 
     g_assert_true(g_file_set_contents(h->conf, text, -1, NULL));

@@ -280,6 +280,13 @@ vrmCapsPrintText(const vrmCaps *c)
         printf(_("libvirt:           %1$s: %2$s\n"), i->libvirtURI,
                i->libvirtStatus == VRM_HOST_INFO_STATUS_OK ? _("connected") :
                (i->libvirtMessage ? i->libvirtMessage : _("not connected")));
+        if (i->transparentMode)
+            printf(_("Transparent mode:  %1$s: %2$s\n"), i->transparentMode,
+                   i->transparentStatus == VRM_HOST_INFO_STATUS_OK ?
+                   _("on (libvirt's TCP migrations of these domains go over RDMA)") :
+                   i->transparentStatus == VRM_HOST_INFO_STATUS_OFF ?
+                   _("off (only migrations to the per-domain path go over RDMA)") :
+                   i->transparentMessage ? i->transparentMessage : _("not working"));
     }
     printf(_("libvirt hook:      %1$s %2$s\n"), VRM_HOOK_PATH,
            c->hook ? _("installed") : _("missing"));
@@ -391,6 +398,13 @@ vrmCapsPrintJSON(const vrmCaps *c)
         vrmJSONString(b, "libvirt_uri", i->libvirtURI);
         g_string_append(b, ", ");
         vrmJSONString(b, "libvirt_status", vrmHostInfoStatusTypeToString(i->libvirtStatus));
+        g_string_append(b, ", ");
+        vrmJSONString(b, "transparent_mode", i->transparentMode);
+        g_string_append(b, ", ");
+        vrmJSONString(b, "transparent_status", i->transparentMode ?
+                      vrmHostInfoStatusTypeToString(i->transparentStatus) : NULL);
+        g_string_append(b, ", ");
+        vrmJSONString(b, "transparent_message", i->transparentMessage);
         g_string_append(b, ", \"devices\": [");
         for (k = 0; k < i->devices->len; k++) {
             const vrmHostInfoDevice *dev = g_ptr_array_index(i->devices, k);

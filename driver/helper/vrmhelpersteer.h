@@ -1,0 +1,75 @@
+/*
+ * vrmhelpersteer.h: the transparent mode's steering on a source host
+ *
+ * A migration that libvirt sends over its own TCP transport (an
+ * orchestrator's tcp://HOST URI, or none) is carried over RDMA when the
+ * source helper steers that QEMU's connections into the job's engine: one
+ * nftables rule per job in a table of our own (docs/transparent.rst):
+ *
+ *   table inet virt_rdma {
+ *       chain output { type nat hook output priority -110; policy accept; }
+ *   }
+ *
+ * The table is made afresh when the helper starts (nothing a crash left
+ * survives a restart); each rule is added and deleted by its handle with
+ * nft(8), asynchronously: the helper's loop never waits for it, and every
+ * run has a deadline.
+ *
+ * Public API summary
+ * ------------------
+ *   vrmSteerNew(nft)                    the table's handle; @nft the program
+ *                                       (NULL: nft from PATH)
+ *   vrmSteerFree(steer)
+ *   vrmSteerReset(steer)                at start-up: the empty table; -1 +
+ *                                       VRM_ERR_CONFIG (nft missing, no NAT)
+ *   vrmSteerProblem(steer)              why steering is off, or NULL
+ *   vrmSteerRuleText(match, port, job)  the rule of a job (unit-tested)
+ *   vrmSteerQemuCgroup(pid, &level)     the cgroup (v2) of a domain's QEMU
+ *                                       that no other domain shares, or NULL
+ *   vrmSteerCgroupParse(text, &level)   the same from /proc/PID/cgroup's text
+ *   vrmSteerAdd(steer, rule, cb, data)  async; cb(handle, error, data)
+ *   vrmSteerRemove(steer, handle)       async, best effort (logged)
+ *   vrmSteerParseHandle(output)         "# handle N" of nft --echo --handle
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include <glib.h>
+
+#define VRM_STEER_TABLE "virt_rdma"
+#define VRM_STEER_CHAIN "output"
+/* before a host firewall's NAT (srcnat 100, dstnat -100 in output) */
+#define VRM_STEER_PRIORITY -110
+/* s: one run of nft */
+#define VRM_STEER_NFT_TIMEOUT_S 10
+
+/* Which of a source host's connections are the job's QEMU's migration */
+typedef struct {
+    uid_t qemuUid;              /* the socket's owner */
+    const char *cgroup;         /* its QEMU's own cgroup (v2), NULL: none */
+    unsigned int cgroupLevel;   /* that path's depth */
+    unsigned int portMin;       /* libvirt's migration ports on the */
+    unsigned int portMax;       /* destination (migration_port_min/max) */
+} vrmSteerMatch;
+
+typedef struct _vrmSteer vrmSteer;
+
+/* @handle: the rule's, 0 on failure; @error: why, NULL on success */
+typedef void (*vrmSteerAddedFunc)(guint64 handle, const char *error, gpointer opaque);
+
+vrmSteer *vrmSteerNew(const char *nft);
+void vrmSteerFree(vrmSteer *steer);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(vrmSteer, vrmSteerFree);
+
+int vrmSteerReset(vrmSteer *steer);
+const char *vrmSteerProblem(const vrmSteer *steer);
+char *vrmSteerRuleText(const vrmSteerMatch *match, unsigned int port,
+                       unsigned long long jobId);
+char *vrmSteerQemuCgroup(pid_t pid, unsigned int *level);
+char *vrmSteerCgroupParse(const char *text, unsigned int *level);
+void vrmSteerAdd(vrmSteer *steer, const char *rule, vrmSteerAddedFunc cb,
+                 gpointer opaque);
+void vrmSteerRemove(vrmSteer *steer, guint64 handle);
+guint64 vrmSteerParseHandle(const char *output);

@@ -1,0 +1,216 @@
+/*
+ * vrmhelpersteertest.c: the transparent mode's rules (vrmhelpersteer.h):
+ * their text, the cgroup of a domain's QEMU, nft's answer, and the
+ * asynchronous runs against a FAKE nft (a shell script that prints what
+ * nft --echo --handle prints, or fails as nft does). The real nft and the
+ * kernel's NAT are tested in the sandbox (tests/e2e/negotiation.sh).
+ */
+#include <config.h>
+
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "vrmtestutils.h"
+#include "vrmhelpersteer.h"
+
+static void
+testRuleText(void)
+{
+    vrmSteerMatch m = {
+        .qemuUid = 64055, .portMin = 49152, .portMax = 49215,
+    };
+    g_autofree char *plain = vrmSteerRuleText(&m, 40123, 7);
+    g_autofree char *scoped = NULL;
+
+    g_assert_cmpstr(plain, ==,
+                    "add rule inet virt_rdma output meta nfproto ipv4 meta skuid 64055"
+                    " ip daddr != 127.0.0.0/8 tcp dport 49152-49215"
+                    " redirect to :40123 comment \"virt-rdma job 7\"\n");
+    m.cgroup = "machine.slice/machine-qemu\\x2d1\\x2dg1.scope";
+    m.cgroupLevel = 2;
+    scoped = vrmSteerRuleText(&m, 40123, 8);
+    g_assert_nonnull(strstr(scoped,
+                            " meta skuid 64055 socket cgroupv2 level 2"
+                            " \"machine.slice/machine-qemu\\x2d1\\x2dg1.scope\" ip daddr"));
+}
+
+static void
+testCgroup(void)
+{
+    unsigned int level = 0;
+    g_autofree char *systemd =
+        vrmSteerCgroupParse("0::/machine.slice/machine-qemu\\x2d3\\x2dweb1.scope/libvirt/emulator\n",
+                            &level);
+    g_autofree char *plain = NULL;
+    char *none;
+
+    /* the domain's scope, not the emulator's cgroup under it: multifd
+     * sockets may come from other threads of QEMU */
+    g_assert_cmpstr(systemd, ==, "machine.slice/machine-qemu\\x2d3\\x2dweb1.scope");
+    g_assert_cmpuint(level, ==, 2);
+    plain = vrmSteerCgroupParse("0::/machine/qemu-1-g1.libvirt-qemu/emulator\n", &level);
+    g_assert_cmpstr(plain, ==, "machine/qemu-1-g1.libvirt-qemu");
+    g_assert_cmpuint(level, ==, 2);
+    /* libvirt without cgroups: QEMU in its daemon's, shared with others */
+    none = vrmSteerCgroupParse("0::/system.slice/libvirtd.service\n", &level);
+    g_assert_null(none);
+    none = vrmSteerCgroupParse("0::/\n", &level);
+    g_assert_null(none);
+    /* cgroup v1 only */
+    none = vrmSteerCgroupParse("12:pids:/machine.slice\n1:name=systemd:/\n", &level);
+    g_assert_null(none);
+    /* nothing nft could not take in quotes */
+    none = vrmSteerCgroupParse("0::/machine.slice/machine-qemu\"x.scope\n", &level);
+    g_assert_null(none);
+    none = vrmSteerCgroupParse("", &level);
+    g_assert_null(none);
+}
+
+static void
+testHandle(void)
+{
+    g_assert_cmpuint(vrmSteerParseHandle("add rule inet virt_rdma output meta skuid 64055 redirect to :4 comment \"virt-rdma job 7\" # handle 12\n"),
+                     ==, 12);
+    /* the last one: a comment could say "# handle 3" itself */
+    g_assert_cmpuint(vrmSteerParseHandle("add rule ... comment \"# handle 3\" # handle 44\n"), ==, 44);
+    g_assert_cmpuint(vrmSteerParseHandle("add rule ... # handle 44"), ==, 44);
+    g_assert_cmpuint(vrmSteerParseHandle(""), ==, 0);
+    g_assert_cmpuint(vrmSteerParseHandle(NULL), ==, 0);
+    g_assert_cmpuint(vrmSteerParseHandle("# handle "), ==, 0);
+    g_assert_cmpuint(vrmSteerParseHandle("# handle 12x\n"), ==, 0);
+    g_assert_cmpuint(vrmSteerParseHandle("# handle 99999999999999999999999\n"), ==, 0);
+}
+
+/* A FAKE nft: @body runs with nft's arguments; its input is the rules */
+static char *
+testFakeNft(const char *dir, const char *body)
+{
+    g_autofree char *text = g_strdup_printf("#!/bin/sh\ninput=$(cat)\n%s\n", body);
+    char *path = g_build_filename(dir, "nft", NULL);
+
+    g_assert_true(g_file_set_contents(path, text, -1, NULL));
+    g_assert_cmpint(chmod(path, 0755), ==, 0);
+    return path;
+}
+
+typedef struct {
+    bool done;
+    guint64 handle;
+    char *error;
+} testAdded;
+
+static void
+testAddedCb(guint64 handle, const char *error, gpointer opaque)
+{
+    testAdded *a = opaque;
+
+    a->done = true;
+    a->handle = handle;
+    a->error = g_strdup(error);
+}
+
+static void
+testAddWait(vrmSteer *steer, const char *rule, testAdded *a)
+{
+    gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
+
+    memset(a, 0, sizeof(*a));
+    vrmSteerAdd(steer, rule, testAddedCb, a);
+    while (!a->done && g_get_monotonic_time() < deadline)
+        g_main_context_iteration(NULL, TRUE);
+    g_assert_true(a->done);
+}
+
+static void
+testRuns(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("vrmsteer-XXXXXX", NULL);
+    g_autofree char *log = g_build_filename(dir, "log", NULL);
+    g_autofree char *ok = NULL;
+    g_autofree char *body = NULL;
+    g_autofree char *seen = NULL;
+    g_autoptr(vrmSteer) steer = NULL;
+    g_autoptr(vrmSteer) broken = NULL;
+    g_autoptr(vrmSteer) missing = NULL;
+    testAdded a;
+
+    /* before the table is made, nothing is added */
+    steer = vrmSteerNew("/nonexistent/nft");
+    testAddWait(steer, "add rule x\n", &a);
+    g_assert_cmpuint(a.handle, ==, 0);
+    g_assert_nonnull(strstr(a.error, "not made yet"));
+    g_clear_pointer(&a.error, g_free);
+
+    body = g_strdup_printf("printf '%%s\\n' \"$*\" \"$input\" >> %s\n"
+                           "case \"$*\" in *--echo*) printf '%%s # handle 42\\n' \"$input\";; esac",
+                           log);
+    ok = testFakeNft(dir, body);
+    g_clear_pointer(&steer, vrmSteerFree);
+    steer = vrmSteerNew(ok);
+    g_assert_cmpint(vrmSteerReset(steer), ==, 0);
+    g_assert_null(vrmSteerProblem(steer));
+    testAddWait(steer, "add rule inet virt_rdma output meta skuid 1 redirect to :5\n", &a);
+    g_assert_cmpuint(a.handle, ==, 42);
+    g_assert_null(a.error);
+    vrmSteerRemove(steer, 42);
+    /* the removal is not waited for: run the loop until it is logged */
+    for (int i = 0; i < 300; i++) {
+        g_clear_pointer(&seen, g_free);
+        g_file_get_contents(log, &seen, NULL, NULL);
+        if (seen && strstr(seen, "delete rule inet virt_rdma output handle 42"))
+            break;
+        g_main_context_iteration(NULL, FALSE);
+        g_usleep(10000);
+    }
+    g_assert_nonnull(strstr(seen, "add table inet virt_rdma\ndelete table inet virt_rdma\n"
+                                  "table inet virt_rdma {\n    chain output {\n"
+                                  "        type nat hook output priority -110; policy accept;"));
+    g_assert_nonnull(strstr(seen, "--echo --handle -f -\nadd rule inet virt_rdma output meta skuid 1"));
+    g_assert_nonnull(strstr(seen, "delete rule inet virt_rdma output handle 42"));
+
+    /* nft refuses: its own words, on one line, in the reason */
+    g_free(ok);
+    ok = testFakeNft(dir, "echo 'Error: Could not process rule: No such file or directory' >&2\n"
+                          "echo 'add rule inet ...' >&2\nexit 1");
+    broken = vrmSteerNew(ok);
+    g_assert_cmpint(vrmSteerReset(broken), ==, -1);
+    g_assert_nonnull(strstr(vrmSteerProblem(broken),
+                            "cannot make the nftables table inet virt_rdma of the transparent mode: Error: Could not process rule: No such file or directory (does the kernel"));
+    testAddWait(broken, "add rule x\n", &a);
+    g_assert_cmpuint(a.handle, ==, 0);
+    g_assert_nonnull(strstr(a.error, "cannot make the nftables table"));
+    g_clear_pointer(&a.error, g_free);
+
+    /* nft missing: the package to install */
+    missing = vrmSteerNew("/nonexistent/nft");
+    g_assert_cmpint(vrmSteerReset(missing), ==, -1);
+    g_assert_nonnull(strstr(vrmSteerProblem(missing),
+                            "cannot run /nonexistent/nft (the transparent mode needs nftables: apt install nftables)"));
+
+    /* an answer without a handle is a failure, not handle 0 taken as one */
+    g_free(ok);
+    ok = testFakeNft(dir, "exit 0");
+    g_clear_pointer(&steer, vrmSteerFree);
+    steer = vrmSteerNew(ok);
+    g_assert_cmpint(vrmSteerReset(steer), ==, 0);
+    testAddWait(steer, "add rule x\n", &a);
+    g_assert_cmpuint(a.handle, ==, 0);
+    g_assert_nonnull(strstr(a.error, "nft did not say the rule's handle"));
+    g_clear_pointer(&a.error, g_free);
+
+    unlink(log);
+    unlink(ok);
+    g_assert_cmpint(rmdir(dir), ==, 0);
+}
+
+int
+main(int argc, char **argv)
+{
+    vrmTestInit(&argc, &argv);
+    g_test_add_func("/steer/rule-text", testRuleText);
+    g_test_add_func("/steer/cgroup", testCgroup);
+    g_test_add_func("/steer/handle", testHandle);
+    g_test_add_func("/steer/runs", testRuns);
+    return g_test_run();
+}
