@@ -21,7 +21,9 @@
 # dirtying guest re-verifies its whole RAM itself.
 #
 # Environment: VRM_BENCH_REPEAT (3), VRM_BENCH_MEM MiB (128),
-# VRM_BENCH_METHODS ("vrm1 vrm4 native tcp"), VRM_BENCH_LOADS ("idle dirty"),
+# VRM_BENCH_METHODS ("vrm1 vrm4 vrm1t vrm4t native tcp": vrm1t and vrm4t
+# are the transparent mode, plain virsh with no --migrateuri),
+# VRM_BENCH_LOADS ("idle dirty"),
 # VRM_BENCH_DIRTY (guest command line of the dirtying guest),
 # VRM_BENCH_PROFILE=1 (perf record, system-wide on both hosts, during the
 # first run of every method; reports kept with the results),
@@ -42,7 +44,7 @@ srcdir=$1 engine=$2 streamtest=$3
 bench=$srcdir/tests/bench
 repeat=${VRM_BENCH_REPEAT:-3}
 mem=${VRM_BENCH_MEM:-128}
-methods=${VRM_BENCH_METHODS:-vrm1 vrm4 native tcp}
+methods=${VRM_BENCH_METHODS:-vrm1 vrm4 vrm1t vrm4t native tcp}
 loads=${VRM_BENCH_LOADS:-idle dirty}
 dirty_cmdline=${VRM_BENCH_DIRTY:-dirty_kb=8192 pause=400}
 vrm_opts=${VRM_BENCH_VRM_OPTS:-}
@@ -51,9 +53,9 @@ scale_sizes=${VRM_BENCH_SCALE-64 128 256}
 scale_repeat=${VRM_BENCH_SCALE_REPEAT:-1}
 for m in $methods; do
     case $m in
-        vrm1|vrm4|native|tcp) ;;
+        vrm1|vrm4|vrm1t|vrm4t|native|tcp) ;;
         vrm1x) [ -n "$variant_opts" ] || fail "method vrm1x needs VRM_BENCH_VARIANT" ;;
-        *) fail "unknown method '$m' in VRM_BENCH_METHODS; known: vrm1 vrm1x vrm4 native tcp" ;;
+        *) fail "unknown method '$m' in VRM_BENCH_METHODS; known: vrm1 vrm1x vrm4 vrm1t vrm4t native tcp" ;;
     esac
 done
 export VRM_BENCH_VARIANT=$variant_opts   # the table names it
@@ -109,6 +111,11 @@ migrate_cmd() {  # METHOD NAME: every migration has a deadline
                    "$2" "$dest" ;;
         vrm4) timeout 600 "$virt_rdma" migrate --live --p2p --persistent $vrm_opts --parallel \
                   --parallel-connections 4 "$2" "$dest" ;;
+        # the transparent mode: plain virsh, libvirt's own TCP URI, the
+        # source helper's nftables rule steering QEMU into the engine
+        vrm1t) timeout 600 virsh migrate --live --p2p --persistent "$2" "$dest" ;;
+        vrm4t) timeout 600 virsh migrate --live --p2p --persistent --parallel \
+                   --parallel-connections 4 "$2" "$dest" ;;
         native) timeout 600 virsh migrate --live --p2p --persistent --rdma-pin-all $native_postcopy \
                     --migrateuri "rdma://$VRM_PEER_ADDR:49152" \
                     --listen-address "$VRM_PEER_ADDR" "$2" "$dest" ;;

@@ -111,6 +111,46 @@ no_token() {
     say "no-token grep: $(wc -l < "$tokens") token(s) looked for in $(grep -c '<domain' "$dumps") domain XML dumps of both hosts (during and after): none found"
 }
 
+# tcp_tap_start / tcp_tap_check WHAT: in the transparent mode, libvirt's
+# migration ports (49152-49215) on this (source) host's wire carry under
+# 1 % of the memory libvirt moved (/tmp/jobinfo.txt, arrived_on_b): the
+# rest went over RDMA. The tap keeps 96 bytes of each packet and counts
+# the packets' lengths on the wire.
+tcp_tap_start() {
+    local ifc deadline=$((SECONDS + 20))
+    ifc=$(ip -o -4 addr show | awk -v a="$VRM_SELF_ADDR" 'index($4, a "/") == 1 { print $2 }')
+    [ -n "$ifc" ] || fail "no interface has $VRM_SELF_ADDR"
+    rm -f /tmp/tcp-tap.pcap /tmp/tcp-tap.err
+    tcpdump -i "$ifc" -n -s 96 -U -w /tmp/tcp-tap.pcap tcp portrange 49152-49215 2>/tmp/tcp-tap.err &
+    tcp_tap_pid=$!
+    until grep -q "listening on" /tmp/tcp-tap.err 2>/dev/null; do
+        [ $SECONDS -ge $deadline ] && { cat /tmp/tcp-tap.err; fail "tcpdump did not start on $ifc"; }
+        nap 0.2
+    done
+}
+
+tcp_tap_check() {
+    # wire_capture_stop may have stopped it (pkill tcpdump): -U wrote
+    # every packet as it came
+    kill -INT "$tcp_tap_pid" 2>/dev/null
+    wait "$tcp_tap_pid"
+    /usr/bin/python3 - "$1" <<'PY' || fail "$1: libvirt's TCP port carried the migration"
+import re, struct, sys
+data = open("/tmp/tcp-tap.pcap", "rb").read()
+off, packets, wire = 24, 0, 0
+while off + 16 <= len(data):
+    incl, orig = struct.unpack_from("<II", data, off + 8)
+    packets, wire, off = packets + 1, wire + orig, off + 16 + incl
+jobinfo = open("/tmp/jobinfo.txt").read()
+units = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+m = re.search(r"^Memory processed:\s+([\d.]+) (\w+)", jobinfo, re.M)
+mem = float(m.group(1)) * units[m.group(2)]
+print("%s: libvirt's migration ports on the wire: %d packets, %d bytes, %.3f %% of the %.0f bytes libvirt moved"
+      % (sys.argv[1], packets, wire, 100.0 * wire / mem, mem))
+sys.exit(0 if wire < mem / 100 else 1)
+PY
+}
+
 # arrived_on_b WHAT CHANNELS [SLACK]: g1 left a (shut off, persistent) and
 # arrived on b intact, through an RDMA job of CHANNELS channels. CHANNELS
 # is a regex (QEMU 10 opens a second connection in post-copy); SLACK as for
@@ -383,12 +423,13 @@ case "$scenario" in
 migrations) steps="1 2 3 4 5 6 13 9 10 12"; tls=1 ;;
 migrations-no-tls) steps="1 2 3 4 5 6 13 9 10 12" ;;
 migrations-compat) steps="1 11" ;;
+transparent) steps="13"; tls=1 ;;
 *) steps= ;;
 esac
 step() { [[ " $steps " == *" $1 "* ]]; }
 tls_steps() { [ "$tls" = 1 ]; }
 case "$scenario" in
-migrations|migrations-no-tls|migrations-compat)
+migrations|migrations-no-tls|migrations-compat|transparent)
     if tls_steps; then
         migration_tls_pki
         remote migration_tls_pki || fail "host b has no migration TLS certificates"
@@ -571,14 +612,37 @@ PY
         #     helper's nftables rule steers QEMU's TCP connections into its
         #     engine: the RDMA job carries every byte libvirt moved
         #     (arrived_on_*), and the rule is gone afterwards (leftovers)
+        #     The first one is post-copy, switched while pre-copy runs
+        #     (capped at 1 MiB/s, as in step 5), so the page requests
+        #     travel b -> a through the steered connection; with QEMU's TLS
+        #     in "migrations": the engines carry its ciphertext, and the
+        #     RoCE tap finds none of the guest's plaintext (libvirt checks
+        #     the certificate of sandbox-b, the host name b's libvirt gives
+        #     in its URI)
+        tls_opt=
+        tls_steps && tls_opt=--tls
         start_xml_watch
-        say "virsh migrate --live --p2p --persistent g1 $dest_b (no --migrateuri)"
-        timed virsh migrate --live --p2p --persistent g1 "$dest_b" ||
-            fail "plain virsh migrate without --migrateuri failed"
+        tcp_tap_start
+        tls_steps && wire_capture_start
+        say "virsh migrate --live --p2p --persistent --postcopy $tls_opt --bandwidth 1 g1 $dest_b (no --migrateuri); then virsh migrate-postcopy g1"
+        # shellcheck disable=SC2086
+        virsh migrate --live --p2p --persistent --postcopy $tls_opt --bandwidth 1 \
+            g1 "$dest_b" > /tmp/transparent.out 2>&1 &
+        mpid=$!
+        wait_data_moved g1 || fail "the transparent migration a->b never moved data"
+        timed virsh migrate-postcopy g1 || fail "virsh migrate-postcopy failed"
+        wait "$mpid" || { cat /tmp/transparent.out; fail "plain virsh migrate --postcopy $tls_opt without --migrateuri failed"; }
+        tls_steps && wire_capture_stop
         stop_xml_watch
         grep -q "QEMU's TCP connections to ports 49152-49215 steered to its engine" /tmp/virt-rdmad.log ||
             fail "a's helper did not say that it steered QEMU's TCP connections"
-        arrived_on_b "virsh without --migrateuri a->b (transparent)" 1
+        virsh domjobinfo --completed --keep-completed g1 | grep -E '^(Postcopy requests|Memory processed):' |
+            sed 's/^/  [a] /'
+        # post-copy: as step 5 (QEMU 10 counts a few KiB more; a second
+        # connection with postcopy-preempt)
+        arrived_on_b "virsh --postcopy $tls_opt without --migrateuri a->b (transparent)" "(1|2)" 1048576
+        tcp_tap_check "virsh --postcopy $tls_opt without --migrateuri a->b (transparent)"
+        tls_steps && plaintext_check "virsh --postcopy --tls without --migrateuri a->b (transparent)" tls
         grep -E "QEMU's TCP connections .* steered|steering rule .* removed" /tmp/virt-rdmad.log |
             tail -2 | sed 's/^/  [a] /'
         no_token
@@ -597,6 +661,17 @@ print('migrateToURI3 returned')
 PY" || fail "libvirt-python migrateToURI3 with migrate_uri tcp://198.18.0.1 failed"
         arrived_on_a "migrateToURI3 tcp://198.18.0.1 parallel 4 b->a (transparent)" 5
         leftovers_both
+
+        # a helper killed (SIGKILL) leaves its rules behind; the next one
+        # starts with an empty table
+        nft add rule inet virt_rdma output meta skuid 0 tcp dport 9 redirect to :10 \
+            comment '"virt-rdma job 999"' || fail "cannot add a stand-in for a stale rule"
+        kill -KILL "$(cat /tmp/virt-rdmad.pid)"
+        run_helper
+        nft list chain inet virt_rdma output | grep -q 'virt-rdma job 999' &&
+            fail "a's restarted helper kept its predecessor's steering rule"
+        say "a's helper, killed and restarted: its nftables table starts empty"
+        wait_locator g1 sandbox-a
     fi
 
     step 9 && storage_steps
