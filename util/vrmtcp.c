@@ -9,12 +9,14 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 
 #include <glib.h>
 
 #include "vrmtcp.h"
 #include "vrmerror.h"
 #include "vrmi18n.h"
+#include "vrmlog.h"
 
 /* <linux/netfilter_ipv4.h> and <linux/netfilter_ipv6/ip6_tables.h>, which
  * do not mix with the C library's headers */
@@ -264,4 +266,16 @@ vrmTcpFormat(const struct sockaddr_storage *addr)
         return g_strdup_printf("[%s]:%u", host, ntohs(in6->sin6_port));
     }
     return g_strdup(host);
+}
+
+/* The engine's end of a loopback connection with QEMU: its small writes
+ * (QEMU's return path, a multifd sync's answer) must not wait for Nagle's
+ * algorithm and the peer's delayed ACK (40 ms each) */
+void
+vrmTcpSetNoDelay(int fd)
+{
+    int one = 1;
+
+    if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0)
+        VRM_DEBUG("TCP_NODELAY on fd %d: %s", fd, g_strerror(errno));
 }

@@ -18,6 +18,8 @@
  *                                          text (tests, fuzzing)
  *   vrmTcpAddressIsLocal(addr)             1 one of this host's, 0 not, -1
  *   vrmTcpFormat(addr)                     "192.0.2.1:49152", "[2001:db8::1]:49152"
+ *   vrmTcpSetNoDelay(fd)                   TCP_NODELAY on the engine's end of a
+ *                                          connection with QEMU (best effort)
  */
 #pragma once
 
@@ -32,3 +34,4 @@ int vrmTcpTableFind(const char *text, bool v6, const struct sockaddr_storage *lo
                     const struct sockaddr_storage *remote, uid_t *uid);
 int vrmTcpAddressIsLocal(const struct sockaddr_storage *addr);
 char *vrmTcpFormat(const struct sockaddr_storage *addr);
+void vrmTcpSetNoDelay(int fd);

@@ -1394,6 +1394,7 @@ vrmEngineTcpAccept(gint fd, GIOCondition cond, gpointer opaque)
             close(conn);
             continue;
         }
+        vrmTcpSetNoDelay(conn);
         if (vrmEngineTakeQemuConnection(e, conn, false, &open) < 0) {
             vrmEngineFailLast(e);
             return G_SOURCE_CONTINUE;
@@ -1520,6 +1521,7 @@ vrmEngineOpenTcpSlot(vrmEngine *e, vrmEngineSlot *slot)
             vrmReportSystemError(errno, _("cannot create a TCP socket"));
             return -1;
         }
+        vrmTcpSetNoDelay(fd);
         if (connect(fd, (struct sockaddr *)&ss, sslen) == 0)
             goto connected;
         err = errno;
@@ -1872,6 +1874,14 @@ vrmEngineTick(gpointer opaque)
         e->lastProgressUs = now;
     }
     if (vrmEngineCheckDeadlines(e, now) < 0) {
+        vrmEngineFailLast(e);
+    } else if (e->s.role == VRM_ENGINE_ROLE_SOURCE && !vrmEngineStreamBegun(e) &&
+               e->s.qemuPid > 0 && vrmEngineProcessGone(e->s.qemuPid)) {
+        /* its migration went elsewhere (libvirt's TCP, not steered here),
+         * or it ended: nothing will come; the helper asks libvirt which */
+        vrmReportError(VRM_ERR_PEER,
+                       _("QEMU (pid %1$lld) exited without opening its migration stream to this engine"),
+                       (long long)e->s.qemuPid);
         vrmEngineFailLast(e);
     } else if (e->s.waitStream && !vrmEngineStreamBegun(e)) {
         if (now - e->startUs > (gint64)e->s.waitStream * G_USEC_PER_SEC) {
