@@ -744,6 +744,7 @@ vrmMigrationDefCopy(const vrmMigrationDef *def)
 {
     vrmMigrationDef *ret = vrmMigrationDefNew();
 
+    ret->disabled = def->disabled;
     vrmMigrationParamsCopy(&ret->params, &def->params);
     ret->locator = vrmLocatorCopy(def->locator);
     ret->offer = vrmOfferCopy(def->offer);
@@ -755,13 +756,17 @@ vrmMigrationDef *
 vrmMigrationDefParseXML(xmlXPathContextPtr ctxt)
 {
     static const char *const extra[] = { "locator", "offer", "answer", NULL };
+    static const char *const attrs[] = { "enabled", NULL };
     g_autoptr(vrmMigrationDef) def = vrmMigrationDefNew();
     xmlNodePtr node = ctxt->node;
     xmlNodePtr child;
+    bool enabled = true;
 
-    if (vrmXMLCheckAttributes(node, noAttrs) < 0 ||
+    if (vrmXMLCheckAttributes(node, attrs) < 0 ||
+        vrmXMLPropYesNo(node, "enabled", false, &enabled) < 0 ||
         vrmMigrationParamsParseNode(node, &def->params, extra) < 0)
         return NULL;
+    def->disabled = !enabled;
     if ((child = vrmXMLChild(node, "locator")) &&
         !(def->locator = vrmLocatorParseNode(child)))
         return NULL;
@@ -893,6 +898,8 @@ vrmMigrationDefFormatElement(GString *buf, const vrmMigrationDef *def,
     g_string_append_printf(buf, "<%s", name);
     if (prefix)
         g_string_append_printf(buf, " xmlns:%s=\"%s\"", prefix, VRM_XML_NS_MIGRATION);
+    if (def->disabled)
+        vrmXMLAttrStr(buf, "enabled", "no");
     start = buf->len;
     g_string_append(buf, ">\n");
     vrmMigrationParamsFormatBuf(buf, &def->params, level + 1);

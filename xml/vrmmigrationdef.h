@@ -221,6 +221,8 @@ char *vrmAnswerFormat(const vrmAnswer *answer);
 
 typedef struct _vrmMigrationDef vrmMigrationDef;
 struct _vrmMigrationDef {
+    bool disabled;                  /* enabled="no": never over RDMA, whatever
+                                     * the host's [migration] rdma says */
     vrmMigrationParams params;
     vrmLocator *locator;            /* NULL if absent */
     vrmOffer *offer;                /* NULL if absent */

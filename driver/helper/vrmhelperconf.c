@@ -30,6 +30,7 @@ VRM_ENUM_IMPL(vrmFallback, VRM_FALLBACK_LAST,
 
 VRM_ENUM_IMPL(vrmRdmaDefault, VRM_RDMA_DEFAULT_LAST,
               "tagged",
+              "all",
               "off",
 );
 

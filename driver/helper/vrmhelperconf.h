@@ -95,6 +95,8 @@ VRM_ENUM_DECL(vrmFallback);
  * RDMA, as their source (docs/transparent.rst) */
 typedef enum {
     VRM_RDMA_DEFAULT_TAGGED,    /* those of guests with <rdma:migration> */
+    VRM_RDMA_DEFAULT_ALL,       /* every guest's, but those whose metadata
+                                 * says enabled="no" */
     VRM_RDMA_DEFAULT_OFF,       /* none: only the per-domain path's */
 
     VRM_RDMA_DEFAULT_LAST

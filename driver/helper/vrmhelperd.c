@@ -841,7 +841,8 @@ vrmHelperDaemonStart(vrmHelperDaemon *d)
     }
     signal(SIGPIPE, SIG_IGN);
     vrmHelperStartPeers(d);
-    d->virt = vrmHelperVirtNew(d->conf->libvirtURI, d->locator);
+    d->virt = vrmHelperVirtNew(d->conf->libvirtURI, d->locator,
+                               d->conf->rdmaDefault == VRM_RDMA_DEFAULT_ALL);
     vrmHelperVirtOnPostcopyFailed(d->virt, vrmHelperDestPostcopyFailed, d);
     vrmHelperStartSteering(d);
     vrmHelperJobsRecover(d);

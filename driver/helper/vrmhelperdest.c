@@ -315,10 +315,54 @@ static const vrmPeerConnCallbacks vrmDestCallbacks = {
     .failed = vrmDestPeerFailed,
 };
 
+/* libvirt's answer for a job whose engine ended without QEMU's stream:
+ * a domain that runs here with no job of libvirt's any more came over
+ * libvirt's own TCP (the source did not steer it to its engine) */
+static void
+vrmDestUnusedFacts(vrmDomainFacts *facts, gpointer opaque)
+{
+    g_autofree vrmHelperJobRef *ref = opaque;
+    g_autoptr(vrmDomainFacts) f = facts;
+    vrmHelperJob *job = vrmHelperJobsGet(ref->d, ref->id);
+    g_autofree char *reason = NULL;
+
+    if (!job || job->phase != VRM_PHASE_DST_UNUSED)
+        return;
+    if (f->error || !vrmDomainFactsSettled(f)) {
+        vrmHelperJobsFinish(ref->d, job, VRM_JOB_STATE_FAILED, job->unusedWhy);
+        return;
+    }
+    reason = g_strdup_printf(_("over TCP: %1$s"),
+                             _("libvirt migrated the domain over its own TCP transport, which the source did not steer to its engine"));
+    vrmHelperJobLog(job, VRM_LOG_INFO, VRM_JOB_LOG_OVER_TCP,
+                    "job %llu: %s migrated in over libvirt's TCP, not through the engine",
+                    job->record->id, job->record->domainName);
+    vrmHelperJobsFinish(ref->d, job, VRM_JOB_STATE_OVER_TCP, reason);
+}
+
 static void
 vrmDestEnded(vrmHelperDaemon *d, vrmHelperJob *job, vrmJobState state,
              const char *reason)
 {
+    if (job->phase == VRM_PHASE_DST_RUNNING && state == VRM_JOB_STATE_FAILED &&
+        job->record->state < VRM_JOB_STATE_TRANSFERRING && !job->cancelRequested &&
+        !job->recoveryOf && d->virt) {
+        /* QEMU's stream never came: libvirt may have migrated the
+         * domain over its own TCP */
+        g_free(job->unusedWhy);
+        job->unusedWhy = g_strdup(reason);
+        if (job->childWatch) {
+            g_source_remove(job->childWatch);
+            job->childWatch = 0;
+        }
+        if (job->pid > 0 && !job->adopted)
+            g_spawn_close_pid(job->pid);
+        job->pid = 0;
+        vrmHelperJobsSetPhase(d, job, VRM_PHASE_DST_UNUSED, 0, NULL);
+        vrmHelperVirtQueryDomain(d->virt, job->record->domainUUID, vrmDestUnusedFacts,
+                                 vrmHelperJobRefNew(d, job));
+        return;
+    }
     if (job->phase != VRM_PHASE_DST_RUNNING && job->phase != VRM_PHASE_NONE) {
         /* a set-up that failed before exec keeps its own code (the
          * locked-memory limit is the host's resource, not the peer's) */

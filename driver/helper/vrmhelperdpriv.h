@@ -45,12 +45,16 @@ typedef enum {
     VRM_PHASE_SRC_OFFERED,      /* offer sent, waiting for the answer */
     VRM_PHASE_SRC_RUNNING,      /* result ok sent: QEMU's turn */
     VRM_PHASE_SRC_OUTCOME,      /* engine ended: asking libvirt how it went */
+    VRM_PHASE_SRC_UNUSED,       /* engine ended with no stream of QEMU's:
+                                 * did libvirt migrate over its own TCP? */
     /* destination */
     VRM_PHASE_DST_CONNECTING,   /* reaching the source's helper */
     VRM_PHASE_DST_REQUESTED,    /* request sent, waiting for the offer */
     VRM_PHASE_DST_STARTING,     /* engine spawned, not yet connected */
     VRM_PHASE_DST_ANSWERED,     /* answer sent, waiting for the result */
     VRM_PHASE_DST_RUNNING,      /* the hook has its reply: QEMU's turn */
+    VRM_PHASE_DST_UNUSED,       /* engine ended with no stream of QEMU's:
+                                 * does the domain run here (libvirt's TCP)? */
 
     VRM_PHASE_LAST
 } vrmHelperPhase;

@@ -119,6 +119,8 @@ struct _vrmHelperJob {
     long long qemuPid;
     gint64 adoptDeadline;           /* found after a restart: must answer by then */
     gint64 outcomeDeadline;         /* source: libvirt must tell by then */
+    char *unusedWhy;                /* phase unused: the engine's reason,
+                                     * if libvirt says the migration failed */
     guint outcomeTimer;
     bool unsaved;                   /* its last record did not reach the disk */
     int eventState;                 /* vrmJobState subscribers last heard, -1: none */

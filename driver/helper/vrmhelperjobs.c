@@ -290,11 +290,13 @@ VRM_ENUM_IMPL(vrmHelperPhase, VRM_PHASE_LAST,
               "source-offered",
               "source-running",
               "source-outcome",
+              "source-unused",
               "destination-connecting",
               "destination-requested",
               "destination-starting",
               "destination-answered",
               "destination-running",
+              "destination-unused",
 );
 
 /* The negotiation's turns, one row per phase that waits for the peer */

@@ -220,6 +220,7 @@ vrmSourcePeerFailed(vrmPeerConn *pc, gpointer opaque)
 /* ---- the end: how did libvirt's migration end? ------------------------- */
 
 static void vrmSourceAskOutcome(vrmHelperDaemon *d, vrmHelperJob *job);
+static void vrmSourceOverTcp(vrmHelperDaemon *d, vrmHelperJob *job);
 
 static gboolean
 vrmSourceOutcomeAgain(gpointer opaque)
@@ -241,7 +242,17 @@ vrmSourceOutcome(vrmOutcome outcome, const char *detail, gpointer opaque)
     vrmHelperDaemon *d = ref->d;
     vrmHelperJob *job = vrmHelperJobsGet(d, ref->id);
 
-    if (!job || job->phase != VRM_PHASE_SRC_OUTCOME) {
+    if (!job || (job->phase != VRM_PHASE_SRC_OUTCOME && job->phase != VRM_PHASE_SRC_UNUSED)) {
+        g_free(ref);
+        return;
+    }
+    if (job->phase == VRM_PHASE_SRC_UNUSED &&
+        (outcome != VRM_OUTCOME_PENDING || g_get_monotonic_time() > job->outcomeDeadline)) {
+        /* moved without the engine, or the engine's own failure stands */
+        if (outcome == VRM_OUTCOME_SUCCEEDED)
+            vrmSourceOverTcp(d, job);
+        else
+            vrmHelperJobsFinish(d, job, VRM_JOB_STATE_FAILED, job->unusedWhy);
         g_free(ref);
         return;
     }
@@ -288,6 +299,41 @@ vrmSourceAskOutcome(vrmHelperDaemon *d, vrmHelperJob *job)
                               vrmSourceOutcome, ref);
 }
 
+/* libvirt moved the domain without the engine: QEMU's URI was neither
+ * the domain's socket nor a TCP destination steered here (the
+ * transparent mode off, not steered, or a domain with disks); the job
+ * record says so, as the destination's does for a fallback */
+static void
+vrmSourceOverTcp(vrmHelperDaemon *d, vrmHelperJob *job)
+{
+    g_autofree char *reason =
+        g_strdup_printf(_("over TCP: %1$s"),
+                        _("libvirt migrated the domain over its own TCP transport, which was not steered to the engine"));
+
+    vrmHelperJobLog(job, VRM_LOG_INFO, VRM_JOB_LOG_OVER_TCP,
+                    "job %llu: %s migrated out over libvirt's TCP, not through the engine",
+                    job->record->id, job->record->domainName);
+    vrmHelperJobsFinish(d, job, VRM_JOB_STATE_OVER_TCP, reason);
+}
+
+/* The engine has ended and libvirt is asked how the migration went
+ * (@phase: outcome or unused) */
+static void
+vrmSourceAskLibvirt(vrmHelperDaemon *d, vrmHelperJob *job, vrmHelperPhase phase)
+{
+    if (job->childWatch) {
+        g_source_remove(job->childWatch);
+        job->childWatch = 0;
+    }
+    if (job->pid > 0 && !job->adopted)
+        g_spawn_close_pid(job->pid);
+    job->pid = 0;
+    job->outcomeDeadline = g_get_monotonic_time() +
+        VRM_HELPER_OUTCOME_TIMEOUT_S * G_USEC_PER_SEC;
+    vrmHelperJobsSetPhase(d, job, phase, 0, NULL);
+    vrmSourceAskOutcome(d, job);
+}
+
 static void
 vrmSourceEnded(vrmHelperDaemon *d, vrmHelperJob *job, vrmJobState state,
                const char *reason)
@@ -295,17 +341,17 @@ vrmSourceEnded(vrmHelperDaemon *d, vrmHelperJob *job, vrmJobState state,
     if (job->phase == VRM_PHASE_SRC_RUNNING && state == VRM_JOB_STATE_COMPLETED &&
         !job->cancelRequested) {
         /* the engine's view is not the migration's: ask libvirt */
-        if (job->childWatch) {
-            g_source_remove(job->childWatch);
-            job->childWatch = 0;
-        }
-        if (job->pid > 0 && !job->adopted)
-            g_spawn_close_pid(job->pid);
-        job->pid = 0;
-        job->outcomeDeadline = g_get_monotonic_time() +
-            VRM_HELPER_OUTCOME_TIMEOUT_S * G_USEC_PER_SEC;
-        vrmHelperJobsSetPhase(d, job, VRM_PHASE_SRC_OUTCOME, 0, NULL);
-        vrmSourceAskOutcome(d, job);
+        vrmSourceAskLibvirt(d, job, VRM_PHASE_SRC_OUTCOME);
+        return;
+    }
+    if (job->phase == VRM_PHASE_SRC_RUNNING && state == VRM_JOB_STATE_FAILED &&
+        job->record->state < VRM_JOB_STATE_TRANSFERRING && !job->cancelRequested &&
+        !job->recoveryOf) {
+        /* QEMU's stream never came: libvirt may have migrated it over
+         * its own TCP */
+        g_free(job->unusedWhy);
+        job->unusedWhy = g_strdup(reason);
+        vrmSourceAskLibvirt(d, job, VRM_PHASE_SRC_UNUSED);
         return;
     }
     if (job->phase == VRM_PHASE_SRC_STARTING || job->phase == VRM_PHASE_SRC_OFFERED) {
@@ -402,6 +448,12 @@ vrmSourceCheckFacts(vrmHelperDaemon *d, const vrmDomainFacts *f,
         vrmReportError(VRM_ERR_XML,
                        _("the virt-rdma metadata of the domain '%1$s' on %2$s is invalid: %3$s"),
                        f->name, host, f->defError ? f->defError : "");
+        return -1;
+    }
+    if (f->def->disabled) {
+        vrmReportError(VRM_ERR_POLICY,
+                       _("the domain '%1$s' on %2$s never migrates over RDMA: its metadata says <rdma:migration enabled=\"no\">"),
+                       f->name, host);
         return -1;
     }
     if ((other = vrmHelperJobsLiveOfDomain(d, f->uuid))) {
@@ -521,6 +573,7 @@ vrmSourceSteerPrepare(vrmHelperDaemon *d, vrmHelperJob *job, const vrmOffer *off
     socklen_t len = sizeof(addr);
     vrmSteerMatch match = { 0 };
     g_autofree char *rule = NULL;
+    vrmHelperJobRef *ref;
     vrmHelperJob *other;
     unsigned int level = 0;
     int fd;
@@ -556,8 +609,12 @@ vrmSourceSteerPrepare(vrmHelperDaemon *d, vrmHelperJob *job, const vrmOffer *off
     match.portMin = d->conf->migrationPortMin;
     match.portMax = d->conf->migrationPortMax;
     rule = vrmSteerRuleText(&match, ntohs(addr.sin_port), job->record->id);
+    ref = vrmHelperJobRefNew(d, job);
+    if (vrmSteerAdd(d->steer, rule, vrmSourceSteerAdded, ref) < 0) {
+        g_free(ref);
+        return -1;
+    }
     job->steer = VRM_JOB_STEER_ADDING;
-    vrmSteerAdd(d->steer, rule, vrmSourceSteerAdded, vrmHelperJobRefNew(d, job));
     return 0;
 }
 

@@ -319,20 +319,23 @@ vrmSteerAddDone(int status, const char *out, const char *err, gpointer opaque)
     call->cb(handle, why, call->opaque);
 }
 
-void
+int
 vrmSteerAdd(vrmSteer *steer, const char *rule, vrmSteerAddedFunc cb, gpointer opaque)
 {
-    vrmSteerAddCall *call = g_new0(vrmSteerAddCall, 1);
+    vrmSteerAddCall *call;
 
+    if (steer->problem) {
+        vrmReportError(VRM_ERR_CONFIG, "%s", steer->problem);
+        return -1;
+    }
+    call = g_new0(vrmSteerAddCall, 1);
     call->cb = cb;
     call->opaque = opaque;
-    if (steer->problem || vrmSteerRunStart(steer->nft, true, rule, vrmSteerAddDone, call) < 0) {
-        g_autofree char *why = g_strdup(steer->problem ? steer->problem :
-                                        vrmGetLastErrorMessage());
-
+    if (vrmSteerRunStart(steer->nft, true, rule, vrmSteerAddDone, call) < 0) {
         g_free(call);
-        cb(0, why, opaque);
+        return -1;
     }
+    return 0;
 }
 
 static void

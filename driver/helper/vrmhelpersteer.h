@@ -27,7 +27,8 @@
  *   vrmSteerQemuCgroup(pid, &level)     the cgroup (v2) of a domain's QEMU
  *                                       that no other domain shares, or NULL
  *   vrmSteerCgroupParse(text, &level)   the same from /proc/PID/cgroup's text
- *   vrmSteerAdd(steer, rule, cb, data)  async; cb(handle, error, data)
+ *   vrmSteerAdd(steer, rule, cb, data)  async: cb(handle, error, data) later;
+ *                                       -1 (reported, no cb) if nft cannot run
  *   vrmSteerRemove(steer, handle)       async, best effort (logged)
  *   vrmSteerParseHandle(output)         "# handle N" of nft --echo --handle
  */
@@ -69,7 +70,7 @@ char *vrmSteerRuleText(const vrmSteerMatch *match, unsigned int port,
                        unsigned long long jobId);
 char *vrmSteerQemuCgroup(pid_t pid, unsigned int *level);
 char *vrmSteerCgroupParse(const char *text, unsigned int *level);
-void vrmSteerAdd(vrmSteer *steer, const char *rule, vrmSteerAddedFunc cb,
-                 gpointer opaque);
+int vrmSteerAdd(vrmSteer *steer, const char *rule, vrmSteerAddedFunc cb,
+                gpointer opaque);
 void vrmSteerRemove(vrmSteer *steer, guint64 handle);
 guint64 vrmSteerParseHandle(const char *output);

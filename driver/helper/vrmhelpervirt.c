@@ -53,6 +53,9 @@ typedef struct {
 struct _vrmHelperVirt {
     char *uri;
     vrmLocator *locator;        /* ours; read by the worker only after New */
+    bool tagAll;                /* [migration] rdma = all: every running
+                                 * domain gets the locator, unless its
+                                 * metadata says enabled="no" */
     GAsyncQueue *queue;         /* vrmVirtTask * */
     GThread *worker;
     GMainContext *context;      /* where results go: the creator's */
@@ -496,7 +499,15 @@ vrmVirtOutcome(virConnectPtr conn, vrmVirtTask *task)
     virDomainFree(dom);
 }
 
-/* Keep our locator in a running RDMA-enabled domain's live metadata */
+bool
+vrmDomainFactsSettled(const vrmDomainFacts *f)
+{
+    return f->found && f->active && f->jobType == VIR_DOMAIN_JOB_NONE;
+}
+
+/* Keep our locator in a running RDMA-enabled domain's live metadata; with
+ * [migration] rdma = all, every running domain is one (the live metadata
+ * then says so, and goes with the domain) */
 static void
 vrmVirtEnsureLocator(vrmHelperVirt *v, virDomainPtr dom)
 {
@@ -506,15 +517,20 @@ vrmVirtEnsureLocator(vrmHelperVirt *v, virDomainPtr dom)
     virTypedParameterPtr params = NULL;
     int nparams = 0;
     int type = VIR_DOMAIN_JOB_NONE;
+    int rc;
 
     if (!v->locator || virDomainIsActive(dom) != 1 ||
-        vrmVirtGetMetadata(dom, &xml) <= 0)
+        (rc = vrmVirtGetMetadata(dom, &xml)) < 0 || (rc == 0 && !v->tagAll))
         return;
-    if (!(def = vrmMigrationDefParseMetadata(xml))) {
+    if (rc == 0) {
+        def = vrmMigrationDefNew();
+    } else if (!(def = vrmMigrationDefParseMetadata(xml))) {
         VRM_WARN_LIMITED(&v->log, _("domain %1$s: its virt-rdma metadata is invalid: %2$s"),
                          virDomainGetName(dom), vrmGetLastErrorMessage());
         return;
     }
+    if (def->disabled)
+        return;
     /* set only when different: our own change comes back as an event */
     if (vrmLocatorEqual(def->locator, v->locator) && !def->offer && !def->answer)
         return;
@@ -664,7 +680,7 @@ vrmVirtWorker(gpointer opaque)
 }
 
 vrmHelperVirt *
-vrmHelperVirtNew(const char *uri, const vrmLocator *locator)
+vrmHelperVirtNew(const char *uri, const vrmLocator *locator, bool tagAll)
 {
     vrmHelperVirt *v = g_new0(vrmHelperVirt, 1);
     vrmRateLimit rl = VRM_RATE_LIMIT_INIT(3, 300);
@@ -676,6 +692,7 @@ vrmHelperVirtNew(const char *uri, const vrmLocator *locator)
     v->uri = g_strdup(uri);
     v->context = g_main_context_ref_thread_default();
     v->locator = vrmLocatorCopy(locator);
+    v->tagAll = tagAll;
     v->queue = g_async_queue_new();
     v->callbacks[0] = v->callbacks[1] = -1;
     v->log = rl;

@@ -28,12 +28,13 @@
  *
  * Public API summary
  * ------------------
- *   vrmHelperVirtNew(uri, locator)  vrmHelperVirtFree(v)
+ *   vrmHelperVirtNew(uri, locator, tagAll)  vrmHelperVirtFree(v)
  *   vrmHelperVirtStatus(v, &message)      connected? (host-info)
  *   vrmHelperVirtQueryDomain(v, uuid, done, opaque)
  *   vrmHelperVirtQueryOutcome(v, uuid, done, opaque)
  *   vrmHelperVirtOnPostcopyFailed(v, func, opaque)  the incoming one broke
  *   vrmMigrationOutcome(found, state, reason, jobType)   pure decision
+ *   vrmDomainFactsSettled(facts)   runs here, no job of libvirt's
  *   vrmOutcomeJobState(outcome)                          the job's state for it
  *   vrmDomainFactsFree(facts)
  */
@@ -87,7 +88,8 @@ typedef void (*vrmOutcomeFunc)(vrmOutcome outcome, const char *detail,
 /* In the main loop: the incoming post-copy migration of @uuid broke */
 typedef void (*vrmPostcopyFailedFunc)(const char *uuid, gpointer opaque);
 
-vrmHelperVirt *vrmHelperVirtNew(const char *uri, const vrmLocator *locator);
+/* @tagAll: [migration] rdma = all (every running domain gets the locator) */
+vrmHelperVirt *vrmHelperVirtNew(const char *uri, const vrmLocator *locator, bool tagAll);
 void vrmHelperVirtOnPostcopyFailed(vrmHelperVirt *v, vrmPostcopyFailedFunc func,
                                    gpointer opaque);
 void vrmHelperVirtFree(vrmHelperVirt *v);
@@ -107,5 +109,8 @@ void vrmHelperVirtQueryOutcome(vrmHelperVirt *v, const char *uuid,
  * there) = pending.
  */
 vrmOutcome vrmMigrationOutcome(bool found, int state, int reason, int jobType);
+/* The domain runs on this host and libvirt has no job of it (an incoming
+ * migration has finished) */
+bool vrmDomainFactsSettled(const vrmDomainFacts *f);
 /* The source job's final state for @outcome; VRM_JOB_STATE_LAST: pending */
 vrmJobState vrmOutcomeJobState(vrmOutcome outcome);

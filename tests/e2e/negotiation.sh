@@ -672,6 +672,68 @@ PY" || fail "libvirt-python migrateToURI3 with migrate_uri tcp://198.18.0.1 fail
             fail "a's restarted helper kept its predecessor's steering rule"
         say "a's helper, killed and restarted: its nftables table starts empty"
         wait_locator g1 sandbox-a
+
+        # [migration] rdma = all: a's helper, restarted with it, puts its
+        # locator into the live metadata of g3, a guest made as an
+        # orchestrator makes them (no <rdma:migration>), which then
+        # migrates over RDMA with plain virsh. On b it opts out
+        # (<rdma:migration enabled="no"> in its live metadata) and goes
+        # back over libvirt's TCP untouched: no job for it on a.
+        stop_helper
+        sed -i 's/^fallback=refuse$/fallback=refuse\nrdma=all/' /etc/virt-rdma/virt-rdmad.conf
+        run_helper
+        define_guest g3 64 "dirty_kb=2048"
+        wait_locator g3 sandbox-a
+        say "virsh migrate --live --p2p --persistent g3 $dest_b (g3 has no metadata of its own; [migration] rdma = all)"
+        timed virsh migrate --live --p2p --persistent g3 "$dest_b" ||
+            fail "plain virsh migrate of g3 under rdma = all failed"
+        virt-rdma jobinfo --completed g3 > /tmp/jobinfo.txt || fail "no RDMA job of g3 on a"
+        grep -E "^(Memory processed|RDMA (job|bytes sent|channels)):" /tmp/jobinfo.txt | sed 's/^/  [a] /'
+        rdma_vs_memory "g3 under rdma = all a->b (transparent)"
+        remote "check_arrived g3" || fail "g3 did not arrive on b intact"
+        leftovers_both
+        g3_uuid=$(virsh domuuid g3)
+        jobs_before=$(grep -l "$g3_uuid" /var/lib/virt-rdma/job-*.xml | wc -l)
+        remote "virsh -q metadata g3 --uri $VRM_NS --key rdma --set \"<migration enabled='no'/>\" --live" ||
+            fail "cannot opt g3 out on b"
+        timed remote "virsh migrate --live --p2p --persistent g3 $dest_a" ||
+            fail "virsh migrate of g3 (opted out) b->a failed"
+        check_arrived g3
+        [ "$(grep -l "$g3_uuid" /var/lib/virt-rdma/job-*.xml | wc -l)" = "$jobs_before" ] ||
+            fail "g3 opted out of RDMA, but a's helper made a job for its migration"
+        say "g3, opted out, migrated b->a over libvirt's TCP: no RDMA job on a"
+        virsh -q destroy g3 > /dev/null; virsh -q undefine g3 > /dev/null
+        remote "virsh -q undefine g3 > /dev/null" || fail "cannot undefine g3 on b"
+
+        # [migration] rdma = off on a: the helpers still negotiate for the
+        # tagged g1 (the hook cannot see the URI), but nothing steers its
+        # QEMU, so libvirt's TCP carries it; both jobs end as over-tcp
+        # when a's QEMU exits, not failed after the engines' idle timeout
+        stop_helper
+        sed -i 's/^rdma=all$/rdma=off/' /etc/virt-rdma/virt-rdmad.conf
+        run_helper
+        wait_locator g1 sandbox-a
+        say "virsh migrate --live --p2p --persistent g1 $dest_b ([migration] rdma = off on a)"
+        timed virsh migrate --live --p2p --persistent g1 "$dest_b" ||
+            fail "plain virsh migrate of g1 under rdma = off failed"
+        remote "check_arrived g1" || fail "g1 did not arrive on b intact"
+        deadline=$((SECONDS + 60))
+        until virt-rdma jobinfo --completed g1 2>/dev/null | grep -q '^RDMA job: .*(over-tcp)'; do
+            [ $SECONDS -ge $deadline ] && { virt-rdma jobinfo --completed g1; fail "a's job of g1 did not end as over-tcp"; }
+            nap 0.5
+        done
+        virt-rdma jobinfo --completed g1 | grep -E '^RDMA (job|error)' | sed 's/^/  [a] /'
+        remote "deadline=\$((SECONDS + 60)); until virt-rdma jobinfo g1 2>/dev/null | grep -q '^RDMA job: .*(over-tcp)'; do [ \$SECONDS -ge \$deadline ] && { virt-rdma jobinfo g1; exit 1; }; nap 0.5; done; virt-rdma jobinfo g1 | grep -E '^RDMA (job|error)'" ||
+            fail "b's job of g1 did not end as over-tcp"
+        leftovers_both
+        remote "virsh migrate --live --p2p --persistent g1 $dest_a" ||
+            fail "plain virsh migrate of g1 b->a failed"
+        check_arrived g1
+        stop_helper
+        sed -i '/^rdma=off$/d' /etc/virt-rdma/virt-rdmad.conf
+        run_helper
+        wait_locator g1 sandbox-a
+        leftovers_both
     fi
 
     step 9 && storage_steps

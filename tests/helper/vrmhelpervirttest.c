@@ -127,7 +127,7 @@ testLocatorAndFacts(void)
                                          "<migration><pin-all/></migration>",
                                          "rdma", VRM_XML_NS_MIGRATION,
                                          VIR_DOMAIN_AFFECT_LIVE), ==, 0);
-    v = vrmHelperVirtNew(TEST_URI, loc);
+    v = vrmHelperVirtNew(TEST_URI, loc, false);
     xml = waitLocator(dom, "198.18.0.1");
     g_assert_nonnull(xml);
     g_test_message("metadata after start: %s", xml);
@@ -192,11 +192,64 @@ testLocatorAndFacts(void)
     virConnectClose(conn);
 }
 
+/* [migration] rdma = all: a domain without our element gets one with the
+ * locator; one whose element says enabled="no" never does */
+static void
+testTagAll(void)
+{
+    g_autoptr(vrmLocator) loc = vrmLocatorNew("sandbox-a", "198.18.0.1", 16530);
+    g_autoptr(vrmHelperVirt) v = NULL;
+    g_autoptr(vrmDomainFacts) facts = NULL;
+    virConnectPtr conn;
+    virDomainPtr dom;
+    char *xml;
+
+    virSetErrorFunc(NULL, quiet);
+    conn = virConnectOpen(TEST_URI);
+    g_assert_nonnull(conn);
+    dom = virDomainLookupByUUIDString(conn, TEST_UUID);
+    g_assert_nonnull(dom);
+    virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, NULL, NULL,
+                         VRM_XML_NS_MIGRATION, VIR_DOMAIN_AFFECT_LIVE);
+    v = vrmHelperVirtNew(TEST_URI, loc, true);
+    xml = waitLocator(dom, "198.18.0.1");
+    g_assert_nonnull(xml);
+    g_test_message("metadata of a domain that had none: %s", xml);
+    g_assert_null(strstr(xml, "enabled"));
+    free(xml);
+    facts = queryFacts(v, TEST_UUID);
+    g_assert_true(facts->rdmaEnabled);
+    g_assert_nonnull(facts->def);
+    g_assert_false(facts->def->disabled);
+
+    /* opted out: the element stays as the user wrote it */
+    g_assert_cmpint(virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT,
+                                         "<migration enabled='no'/>",
+                                         "rdma", VRM_XML_NS_MIGRATION,
+                                         VIR_DOMAIN_AFFECT_LIVE), ==, 0);
+    g_usleep(500 * 1000);
+    g_main_context_iteration(NULL, FALSE);
+    xml = virDomainGetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT,
+                               VRM_XML_NS_MIGRATION, VIR_DOMAIN_AFFECT_LIVE);
+    g_assert_nonnull(xml);
+    g_test_message("metadata of a domain that opted out: %s", xml);
+    g_assert_null(strstr(xml, "locator"));
+    free(xml);
+    g_clear_pointer(&facts, vrmDomainFactsFree);
+    facts = queryFacts(v, TEST_UUID);
+    g_assert_true(facts->def->disabled);
+
+    virDomainSetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, NULL, NULL,
+                         VRM_XML_NS_MIGRATION, VIR_DOMAIN_AFFECT_LIVE);
+    virDomainFree(dom);
+    virConnectClose(conn);
+}
+
 static void
 testNoLibvirt(void)
 {
     g_autoptr(vrmHelperVirt) v = vrmHelperVirtNew("qemu+unix:///system?socket=/nonexistent/sock",
-                                                  NULL);
+                                                  NULL, false);
     g_autoptr(vrmDomainFacts) facts = queryFacts(v, TEST_UUID);
     g_autofree char *msg = NULL;
 
@@ -213,6 +266,7 @@ main(int argc, char **argv)
     vrmTestInit(&argc, &argv);
     g_test_add_func("/virt/outcome-table", testOutcomeTable);
     g_test_add_func("/virt/locator-and-facts", testLocatorAndFacts);
+    g_test_add_func("/virt/tag-all", testTagAll);
     g_test_add_func("/virt/no-libvirt", testNoLibvirt);
     return g_test_run();
 }

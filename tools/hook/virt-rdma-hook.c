@@ -140,8 +140,8 @@ vrmHookMigrateBegin(const char *argDomain)
         return vrmHookFail(vrmGetLastErrorMessage());
     if ((r = vrmDomainXMLGetMigration(xml, &def)) < 0)
         return vrmHookFail(vrmGetLastErrorMessage());
-    if (r == 0)
-        return 0;   /* not RDMA-enabled: untouched */
+    if (r == 0 || def->disabled)
+        return 0;   /* not RDMA-enabled, or opted out: untouched */
     if (!(conf = vrmHelperConfigLoadDefault()))
         return vrmHookFail(vrmGetLastErrorMessage());
     socketPath = vrmHelperConfigSocketPath(conf);
