@@ -113,7 +113,7 @@ vrmSteerNew(const char *nft)
 {
     vrmSteer *steer = g_new0(vrmSteer, 1);
 
-    steer->nft = g_strdup(nft ? nft : "nft");
+    steer->nft = g_strdup(nft ? nft : VRM_STEER_NFT);
     steer->problem = g_strdup(_("the transparent mode's table is not made yet"));
     return steer;
 }

@@ -18,7 +18,7 @@
  * Public API summary
  * ------------------
  *   vrmSteerNew(nft)                    the table's handle; @nft the program
- *                                       (NULL: nft from PATH)
+ *                                       (NULL: VRM_STEER_NFT)
  *   vrmSteerFree(steer)
  *   vrmSteerReset(steer)                at start-up: the empty table; -1 +
  *                                       VRM_ERR_CONFIG (nft missing, no NAT)
@@ -40,6 +40,8 @@
 #include <glib.h>
 
 #define VRM_STEER_TABLE "virt_rdma"
+/* Debian's nftables: an absolute path, never PATH, for a program root runs */
+#define VRM_STEER_NFT "/usr/sbin/nft"
 #define VRM_STEER_CHAIN "output"
 /* before a host firewall's NAT (srcnat 100, dstnat -100 in output) */
 #define VRM_STEER_PRIORITY -110
