@@ -271,8 +271,14 @@ vrmSteerRuleText(const vrmSteerMatch *m, unsigned int port, unsigned long long j
     if (m->cgroup)
         g_string_append_printf(rule, " socket cgroupv2 level %u \"%s\"",
                                m->cgroupLevel, m->cgroup);
-    /* never a connection on this host (the engine's own port among them) */
-    g_string_append_printf(rule, " ip daddr != 127.0.0.0/8 tcp dport %u-%u"
+    /* never a connection to this host (the engine's own port, a
+     * destination engine's to its QEMU); only a connection's first SYN:
+     * the redirect turns connection tracking on, which then picks up
+     * connections already open as new on their next packet (the helpers'
+     * own, whose peer's port may lie in libvirt's range: seen with QEMU
+     * as root in the sandbox) */
+    g_string_append_printf(rule, " fib daddr type != local tcp dport %u-%u"
+                           " tcp flags & (fin | syn | rst | ack) == syn"
                            " redirect to :%u comment \"virt-rdma job %llu\"\n",
                            m->portMin, m->portMax, port, jobId);
     return g_string_free(rule, FALSE);

@@ -26,14 +26,15 @@ testRuleText(void)
 
     g_assert_cmpstr(plain, ==,
                     "add rule inet virt_rdma output meta nfproto ipv4 meta skuid 64055"
-                    " ip daddr != 127.0.0.0/8 tcp dport 49152-49215"
+                    " fib daddr type != local tcp dport 49152-49215"
+                    " tcp flags & (fin | syn | rst | ack) == syn"
                     " redirect to :40123 comment \"virt-rdma job 7\"\n");
     m.cgroup = "machine.slice/machine-qemu\\x2d1\\x2dg1.scope";
     m.cgroupLevel = 2;
     scoped = vrmSteerRuleText(&m, 40123, 8);
     g_assert_nonnull(strstr(scoped,
                             " meta skuid 64055 socket cgroupv2 level 2"
-                            " \"machine.slice/machine-qemu\\x2d1\\x2dg1.scope\" ip daddr"));
+                            " \"machine.slice/machine-qemu\\x2d1\\x2dg1.scope\" fib daddr"));
 }
 
 static void
