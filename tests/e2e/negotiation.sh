@@ -648,6 +648,58 @@ PY
         no_token
         leftovers_both
 
+        # A connection that was open before b's rule keeps working while
+        # the rule is in place, though its end on a is port 49200, in
+        # libvirt's range: the rule takes only a new connection's SYN.
+        # (The first redirect turns connection tracking on, which takes up
+        # an open connection as new on its next packet: without the SYN
+        # match, the echo server's reply, root's like QEMU's here, was
+        # redirected to b's engine and the connection broke.)
+        rm -f /tmp/echo-ready /tmp/echo-stop
+        remote "( /usr/bin/python3 -c 'import socket
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((\"198.18.0.2\", 5599))
+s.listen(1)
+s.settimeout(60)
+c, _ = s.accept()
+c.settimeout(120)
+while True:
+    d = c.recv(64)
+    if not d:
+        break
+    c.sendall(d)' > /tmp/echo-server.log 2>&1 & )" || fail "cannot start an echo server on b"
+        /usr/bin/python3 - > /tmp/echo-client.out 2>&1 <<'PY' &
+import os, socket, sys, time
+for _ in range(50):
+    try:
+        c = socket.socket()
+        c.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        c.bind(("198.18.0.1", 49200))
+        c.connect(("198.18.0.2", 5599))
+        break
+    except OSError:
+        c.close()
+        time.sleep(0.2)
+else:
+    sys.exit("cannot connect to b's echo server")
+c.settimeout(5)
+trips = 0
+open("/tmp/echo-ready", "w").close()
+while not os.path.exists("/tmp/echo-stop"):
+    c.sendall(b"ping\n")
+    if c.recv(64) != b"ping\n":
+        sys.exit("the echo came back wrong after %d round trips" % trips)
+    trips += 1
+    time.sleep(0.2)
+print("%d round trips over 198.18.0.1:49200 -> 198.18.0.2:5599 while b's rule was in place" % trips)
+PY
+        echo_pid=$!
+        deadline=$((SECONDS + 20))
+        until [ -e /tmp/echo-ready ]; do
+            [ $SECONDS -ge $deadline ] && { cat /tmp/echo-client.out; fail "the echo connection to b did not open"; }
+            nap 0.2
+        done
         say "b: libvirt-python migrateToURI3('$dest_a', {'migrate_uri': 'tcp://198.18.0.1', 'parallel.connections': 4}, LIVE|PEER2PEER|PERSIST_DEST|PARALLEL)"
         timed remote "/usr/bin/python3 - '$dest_a' <<'PY'
 import sys, libvirt
@@ -659,6 +711,9 @@ dom.migrateToURI3(sys.argv[1], {libvirt.VIR_MIGRATE_PARAM_URI: 'tcp://198.18.0.1
                                 libvirt.VIR_MIGRATE_PARAM_PARALLEL_CONNECTIONS: 4}, flags)
 print('migrateToURI3 returned')
 PY" || fail "libvirt-python migrateToURI3 with migrate_uri tcp://198.18.0.1 failed"
+        touch /tmp/echo-stop
+        wait "$echo_pid" || { cat /tmp/echo-client.out; fail "a connection open before b's rule broke while it was in place"; }
+        sed 's/^/  /' /tmp/echo-client.out
         arrived_on_a "migrateToURI3 tcp://198.18.0.1 parallel 4 b->a (transparent)" 5
         leftovers_both
 
