@@ -98,8 +98,10 @@ case "$kind" in
         for p in linux-image-amd64 libvirt-daemon qemu-system-x86 rdma-core iproute2 gcc libglib2.0-dev libgnutls28-dev; do
             chroot "$dir/root" dpkg-query -W -f '${Package} ${Version}\n' "$p" || die "$p is missing in the root"
         done
-        # the binaries are the root's: linked against its libvirt
-        in_root ldd "$build/tools/cli/virt-rdma" | grep -q 'libvirt.so.0 => /lib/x86_64-linux-gnu/' ||
+        # the binaries are the root's: linked against its libvirt (grep
+        # reads all of ldd's output: with -q it could stop first, and ldd's
+        # SIGPIPE failed the pipeline under pipefail, as a CI run saw)
+        in_root ldd "$build/tools/cli/virt-rdma" | grep 'libvirt.so.0 => /lib/x86_64-linux-gnu/' > /dev/null ||
             die "virt-rdma in $build does not link the root's libvirt" ;;
     unit)
         if [ "$distro" = 13 ]; then
