@@ -351,13 +351,7 @@ vrmDestEnded(vrmHelperDaemon *d, vrmHelperJob *job, vrmJobState state,
          * domain over its own TCP */
         g_free(job->unusedWhy);
         job->unusedWhy = g_strdup(reason);
-        if (job->childWatch) {
-            g_source_remove(job->childWatch);
-            job->childWatch = 0;
-        }
-        if (job->pid > 0 && !job->adopted)
-            g_spawn_close_pid(job->pid);
-        job->pid = 0;
+        vrmHelperJobsEngineGone(job);
         vrmHelperJobsSetPhase(d, job, VRM_PHASE_DST_UNUSED, 0, NULL);
         vrmHelperVirtQueryDomain(d->virt, job->record->domainUUID, vrmDestUnusedFacts,
                                  vrmHelperJobRefNew(d, job));

@@ -198,6 +198,9 @@ int vrmHelperJobsSpawn(vrmHelperDaemon *d, vrmHelperJob *job,
                        const vrmOffer *offer, const vrmAnswer *answer,
                        const char *device);
 void vrmHelperJobsKill(vrmHelperJob *job, int sig);
+/* The engine has exited and its end was heard: no watch, no pid; the job
+ * goes on (libvirt is asked how the migration went) */
+void vrmHelperJobsEngineGone(vrmHelperJob *job);
 void vrmHelperJobsFinish(vrmHelperDaemon *d, vrmHelperJob *job,
                          vrmJobState state, const char *error);
 void vrmHelperJobsWatchWaiters(vrmHelperDaemon *d);

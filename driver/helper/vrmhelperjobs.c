@@ -585,6 +585,18 @@ vrmHelperJobsFinish(vrmHelperDaemon *d, vrmHelperJob *job, vrmJobState state,
 }
 
 void
+vrmHelperJobsEngineGone(vrmHelperJob *job)
+{
+    if (job->childWatch) {
+        g_source_remove(job->childWatch);
+        job->childWatch = 0;
+    }
+    if (job->pid > 0 && !job->adopted)
+        g_spawn_close_pid(job->pid);
+    job->pid = 0;
+}
+
+void
 vrmHelperJobsKill(vrmHelperJob *job, int sig)
 {
     if (job->pid > 0)

@@ -321,13 +321,7 @@ vrmSourceOverTcp(vrmHelperDaemon *d, vrmHelperJob *job)
 static void
 vrmSourceAskLibvirt(vrmHelperDaemon *d, vrmHelperJob *job, vrmHelperPhase phase)
 {
-    if (job->childWatch) {
-        g_source_remove(job->childWatch);
-        job->childWatch = 0;
-    }
-    if (job->pid > 0 && !job->adopted)
-        g_spawn_close_pid(job->pid);
-    job->pid = 0;
+    vrmHelperJobsEngineGone(job);
     job->outcomeDeadline = g_get_monotonic_time() +
         VRM_HELPER_OUTCOME_TIMEOUT_S * G_USEC_PER_SEC;
     vrmHelperJobsSetPhase(d, job, phase, 0, NULL);
