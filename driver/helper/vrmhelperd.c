@@ -919,6 +919,8 @@ vrmHelperDaemonFree(vrmHelperDaemon *d)
     if (d->ownSocket)
         unlink(d->socketPath);
     vrmHelperVirtFree(d->virt);
+    if (d->steer)
+        vrmSteerDrop(d->steer);
     vrmSteerFree(d->steer);
     vrmPeerServerFree(d->peerServer);
     g_hash_table_destroy(d->jobs);

@@ -138,16 +138,42 @@ typedef struct {
     bool done;
     int status;
     char *err;
-} vrmSteerResetResult;
+} vrmSteerSyncResult;
 
 static void
-vrmSteerResetDone(int status, const char *out, const char *err, gpointer opaque)
+vrmSteerSyncDone(int status, const char *out G_GNUC_UNUSED, const char *err,
+                 gpointer opaque)
 {
-    vrmSteerResetResult *r = opaque;
+    vrmSteerSyncResult *r = opaque;
 
     r->done = true;
     r->status = status;
     r->err = g_strdup(err);
+}
+
+/* One run of nft outside the helper's loop (at start-up and at the end):
+ * its own context, with nft's deadline. 0, or -1 with nft's words in
+ * @words (NULL where nft could not be started: reported) */
+static int
+vrmSteerRunSync(vrmSteer *steer, const char *input, char **words)
+{
+    g_autoptr(GMainContext) ctx = g_main_context_new();
+    vrmSteerSyncResult r = { 0 };
+    int ret = -1;
+
+    *words = NULL;
+    g_main_context_push_thread_default(ctx);
+    if (vrmSteerRunStart(steer->nft, false, input, vrmSteerSyncDone, &r) == 0) {
+        while (!r.done)
+            g_main_context_iteration(ctx, TRUE);
+        if (r.status == 0)
+            ret = 0;
+        else
+            *words = vrmSteerNftWords(r.err);
+    }
+    g_main_context_pop_thread_default(ctx);
+    g_free(r.err);
+    return ret;
 }
 
 /* The table, empty: "add" makes it if missing, "delete" drops what a
@@ -155,8 +181,7 @@ vrmSteerResetDone(int status, const char *out, const char *err, gpointer opaque)
 int
 vrmSteerReset(vrmSteer *steer)
 {
-    g_autoptr(GMainContext) ctx = g_main_context_new();
-    vrmSteerResetResult r = { 0 };
+    g_autofree char *words = NULL;
     g_autofree char *input =
         g_strdup_printf("add table inet %1$s\n"
                         "delete table inet %1$s\n"
@@ -166,32 +191,44 @@ vrmSteerReset(vrmSteer *steer)
                         "    }\n"
                         "}\n",
                         VRM_STEER_TABLE, VRM_STEER_CHAIN, VRM_STEER_PRIORITY);
-    int ret = -1;
 
-    /* at start-up, before the loop runs: its own context, with nft's
-     * deadline */
-    g_main_context_push_thread_default(ctx);
-    if (vrmSteerRunStart(steer->nft, false, input, vrmSteerResetDone, &r) == 0) {
-        while (!r.done)
-            g_main_context_iteration(ctx, TRUE);
-        if (r.status == 0) {
-            g_clear_pointer(&steer->problem, g_free);
-            ret = 0;
-        } else {
-            g_autofree char *words = vrmSteerNftWords(r.err);
+    if (vrmSteerRunSync(steer, input, &words) == 0) {
+        g_clear_pointer(&steer->problem, g_free);
+        return 0;
+    }
+    if (words)
+        vrmReportError(VRM_ERR_CONFIG,
+                       _("cannot make the nftables table inet %1$s of the transparent mode: %2$s (does the kernel have nf_tables with NAT, nft_redirect?)"),
+                       VRM_STEER_TABLE, words);
+    g_free(steer->problem);
+    steer->problem = g_strdup(vrmGetLastErrorMessage());
+    return -1;
+}
 
-            vrmReportError(VRM_ERR_CONFIG,
-                           _("cannot make the nftables table inet %1$s of the transparent mode: %2$s (does the kernel have nf_tables with NAT, nft_redirect?)"),
-                           VRM_STEER_TABLE, words);
-        }
+/*
+ * The table and every rule in it go, when the helper stops cleanly: a
+ * connection a rule already took stays with its engine (connection
+ * tracking keeps its redirect), and a migration that starts later goes
+ * over libvirt's TCP, not to an engine's port that nobody may hold any
+ * more. Logged, not fatal: the next start makes the table afresh.
+ */
+void
+vrmSteerDrop(vrmSteer *steer)
+{
+    g_autofree char *words = NULL;
+    g_autofree char *input = g_strdup_printf("delete table inet %s\n", VRM_STEER_TABLE);
+
+    if (steer->problem)
+        return;
+    if (vrmSteerRunSync(steer, input, &words) == 0) {
+        steer->problem = g_strdup(_("the transparent mode's table is deleted"));
+        return;
     }
-    g_main_context_pop_thread_default(ctx);
-    g_free(r.err);
-    if (ret < 0) {
-        g_free(steer->problem);
-        steer->problem = g_strdup(vrmGetLastErrorMessage());
-    }
-    return ret;
+    if (words)
+        vrmReportError(VRM_ERR_CONFIG,
+                       _("cannot delete the nftables table inet %1$s of the transparent mode: %2$s (delete it with: nft delete table inet %1$s)"),
+                       VRM_STEER_TABLE, words);
+    VRM_WARN("%s", vrmGetLastErrorMessage());
 }
 
 /* A cgroup path nft can take in quotes */

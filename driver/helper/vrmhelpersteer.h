@@ -22,6 +22,8 @@
  *   vrmSteerFree(steer)
  *   vrmSteerReset(steer)                at start-up: the empty table; -1 +
  *                                       VRM_ERR_CONFIG (nft missing, no NAT)
+ *   vrmSteerDrop(steer)                 at a clean stop: the table goes
+ *                                       (logged if nft fails)
  *   vrmSteerProblem(steer)              why steering is off, or NULL
  *   vrmSteerRuleText(match, port, job)  the rule of a job (unit-tested)
  *   vrmSteerQemuCgroup(pid, &level)     the cgroup (v2) of a domain's QEMU
@@ -67,6 +69,7 @@ void vrmSteerFree(vrmSteer *steer);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(vrmSteer, vrmSteerFree);
 
 int vrmSteerReset(vrmSteer *steer);
+void vrmSteerDrop(vrmSteer *steer);
 const char *vrmSteerProblem(const vrmSteer *steer);
 char *vrmSteerRuleText(const vrmSteerMatch *match, unsigned int port,
                        unsigned long long jobId);

@@ -731,6 +731,18 @@ PY" || fail "libvirt-python migrateToURI3 with migrate_uri tcp://198.18.0.1 fail
         nft list chain inet virt_rdma output | grep -q 'virt-rdma job 999' &&
             fail "a's restarted helper kept its predecessor's steering rule"
         say "a's helper, killed and restarted: its nftables table starts empty"
+        # what the unit runs after a helper that systemd killed (or that
+        # crashed): the table goes
+        kill -KILL "$(cat /tmp/virt-rdmad.pid)"
+        stop_post=$(sed -n 's/^ExecStopPost=-//p' "$VRM_BUILD_DIR/driver/helper/virt-rdmad.service")
+        [ -n "$stop_post" ] || fail "virt-rdmad.service has no ExecStopPost"
+        eval "$stop_post" || fail "virt-rdmad.service's ExecStopPost failed"
+        nft list table inet virt_rdma > /dev/null 2>&1 &&
+            fail "virt-rdmad.service's ExecStopPost left the table inet virt_rdma"
+        eval "$stop_post" || fail "virt-rdmad.service's ExecStopPost failed without the table"
+        run_helper
+        nft list table inet virt_rdma > /dev/null || fail "a's restarted helper made no table inet virt_rdma"
+        say "the unit's ExecStopPost, after a helper killed: no table inet virt_rdma left"
         wait_locator g1 sandbox-a
 
         # [migration] rdma = all: a's helper, restarted with it, puts its
@@ -739,7 +751,12 @@ PY" || fail "libvirt-python migrateToURI3 with migrate_uri tcp://198.18.0.1 fail
         # migrates over RDMA with plain virsh. On b it opts out
         # (<rdma:migration enabled="no"> in its live metadata) and goes
         # back over libvirt's TCP untouched: no job for it on a.
+        # a helper that stops cleanly takes its table with it: a migration
+        # while it is down goes over libvirt's TCP, not to a dead port
         stop_helper
+        nft list table inet virt_rdma > /dev/null 2>&1 &&
+            fail "a's helper, stopped cleanly, left the table inet virt_rdma"
+        say "a's helper, stopped cleanly: no table inet virt_rdma left"
         sed -i 's/^fallback=refuse$/fallback=refuse\nrdma=all/' /etc/virt-rdma/virt-rdmad.conf
         run_helper
         define_guest g3 64 "dirty_kb=2048"

@@ -169,6 +169,16 @@ testRuns(void)
     g_assert_nonnull(strstr(seen, "--echo --handle -f -\nadd rule inet virt_rdma output meta skuid 1"));
     g_assert_nonnull(strstr(seen, "delete rule inet virt_rdma output handle 42"));
 
+    /* a clean stop drops the table, once */
+    vrmSteerDrop(steer);
+    g_clear_pointer(&seen, g_free);
+    g_assert_true(g_file_get_contents(log, &seen, NULL, NULL));
+    g_assert_true(g_str_has_suffix(seen, "-f -\ndelete table inet virt_rdma\n"));
+    g_assert_nonnull(vrmSteerProblem(steer));
+    unlink(log);
+    vrmSteerDrop(steer);
+    g_assert_false(g_file_test(log, G_FILE_TEST_EXISTS));
+
     /* nft refuses: its own words, on one line, in the reason */
     g_free(ok);
     ok = testFakeNft(dir, "echo 'Error: Could not process rule: No such file or directory' >&2\n"
@@ -179,6 +189,31 @@ testRuns(void)
                             "cannot make the nftables table inet virt_rdma of the transparent mode: Error: Could not process rule: No such file or directory (does the kernel"));
     g_assert_cmpint(vrmSteerAdd(broken, "add rule x\n", testAddedCb, &a), ==, -1);
     g_assert_nonnull(strstr(vrmGetLastErrorMessage(), "cannot make the nftables table"));
+
+    /* nft that fails to drop the table: logged (with the way to do it by
+     * hand), and the table still counts as there */
+    g_free(ok);
+    ok = testFakeNft(dir, "case \"$input\" in 'delete table'*)\n"
+                          "    echo 'Error: Could not process rule: Device or resource busy' >&2; exit 1;;\n"
+                          "esac");
+    g_clear_pointer(&steer, vrmSteerFree);
+    steer = vrmSteerNew(ok);
+    g_assert_cmpint(vrmSteerReset(steer), ==, 0);
+    vrmSteerDrop(steer);
+    g_assert_nonnull(strstr(vrmGetLastErrorMessage(),
+                            "cannot delete the nftables table inet virt_rdma of the transparent mode: Error: Could not process rule: Device or resource busy (delete it with: nft delete table inet virt_rdma)"));
+    g_assert_null(vrmSteerProblem(steer));
+
+    /* nft that hangs: killed at its deadline, the reason says so */
+    g_free(ok);
+    ok = testFakeNft(dir, "case \"$*\" in *--echo*) exec sleep 60;; esac");
+    g_clear_pointer(&steer, vrmSteerFree);
+    steer = vrmSteerNew(ok);
+    g_assert_cmpint(vrmSteerReset(steer), ==, 0);
+    testAddWait(steer, "add rule x\n", &a);
+    g_assert_cmpuint(a.handle, ==, 0);
+    g_assert_nonnull(strstr(a.error, "nft did not finish within 10 seconds"));
+    g_clear_pointer(&a.error, g_free);
 
     /* nft missing: the package to install */
     missing = vrmSteerNew("/nonexistent/nft");
