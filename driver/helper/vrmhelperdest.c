@@ -544,11 +544,19 @@ vrmDestRecoveryTry(gpointer opaque)
     if (!vrmJobStateIsFinal(broken->record->state)) {
         if (++r->tries < VRM_HELPER_RECOVERY_TRIES)
             return G_SOURCE_CONTINUE;
+        if (broken->record->hasRecoveryOf) {
+            VRM_INFO("the incoming post-copy migration of %s broke; job %llu already recovers it",
+                     broken->record->domainUUID, r->broken);
+            return G_SOURCE_REMOVE;
+        }
         VRM_WARN(_("job %1$llu: its post-copy migration broke, but the job did not end within %2$d seconds: no recovery asked"),
                  r->broken, VRM_HELPER_RECOVERY_TRIES * VRM_HELPER_RECOVERY_POLL_MS / 1000);
         return G_SOURCE_REMOVE;
     }
-    vrmDestRecoveryStart(r->d, broken);
+    /* libvirt told twice of one break: one recovery */
+    if (vrmHelperJobsLastOfDomain(r->d, broken->record->domainUUID,
+                                  VRM_JOB_ROLE_DESTINATION) == broken)
+        vrmDestRecoveryStart(r->d, broken);
     return G_SOURCE_REMOVE;
 }
 
@@ -567,19 +575,21 @@ vrmHelperDestPostcopyFailed(const char *uuid, gpointer opaque)
                  uuid);
         return;
     }
-    /* libvirt's event and, after a restart, its state may both tell */
-    if (broken->record->hasRecoveryOf && !vrmJobStateIsFinal(broken->record->state)) {
-        VRM_INFO("the incoming post-copy migration of %s broke; job %llu already recovers it",
-                 uuid, broken->record->id);
-        return;
-    }
+    /* a recovery that broke in turn is recovered once it has ended; but
+     * libvirt's event and, after a restart, its state may both tell of the
+     * one break whose recovery still waits for QEMU: that recovery stays
+     * (vrmDestRecoveryTry) */
     if (!d->conf->recoveryWindow) {
         VRM_INFO("job %llu: its post-copy migration broke; [limits] recovery-window is 0: no recovery over RDMA",
                  broken->record->id);
         return;
     }
-    VRM_INFO("job %llu: its post-copy migration broke; asking %s for a recovery",
-             broken->record->id, broken->sourceLocator->host);
+    if (broken->record->hasRecoveryOf && !vrmJobStateIsFinal(broken->record->state))
+        VRM_INFO("job %llu: the post-copy migration it recovers broke; asking %s for another recovery once it ends",
+                 broken->record->id, broken->sourceLocator->host);
+    else
+        VRM_INFO("job %llu: its post-copy migration broke; asking %s for a recovery",
+                 broken->record->id, broken->sourceLocator->host);
     r = g_new0(vrmDestRecovery, 1);
     r->d = d;
     r->broken = broken->record->id;
