@@ -839,6 +839,10 @@ vrmHelperDaemonStart(vrmHelperDaemon *d)
                              d->conf->stateDir);
         return -1;
     }
+    /* first: a second virt-rdmad ends here, before it touches what the
+     * first one holds (its peers' port, its steering rules) */
+    if (vrmHelperListen(d) < 0)
+        return -1;
     signal(SIGPIPE, SIG_IGN);
     vrmHelperStartPeers(d);
     d->virt = vrmHelperVirtNew(d->conf->libvirtURI, d->locator,
@@ -847,8 +851,6 @@ vrmHelperDaemonStart(vrmHelperDaemon *d)
     vrmHelperStartSteering(d);
     vrmHelperJobsRecover(d);
     vrmHelperJobsMetricsStart(d);
-    if (vrmHelperListen(d) < 0)
-        return -1;
     d->server = vrmHelperServerNew(d->listenFd, d->conf->maxClients,
                                    vrmHelperRequest, d);
     vrmHelperJobsStartPolling(d);

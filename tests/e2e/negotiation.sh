@@ -726,6 +726,17 @@ PY" || fail "libvirt-python migrateToURI3 with migrate_uri tcp://198.18.0.1 fail
         # starts with an empty table
         nft add rule inet virt_rdma output meta skuid 0 tcp dport 9 redirect to :10 \
             comment '"virt-rdma job 999"' || fail "cannot add a stand-in for a stale rule"
+        # but a second virt-rdmad started beside the running one ends before
+        # it touches them (the stand-in stands for a running job's rule)
+        if timeout 30 "$VRM_BUILD_DIR/driver/helper/virt-rdmad" --config /etc/virt-rdma/virt-rdmad.conf \
+               --engine "$VRM_BUILD_DIR/driver/virt-rdma-engine" > /tmp/second.out 2>&1; then
+            fail "a second virt-rdmad started beside the running one"
+        fi
+        grep -q "another virt-rdmad is already serving" /tmp/second.out ||
+            fail "a second virt-rdmad does not say that one runs: $(cat /tmp/second.out)"
+        nft list chain inet virt_rdma output | grep -q 'virt-rdma job 999' ||
+            fail "a second virt-rdmad, refused, took the running one's steering rules"
+        say "a second virt-rdmad: $(tail -n 1 /tmp/second.out); the running one's rules stay"
         kill -KILL "$(cat /tmp/virt-rdmad.pid)"
         run_helper
         nft list chain inet virt_rdma output | grep -q 'virt-rdma job 999' &&
