@@ -29,6 +29,7 @@
 #include "vrmlog.h"
 #include "vrmnetwork.h"
 #include "vrmsocket.h"
+#include "vrmtcp.h"
 
 /* TLS 1.3 only. PSK: only the (EC)DHE modes, for forward secrecy. */
 #define VRM_PEER_PRIORITY_PSK "NORMAL:-VERS-ALL:+VERS-TLS1.3:-KX-ALL:+ECDHE-PSK:+DHE-PSK"
@@ -1190,6 +1191,7 @@ vrmPeerConnConnect(vrmPeerCreds *creds, const vrmLocator *to,
         freeaddrinfo(ai);
         return NULL;
     }
+    vrmTcpSetNoDelay(fd);
     pc = vrmPeerConnNew(creds, fd, true, name);
     pc->host = g_strdup(to->host);
     if (creds->source && vrmPeerBindSource(fd, creds->source, ai->ai_family) < 0) {
@@ -1289,6 +1291,7 @@ vrmPeerServerAccept(gint fd, GIOCondition cond, gpointer opaque)
                 srv->retry = g_timeout_add(250, vrmPeerServerRetry, srv);
             return G_SOURCE_REMOVE;
         }
+        vrmTcpSetNoDelay(cfd);
         getnameinfo((struct sockaddr *)&sa, salen, host, sizeof(host), serv,
                     sizeof(serv), NI_NUMERICHOST | NI_NUMERICSERV);
         name = vrmPeerFormatAddress(host, (unsigned int)atoi(serv));
