@@ -283,7 +283,7 @@ vrmDestPeerMessage(vrmPeerConn *pc, vrmPeerMessage *msg, gpointer opaque)
         vrmHelperJobsSetPhase(d, job, VRM_PHASE_DST_STARTING, d->connectTimeout + 1,
                               vrmDestExpired);
         vrmPeerConnExpect(pc, 0);
-        vrmHelperJobsWatchWaiters(d);
+        vrmHelperJobsWatchWaiters(d, job);
         return;
     }
     /* the result: ok, the hook may let libvirt go on */

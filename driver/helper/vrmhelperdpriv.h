@@ -68,6 +68,11 @@ vrmPeerType vrmHelperPhaseExpects(vrmHelperPhase phase);
  * negotiates (its wait lies on the migration's critical path) */
 #define VRM_HELPER_POLL_MS 200
 #define VRM_HELPER_WAIT_POLL_MS 20
+/* and each newly negotiating job's engine first after this, then after
+ * twice as long each time until VRM_HELPER_WAIT_POLL_MS (2, 6, 14 ms):
+ * an engine is ready within a few ms, and half a poll's wait was most of
+ * a negotiation once the peers' channel stopped waiting for Nagle */
+#define VRM_HELPER_WAIT_FIRST_MS 2
 /* A live engine must answer a probe within this */
 #define VRM_HELPER_PROBE_TIMEOUT_MS 1000
 /* After a restart, how long an engine may take to answer */
@@ -203,7 +208,7 @@ void vrmHelperJobsKill(vrmHelperJob *job, int sig);
 void vrmHelperJobsEngineGone(vrmHelperJob *job);
 void vrmHelperJobsFinish(vrmHelperDaemon *d, vrmHelperJob *job,
                          vrmJobState state, const char *error);
-void vrmHelperJobsWatchWaiters(vrmHelperDaemon *d);
+void vrmHelperJobsWatchWaiters(vrmHelperDaemon *d, vrmHelperJob *job);
 void vrmHelperJobsStartPolling(vrmHelperDaemon *d);
 void vrmHelperJobsRecover(vrmHelperDaemon *d);
 void vrmHelperJobsDropToken(vrmHelperJob *job);

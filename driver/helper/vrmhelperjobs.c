@@ -921,9 +921,42 @@ vrmHelperJobsWaitTimer(gpointer opaque)
     return G_SOURCE_REMOVE;
 }
 
-void
-vrmHelperJobsWatchWaiters(vrmHelperDaemon *d)
+typedef struct {
+    vrmHelperJobRef ref;
+    guint ms;                       /* this wait; the next is twice as long */
+} vrmHelperJobsEarly;
+
+static gboolean
+vrmHelperJobsEarlyProbe(gpointer opaque)
 {
+    vrmHelperJobsEarly *e = opaque;
+    vrmHelperJob *job = vrmHelperJobsGet(e->ref.d, e->ref.id);
+    vrmHelperJobsEarly *next;
+
+    if (!job || (job->phase != VRM_PHASE_SRC_STARTING &&
+                 job->phase != VRM_PHASE_DST_STARTING))
+        return G_SOURCE_REMOVE;
+    vrmHelperJobsProbe(e->ref.d, job);
+    if (e->ms * 2 < VRM_HELPER_WAIT_POLL_MS) {
+        next = g_memdup2(e, sizeof(*e));
+        next->ms *= 2;
+        g_timeout_add_full(G_PRIORITY_DEFAULT, next->ms, vrmHelperJobsEarlyProbe,
+                           next, g_free);
+    }
+    return G_SOURCE_REMOVE;
+}
+
+/* @job starts to negotiate: its engine is probed soon, then with the other
+ * negotiating jobs' every VRM_HELPER_WAIT_POLL_MS until none negotiates */
+void
+vrmHelperJobsWatchWaiters(vrmHelperDaemon *d, vrmHelperJob *job)
+{
+    vrmHelperJobsEarly *e = g_new0(vrmHelperJobsEarly, 1);
+
+    e->ref.d = d;
+    e->ref.id = job->record->id;
+    e->ms = VRM_HELPER_WAIT_FIRST_MS;
+    g_timeout_add_full(G_PRIORITY_DEFAULT, e->ms, vrmHelperJobsEarlyProbe, e, g_free);
     if (!d->waitTimer)
         d->waitTimer = g_timeout_add(VRM_HELPER_WAIT_POLL_MS,
                                      vrmHelperJobsWaitTimer, d);

@@ -749,7 +749,7 @@ vrmSourceFacts(vrmDomainFacts *facts, gpointer opaque)
     vrmPeerConnExpect(job->peer, 0);
     vrmHelperJobsSetPhase(d, job, VRM_PHASE_SRC_STARTING, VRM_SOURCE_LISTEN_TIMEOUT_S,
                           vrmSourceListenExpired);
-    vrmHelperJobsWatchWaiters(d);
+    vrmHelperJobsWatchWaiters(d, job);
     if (job->recoveryOf)
         vrmHelperJobLog(job, VRM_LOG_INFO, VRM_JOB_LOG_STARTED,
                         "job %llu: recovery of the post-copy migration of %s (%s) to %s (its job %llu); the engines wait %u s for QEMU",
