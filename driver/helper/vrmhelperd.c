@@ -703,6 +703,28 @@ vrmHelperActivationFd(void)
     return 3;
 }
 
+/* Another virt-rdmad that serves our socket: -1, reported (the socket
+ * systemd passed us is ours, whoever answers on its path) */
+static int
+vrmHelperCheckAlone(vrmHelperDaemon *d)
+{
+    const char *pid = g_getenv("LISTEN_PID");
+    int probe;
+
+    if ((pid && g_ascii_strtoll(pid, NULL, 10) == getpid()) ||
+        !g_file_test(d->socketPath, G_FILE_TEST_EXISTS))
+        return 0;
+    probe = vrmHelperConnect(d->socketPath, g_get_monotonic_time() + G_USEC_PER_SEC);
+    if (probe < 0) {
+        vrmResetLastError();
+        return 0;
+    }
+    close(probe);
+    vrmReportError(VRM_ERR_CONFIG, _("another virt-rdmad is already serving %1$s"),
+                   d->socketPath);
+    return -1;
+}
+
 static int
 vrmHelperListen(vrmHelperDaemon *d)
 {
@@ -722,19 +744,8 @@ vrmHelperListen(vrmHelperDaemon *d)
             VRM_WARN("%s", vrmGetLastErrorMessage());
         return 0;
     }
-    if (g_file_test(d->socketPath, G_FILE_TEST_EXISTS)) {
-        int probe = vrmHelperConnect(d->socketPath,
-                                     g_get_monotonic_time() + G_USEC_PER_SEC);
-
-        if (probe >= 0) {
-            close(probe);
-            vrmReportError(VRM_ERR_CONFIG,
-                           _("another virt-rdmad is already serving %1$s"),
-                           d->socketPath);
-            return -1;
-        }
-        vrmResetLastError();
-    }
+    if (vrmHelperCheckAlone(d) < 0)
+        return -1;
     if (!g_str_equal(dir, d->conf->runDir)) {
         /* tests: a socket elsewhere, in a directory of their own */
         g_autoptr(vrmRunDir) other = vrmRunDirOpen(dir, geteuid(), getegid());
@@ -840,8 +851,9 @@ vrmHelperDaemonStart(vrmHelperDaemon *d)
         return -1;
     }
     /* first: a second virt-rdmad ends here, before it touches what the
-     * first one holds (its peers' port, its steering rules) */
-    if (vrmHelperListen(d) < 0)
+     * first one holds (its peers' port, its steering rules); the socket
+     * itself is made last, once the helper is ready to serve */
+    if (vrmHelperCheckAlone(d) < 0)
         return -1;
     signal(SIGPIPE, SIG_IGN);
     vrmHelperStartPeers(d);
@@ -851,6 +863,8 @@ vrmHelperDaemonStart(vrmHelperDaemon *d)
     vrmHelperStartSteering(d);
     vrmHelperJobsRecover(d);
     vrmHelperJobsMetricsStart(d);
+    if (vrmHelperListen(d) < 0)
+        return -1;
     d->server = vrmHelperServerNew(d->listenFd, d->conf->maxClients,
                                    vrmHelperRequest, d);
     vrmHelperJobsStartPolling(d);
