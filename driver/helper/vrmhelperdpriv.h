@@ -69,7 +69,8 @@ vrmPeerType vrmHelperPhaseExpects(vrmHelperPhase phase);
 #define VRM_HELPER_POLL_MS 200
 #define VRM_HELPER_WAIT_POLL_MS 20
 /* and each newly negotiating job's engine first after this, then after
- * twice as long each time until VRM_HELPER_WAIT_POLL_MS (2, 6, 14 ms):
+ * twice as long each time while that is at most half VRM_HELPER_WAIT_POLL_MS
+ * (2, 6, 14 ms):
  * an engine is ready within a few ms, and half a poll's wait was most of
  * a negotiation once the peers' channel stopped waiting for Nagle */
 #define VRM_HELPER_WAIT_FIRST_MS 2

@@ -937,7 +937,8 @@ vrmHelperJobsEarlyProbe(gpointer opaque)
                  job->phase != VRM_PHASE_DST_STARTING))
         return G_SOURCE_REMOVE;
     vrmHelperJobsProbe(e->ref.d, job);
-    if (e->ms * 2 < VRM_HELPER_WAIT_POLL_MS) {
+    /* the shared poll takes over once ours would be as slow */
+    if (e->ms * 2 <= VRM_HELPER_WAIT_POLL_MS / 2) {
         next = g_memdup2(e, sizeof(*e));
         next->ms *= 2;
         g_timeout_add_full(G_PRIORITY_DEFAULT, next->ms, vrmHelperJobsEarlyProbe,
