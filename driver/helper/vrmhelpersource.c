@@ -515,8 +515,12 @@ vrmSourceSteerAdded(guint64 handle, const char *error, gpointer opaque)
         return;
     }
     if (!handle) {
+        /* never a reason to refuse: the migration may not even be over
+         * TCP (a per-domain URI), and over TCP it still works */
         job->steer = VRM_JOB_STEER_NONE;
-        vrmSourceFail(d, job, VRM_ERR_CONFIG, error);
+        VRM_WARN(_("job %1$llu: not steered: %2$s; a migration over libvirt's TCP goes over TCP"),
+                 job->record->id, error);
+        vrmSourceStats(d, job);
         return;
     }
     job->steer = VRM_JOB_STEER_ACTIVE;
@@ -558,9 +562,10 @@ vrmSourceSteerConflict(vrmHelperDaemon *d, vrmHelperJob *job)
  * steered (the migration then goes over TCP, if that is its URI): the
  * mode off, a recovery, a domain whose disks the engine would have to
  * tell from its memory on TCP, a rule that would catch another job's
- * QEMU. -1: the job fails (reported).
+ * QEMU, and a listener or a rule that cannot be made (a warning): none of
+ * these fails the job.
  */
-static int
+static void
 vrmSourceSteerPrepare(vrmHelperDaemon *d, vrmHelperJob *job, const vrmOffer *offer)
 {
     struct sockaddr_in addr = { .sin_family = AF_INET };
@@ -573,18 +578,18 @@ vrmSourceSteerPrepare(vrmHelperDaemon *d, vrmHelperJob *job, const vrmOffer *off
     int fd;
 
     if (!d->steer || vrmSteerProblem(d->steer) || job->recoveryOf)
-        return 0;
+        return;
     if (offer->disks) {
         VRM_INFO("job %llu: not steered: the domain has disks, which the transparent mode does not carry yet; a migration over libvirt's TCP goes over TCP",
                  job->record->id);
-        return 0;
+        return;
     }
     job->steerCgroup = vrmSteerQemuCgroup(job->qemuPid, &level);
     if ((other = vrmSourceSteerConflict(d, job))) {
         VRM_INFO("job %llu: not steered: job %llu steers QEMU's connections and QEMU has no cgroup of its own to tell them apart; a migration over libvirt's TCP goes over TCP",
                  job->record->id, other->record->id);
         g_clear_pointer(&job->steerCgroup, g_free);
-        return 0;
+        return;
     }
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
@@ -592,9 +597,12 @@ vrmSourceSteerPrepare(vrmHelperDaemon *d, vrmHelperJob *job, const vrmOffer *off
         listen(fd, VRM_SOURCE_TCP_BACKLOG) < 0 ||
         getsockname(fd, (struct sockaddr *)&addr, &len) < 0) {
         vrmReportSystemError(errno, _("cannot make the transparent mode's TCP listener on 127.0.0.1"));
+        VRM_WARN(_("job %1$llu: not steered: %2$s; a migration over libvirt's TCP goes over TCP"),
+                 job->record->id, vrmGetLastErrorMessage());
+        vrmResetLastError();
         if (fd >= 0)
             close(fd);
-        return -1;
+        return;
     }
     job->tcpListenFd = fd;
     match.qemuUid = job->qemuUid;
@@ -606,10 +614,12 @@ vrmSourceSteerPrepare(vrmHelperDaemon *d, vrmHelperJob *job, const vrmOffer *off
     ref = vrmHelperJobRefNew(d, job);
     if (vrmSteerAdd(d->steer, rule, vrmSourceSteerAdded, ref) < 0) {
         g_free(ref);
-        return -1;
+        VRM_WARN(_("job %1$llu: not steered: %2$s; a migration over libvirt's TCP goes over TCP"),
+                 job->record->id, vrmGetLastErrorMessage());
+        vrmResetLastError();
+        return;
     }
     job->steer = VRM_JOB_STEER_ADDING;
-    return 0;
 }
 
 /* Device, address, port; the offer; the budget; directory; engine.
@@ -685,8 +695,7 @@ vrmSourceStartJob(vrmSourceRequest *req, const vrmDomainFacts *f,
                               true, &job->domainDir, &job->qemuListenFd,
                               offer->disks ? &job->diskListenFd : NULL) < 0)
         return -1;
-    if (vrmSourceSteerPrepare(d, job, offer) < 0)
-        return -1;
+    vrmSourceSteerPrepare(d, job, offer);
     if (vrmHelperJobsSpawn(d, job, offer, NULL, device) < 0)
         return -1;
     job->pendingOffer = g_steal_pointer(&offer);
