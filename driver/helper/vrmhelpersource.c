@@ -498,6 +498,15 @@ vrmSourceDevice(vrmHelperDaemon *d, const vrmMigrationParams *params,
 
 /* ---- the transparent mode: QEMU's TCP steered to the engine ----------- */
 
+/* Never a reason to refuse: the migration may not even be over TCP (a
+ * per-domain URI), and over TCP it still works */
+static void
+vrmSourceNotSteered(vrmHelperJob *job, const char *why)
+{
+    VRM_WARN(_("job %1$llu: not steered: %2$s; a migration over libvirt's TCP goes over TCP"),
+             job->record->id, why);
+}
+
 static void
 vrmSourceSteerAdded(guint64 handle, const char *error, gpointer opaque)
 {
@@ -515,11 +524,8 @@ vrmSourceSteerAdded(guint64 handle, const char *error, gpointer opaque)
         return;
     }
     if (!handle) {
-        /* never a reason to refuse: the migration may not even be over
-         * TCP (a per-domain URI), and over TCP it still works */
         job->steer = VRM_JOB_STEER_NONE;
-        VRM_WARN(_("job %1$llu: not steered: %2$s; a migration over libvirt's TCP goes over TCP"),
-                 job->record->id, error);
+        vrmSourceNotSteered(job, error);
         vrmSourceStats(d, job);
         return;
     }
@@ -571,7 +577,6 @@ vrmSourceSteerPrepare(vrmHelperDaemon *d, vrmHelperJob *job, const vrmOffer *off
     struct sockaddr_in addr = { .sin_family = AF_INET };
     socklen_t len = sizeof(addr);
     vrmSteerMatch match = { 0 };
-    g_autofree char *rule = NULL;
     vrmHelperJobRef *ref;
     vrmHelperJob *other;
     unsigned int level = 0;
@@ -597,8 +602,7 @@ vrmSourceSteerPrepare(vrmHelperDaemon *d, vrmHelperJob *job, const vrmOffer *off
         listen(fd, VRM_SOURCE_TCP_BACKLOG) < 0 ||
         getsockname(fd, (struct sockaddr *)&addr, &len) < 0) {
         vrmReportSystemError(errno, _("cannot make the transparent mode's TCP listener on 127.0.0.1"));
-        VRM_WARN(_("job %1$llu: not steered: %2$s; a migration over libvirt's TCP goes over TCP"),
-                 job->record->id, vrmGetLastErrorMessage());
+        vrmSourceNotSteered(job, vrmGetLastErrorMessage());
         vrmResetLastError();
         if (fd >= 0)
             close(fd);
@@ -610,12 +614,11 @@ vrmSourceSteerPrepare(vrmHelperDaemon *d, vrmHelperJob *job, const vrmOffer *off
     match.cgroupLevel = level;
     match.portMin = d->conf->migrationPortMin;
     match.portMax = d->conf->migrationPortMax;
-    rule = vrmSteerRuleText(&match, ntohs(addr.sin_port), job->record->id);
     ref = vrmHelperJobRefNew(d, job);
-    if (vrmSteerAdd(d->steer, rule, vrmSourceSteerAdded, ref) < 0) {
+    if (vrmSteerAdd(d->steer, &match, ntohs(addr.sin_port), job->record->id,
+                    vrmSourceSteerAdded, ref) < 0) {
         g_free(ref);
-        VRM_WARN(_("job %1$llu: not steered: %2$s; a migration over libvirt's TCP goes over TCP"),
-                 job->record->id, vrmGetLastErrorMessage());
+        vrmSourceNotSteered(job, vrmGetLastErrorMessage());
         vrmResetLastError();
         return;
     }

@@ -23,6 +23,13 @@ struct _vrmSteer {
 typedef void (*vrmSteerRunFunc)(int status, const char *out, const char *err,
                                 gpointer opaque);
 
+/* How nft is run: its input is always commands on standard input */
+typedef enum {
+    VRM_STEER_RUN_APPLY,        /* nft -f -: nothing printed */
+    VRM_STEER_RUN_ECHO,         /* what it added, with the handles */
+    VRM_STEER_RUN_LIST,         /* a listing, with the handles */
+} vrmSteerRunMode;
+
 typedef struct {
     GSubprocess *proc;
     guint timer;
@@ -68,16 +75,19 @@ vrmSteerRunDone(GObject *obj, GAsyncResult *res, gpointer opaque)
 
 /* nft -f - with @input; -1: it could not be started (reported) */
 static int
-vrmSteerRunStart(const char *nft, bool echo, const char *input,
+vrmSteerRunStart(const char *nft, vrmSteerRunMode mode, const char *input,
                  vrmSteerRunFunc cb, gpointer opaque)
 {
     g_autoptr(GError) error = NULL;
     const char *argvEcho[] = { nft, "--echo", "--handle", "-f", "-", NULL };
-    const char *argvPlain[] = { nft, "-f", "-", NULL };
+    const char *argvList[] = { nft, "--handle", "-f", "-", NULL };
+    const char *argvApply[] = { nft, "-f", "-", NULL };
+    const char * const *argv = mode == VRM_STEER_RUN_ECHO ? argvEcho :
+                               mode == VRM_STEER_RUN_LIST ? argvList : argvApply;
     vrmSteerRun *run;
     GSubprocess *proc;
 
-    proc = g_subprocess_newv(echo ? argvEcho : argvPlain,
+    proc = g_subprocess_newv(argv,
                              G_SUBPROCESS_FLAGS_STDIN_PIPE |
                              G_SUBPROCESS_FLAGS_STDOUT_PIPE |
                              G_SUBPROCESS_FLAGS_STDERR_PIPE, &error);
@@ -163,7 +173,7 @@ vrmSteerRunSync(vrmSteer *steer, const char *input, char **words)
 
     *words = NULL;
     g_main_context_push_thread_default(ctx);
-    if (vrmSteerRunStart(steer->nft, false, input, vrmSteerSyncDone, &r) == 0) {
+    if (vrmSteerRunStart(steer->nft, VRM_STEER_RUN_APPLY, input, vrmSteerSyncDone, &r) == 0) {
         while (!r.done)
             g_main_context_iteration(ctx, TRUE);
         if (r.status == 0)
@@ -316,7 +326,7 @@ vrmSteerRuleText(const vrmSteerMatch *m, unsigned int port, unsigned long long j
      * as root in the sandbox) */
     g_string_append_printf(rule, " fib daddr type != local tcp dport %u-%u"
                            " tcp flags & (fin | syn | rst | ack) == syn"
-                           " redirect to :%u comment \"virt-rdma job %llu\"\n",
+                           " redirect to :%u comment \"" VRM_STEER_COMMENT "\"\n",
                            m->portMin, m->portMax, port, jobId);
     return g_string_free(rule, FALSE);
 }
@@ -341,48 +351,24 @@ vrmSteerParseHandle(const char *output)
     return handle;
 }
 
-typedef struct {
-    vrmSteerAddedFunc cb;
-    gpointer opaque;
-} vrmSteerAddCall;
-
-static void
-vrmSteerAddDone(int status, const char *out, const char *err, gpointer opaque)
+guint64
+vrmSteerParseJobHandle(const char *listing, unsigned long long jobId)
 {
-    g_autofree vrmSteerAddCall *call = opaque;
-    guint64 handle = status == 0 ? vrmSteerParseHandle(out) : 0;
-    g_autofree char *words = NULL;
-    g_autofree char *why = NULL;
+    g_autofree char *needle = g_strdup_printf("comment \"" VRM_STEER_COMMENT "\"", jobId);
+    const char *p = listing ? strstr(listing, needle) : NULL;
+    const char *end;
+    g_autofree char *line = NULL;
 
-    if (!handle) {
-        words = vrmSteerNftWords(status == 0 ? _("nft did not say the rule's handle") : err);
-        why = g_strdup_printf(_("cannot add the steering rule to the nftables table inet %1$s: %2$s"),
-                              VRM_STEER_TABLE, words);
-    }
-    call->cb(handle, why, call->opaque);
-}
-
-int
-vrmSteerAdd(vrmSteer *steer, const char *rule, vrmSteerAddedFunc cb, gpointer opaque)
-{
-    vrmSteerAddCall *call;
-
-    if (steer->problem) {
-        vrmReportError(VRM_ERR_CONFIG, "%s", steer->problem);
-        return -1;
-    }
-    call = g_new0(vrmSteerAddCall, 1);
-    call->cb = cb;
-    call->opaque = opaque;
-    if (vrmSteerRunStart(steer->nft, true, rule, vrmSteerAddDone, call) < 0) {
-        g_free(call);
-        return -1;
-    }
-    return 0;
+    if (!p)
+        return 0;
+    end = strchr(p, '\n');
+    line = end ? g_strndup(p, end - p) : g_strdup(p);
+    return vrmSteerParseHandle(line);
 }
 
 static void
-vrmSteerRemoveDone(int status, const char *out, const char *err, gpointer opaque)
+vrmSteerRemoveDone(int status, const char *out G_GNUC_UNUSED, const char *err,
+                   gpointer opaque)
 {
     guint64 handle = GPOINTER_TO_SIZE(opaque);
 
@@ -394,14 +380,121 @@ vrmSteerRemoveDone(int status, const char *out, const char *err, gpointer opaque
     }
 }
 
-void
-vrmSteerRemove(vrmSteer *steer, guint64 handle)
+static void
+vrmSteerRemoveWith(const char *nft, guint64 handle)
 {
     g_autofree char *input =
         g_strdup_printf("delete rule inet %s %s handle %llu\n", VRM_STEER_TABLE,
                         VRM_STEER_CHAIN, (unsigned long long)handle);
 
-    if (vrmSteerRunStart(steer->nft, false, input, vrmSteerRemoveDone,
+    if (vrmSteerRunStart(nft, VRM_STEER_RUN_APPLY, input, vrmSteerRemoveDone,
                          GSIZE_TO_POINTER(handle)) < 0)
         VRM_WARN("%s", vrmGetLastErrorMessage());
+}
+
+void
+vrmSteerRemove(vrmSteer *steer, guint64 handle)
+{
+    vrmSteerRemoveWith(steer->nft, handle);
+}
+
+/* One add in flight: the job's id finds its rule again if nft made it
+ * without telling its handle */
+typedef struct {
+    char *nft;
+    unsigned long long jobId;
+    vrmSteerAddedFunc cb;
+    gpointer opaque;
+} vrmSteerAddCall;
+
+static void
+vrmSteerAddCallFree(vrmSteerAddCall *call)
+{
+    g_free(call->nft);
+    g_free(call);
+}
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(vrmSteerAddCall, vrmSteerAddCallFree);
+
+static void
+vrmSteerSweepDone(int status, const char *out, const char *err, gpointer opaque)
+{
+    g_autoptr(vrmSteerAddCall) call = opaque;
+    guint64 handle;
+
+    if (status != 0) {
+        g_autofree char *words = vrmSteerNftWords(err);
+
+        VRM_WARN(_("job %1$llu: cannot look for its steering rule in the nftables table inet %2$s: %3$s; if nft made it, it goes when virt-rdmad stops or restarts"),
+                 call->jobId, VRM_STEER_TABLE, words);
+        return;
+    }
+    if ((handle = vrmSteerParseJobHandle(out, call->jobId))) {
+        VRM_INFO("job %llu: deleting its steering rule (handle %llu), which nft made without telling its handle",
+                 call->jobId, (unsigned long long)handle);
+        vrmSteerRemoveWith(call->nft, handle);
+    }
+}
+
+/*
+ * An add that ended without a handle may still have made the rule: nft
+ * killed at its deadline after its transaction committed, or an answer
+ * that did not say the handle. Such a rule would steer the QEMU's next
+ * connections to a port nobody holds, so the table is listed and the
+ * job's rule, found by its comment, deleted. An nft that refused made
+ * nothing (a transaction), and the listing then finds nothing.
+ */
+static void
+vrmSteerSweep(vrmSteerAddCall *call)
+{
+    g_autofree char *input = g_strdup_printf("list chain inet %s %s\n", VRM_STEER_TABLE,
+                                             VRM_STEER_CHAIN);
+
+    if (vrmSteerRunStart(call->nft, VRM_STEER_RUN_LIST, input, vrmSteerSweepDone, call) < 0) {
+        VRM_WARN("%s", vrmGetLastErrorMessage());
+        vrmSteerAddCallFree(call);
+    }
+}
+
+static void
+vrmSteerAddDone(int status, const char *out, const char *err, gpointer opaque)
+{
+    vrmSteerAddCall *call = opaque;
+    guint64 handle = status == 0 ? vrmSteerParseHandle(out) : 0;
+    g_autofree char *words = NULL;
+    g_autofree char *why = NULL;
+
+    if (!handle) {
+        words = vrmSteerNftWords(status == 0 ? _("nft did not say the rule's handle") : err);
+        why = g_strdup_printf(_("cannot add the steering rule to the nftables table inet %1$s: %2$s"),
+                              VRM_STEER_TABLE, words);
+    }
+    call->cb(handle, why, call->opaque);
+    if (handle)
+        vrmSteerAddCallFree(call);
+    else
+        vrmSteerSweep(call);
+}
+
+int
+vrmSteerAdd(vrmSteer *steer, const vrmSteerMatch *match, unsigned int port,
+            unsigned long long jobId, vrmSteerAddedFunc cb, gpointer opaque)
+{
+    g_autofree char *rule = NULL;
+    vrmSteerAddCall *call;
+
+    if (steer->problem) {
+        vrmReportError(VRM_ERR_CONFIG, "%s", steer->problem);
+        return -1;
+    }
+    rule = vrmSteerRuleText(match, port, jobId);
+    call = g_new0(vrmSteerAddCall, 1);
+    call->nft = g_strdup(steer->nft);
+    call->jobId = jobId;
+    call->cb = cb;
+    call->opaque = opaque;
+    if (vrmSteerRunStart(steer->nft, VRM_STEER_RUN_ECHO, rule, vrmSteerAddDone, call) < 0) {
+        vrmSteerAddCallFree(call);
+        return -1;
+    }
+    return 0;
 }

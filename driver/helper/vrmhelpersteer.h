@@ -29,10 +29,15 @@
  *   vrmSteerQemuCgroup(pid, &level)     the cgroup (v2) of a domain's QEMU
  *                                       that no other domain shares, or NULL
  *   vrmSteerCgroupParse(text, &level)   the same from /proc/PID/cgroup's text
- *   vrmSteerAdd(steer, rule, cb, data)  async: cb(handle, error, data) later;
- *                                       -1 (reported, no cb) if nft cannot run
+ *   vrmSteerAdd(steer, match, port, job, cb, data)
+ *                                       async: cb(handle, error, data) later;
+ *                                       -1 (reported, no cb) if nft cannot run;
+ *                                       an add without a handle deletes the
+ *                                       rule if nft made it after all
  *   vrmSteerRemove(steer, handle)       async, best effort (logged)
  *   vrmSteerParseHandle(output)         "# handle N" of nft --echo --handle
+ *   vrmSteerParseJobHandle(list, job)   the handle of a job's rule in a
+ *                                       listing (nft --handle list chain)
  */
 #pragma once
 
@@ -47,6 +52,8 @@
 #define VRM_STEER_CHAIN "output"
 /* before a host firewall's NAT (srcnat 100, dstnat -100 in output) */
 #define VRM_STEER_PRIORITY -110
+/* a job's rule says whose it is (%llu: the job's id) */
+#define VRM_STEER_COMMENT "virt-rdma job %llu"
 /* s: one run of nft */
 #define VRM_STEER_NFT_TIMEOUT_S 10
 
@@ -75,7 +82,8 @@ char *vrmSteerRuleText(const vrmSteerMatch *match, unsigned int port,
                        unsigned long long jobId);
 char *vrmSteerQemuCgroup(pid_t pid, unsigned int *level);
 char *vrmSteerCgroupParse(const char *text, unsigned int *level);
-int vrmSteerAdd(vrmSteer *steer, const char *rule, vrmSteerAddedFunc cb,
-                gpointer opaque);
+int vrmSteerAdd(vrmSteer *steer, const vrmSteerMatch *match, unsigned int port,
+                unsigned long long jobId, vrmSteerAddedFunc cb, gpointer opaque);
 void vrmSteerRemove(vrmSteer *steer, guint64 handle);
+guint64 vrmSteerParseJobHandle(const char *listing, unsigned long long jobId);
 guint64 vrmSteerParseHandle(const char *output);

@@ -82,6 +82,17 @@ testHandle(void)
     g_assert_cmpuint(vrmSteerParseHandle("# handle "), ==, 0);
     g_assert_cmpuint(vrmSteerParseHandle("# handle 12x\n"), ==, 0);
     g_assert_cmpuint(vrmSteerParseHandle("# handle 99999999999999999999999\n"), ==, 0);
+
+    /* a job's rule in the table's listing (nft --handle list chain) */
+    g_assert_cmpuint(vrmSteerParseJobHandle("table inet virt_rdma {\n"
+                                            "  chain output { # handle 1\n"
+                                            "    redirect to :6 comment \"virt-rdma job 70\" # handle 3\n"
+                                            "    redirect to :5 comment \"virt-rdma job 7\" # handle 4\n"
+                                            "  }\n}\n", 7), ==, 4);
+    g_assert_cmpuint(vrmSteerParseJobHandle("redirect to :6 comment \"virt-rdma job 70\" # handle 3\n", 7), ==, 0);
+    g_assert_cmpuint(vrmSteerParseJobHandle("comment \"virt-rdma job 7\" # handle 5", 7), ==, 5);
+    g_assert_cmpuint(vrmSteerParseJobHandle("comment \"virt-rdma job 7\"\n# handle 5\n", 7), ==, 0);
+    g_assert_cmpuint(vrmSteerParseJobHandle(NULL, 7), ==, 0);
 }
 
 /* A FAKE nft: @body runs with nft's arguments; its input is the rules */
@@ -112,16 +123,52 @@ testAddedCb(guint64 handle, const char *error, gpointer opaque)
     a->error = g_strdup(error);
 }
 
+/* QEMU of uid 1, job 7 */
+static const vrmSteerMatch testMatch = { .qemuUid = 1, .portMin = 49152, .portMax = 49215 };
+
 static void
-testAddWait(vrmSteer *steer, const char *rule, testAdded *a)
+testAddWait(vrmSteer *steer, testAdded *a)
 {
     gint64 deadline = g_get_monotonic_time() + 30 * G_USEC_PER_SEC;
 
     memset(a, 0, sizeof(*a));
-    g_assert_cmpint(vrmSteerAdd(steer, rule, testAddedCb, a), ==, 0);
+    g_assert_cmpint(vrmSteerAdd(steer, &testMatch, 5, 7, testAddedCb, a), ==, 0);
     while (!a->done && g_get_monotonic_time() < deadline)
         g_main_context_iteration(NULL, TRUE);
     g_assert_true(a->done);
+}
+
+/* The loop runs until @log holds @text (a run that is not waited for) */
+static char *
+testLogWait(const char *log, const char *text)
+{
+    char *seen = NULL;
+
+    for (int i = 0; i < 1500; i++) {
+        g_clear_pointer(&seen, g_free);
+        g_file_get_contents(log, &seen, NULL, NULL);
+        if (seen && strstr(seen, text))
+            break;
+        g_main_context_iteration(NULL, FALSE);
+        g_usleep(10000);
+    }
+    g_assert_nonnull(seen);
+    return seen;
+}
+
+/* An add through a FAKE nft running @body fails with @why in its reason */
+static void
+testAddFails(const char *dir, const char *body, const char *why)
+{
+    g_autofree char *nft = testFakeNft(dir, body);
+    g_autoptr(vrmSteer) steer = vrmSteerNew(nft);
+    testAdded a;
+
+    g_assert_cmpint(vrmSteerReset(steer), ==, 0);
+    testAddWait(steer, &a);
+    g_assert_cmpuint(a.handle, ==, 0);
+    g_assert_nonnull(strstr(a.error, why));
+    g_free(a.error);
 }
 
 static void
@@ -139,7 +186,7 @@ testRuns(void)
 
     /* before the table is made, nothing is added */
     steer = vrmSteerNew("/nonexistent/nft");
-    g_assert_cmpint(vrmSteerAdd(steer, "add rule x\n", testAddedCb, &a), ==, -1);
+    g_assert_cmpint(vrmSteerAdd(steer, &testMatch, 5, 7, testAddedCb, &a), ==, -1);
     g_assert_nonnull(strstr(vrmGetLastErrorMessage(), "not made yet"));
 
     body = g_strdup_printf("printf '%%s\\n' \"$*\" \"$input\" >> %s\n"
@@ -150,23 +197,15 @@ testRuns(void)
     steer = vrmSteerNew(ok);
     g_assert_cmpint(vrmSteerReset(steer), ==, 0);
     g_assert_null(vrmSteerProblem(steer));
-    testAddWait(steer, "add rule inet virt_rdma output meta skuid 1 redirect to :5\n", &a);
+    testAddWait(steer, &a);
     g_assert_cmpuint(a.handle, ==, 42);
     g_assert_null(a.error);
     vrmSteerRemove(steer, 42);
-    /* the removal is not waited for: run the loop until it is logged */
-    for (int i = 0; i < 300; i++) {
-        g_clear_pointer(&seen, g_free);
-        g_file_get_contents(log, &seen, NULL, NULL);
-        if (seen && strstr(seen, "delete rule inet virt_rdma output handle 42"))
-            break;
-        g_main_context_iteration(NULL, FALSE);
-        g_usleep(10000);
-    }
+    seen = testLogWait(log, "delete rule inet virt_rdma output handle 42");
     g_assert_nonnull(strstr(seen, "add table inet virt_rdma\ndelete table inet virt_rdma\n"
                                   "table inet virt_rdma {\n    chain output {\n"
                                   "        type nat hook output priority -110; policy accept;"));
-    g_assert_nonnull(strstr(seen, "--echo --handle -f -\nadd rule inet virt_rdma output meta skuid 1"));
+    g_assert_nonnull(strstr(seen, "--echo --handle -f -\nadd rule inet virt_rdma output meta nfproto ipv4 meta skuid 1 "));
     g_assert_nonnull(strstr(seen, "delete rule inet virt_rdma output handle 42"));
 
     /* a clean stop drops the table, once */
@@ -187,7 +226,7 @@ testRuns(void)
     g_assert_cmpint(vrmSteerReset(broken), ==, -1);
     g_assert_nonnull(strstr(vrmSteerProblem(broken),
                             "cannot make the nftables table inet virt_rdma of the transparent mode: Error: Could not process rule: No such file or directory (does the kernel"));
-    g_assert_cmpint(vrmSteerAdd(broken, "add rule x\n", testAddedCb, &a), ==, -1);
+    g_assert_cmpint(vrmSteerAdd(broken, &testMatch, 5, 7, testAddedCb, &a), ==, -1);
     g_assert_nonnull(strstr(vrmGetLastErrorMessage(), "cannot make the nftables table"));
 
     /* nft that fails to drop the table: logged (with the way to do it by
@@ -205,15 +244,8 @@ testRuns(void)
     g_assert_null(vrmSteerProblem(steer));
 
     /* nft that hangs: killed at its deadline, the reason says so */
-    g_free(ok);
-    ok = testFakeNft(dir, "case \"$*\" in *--echo*) exec sleep 60;; esac");
-    g_clear_pointer(&steer, vrmSteerFree);
-    steer = vrmSteerNew(ok);
-    g_assert_cmpint(vrmSteerReset(steer), ==, 0);
-    testAddWait(steer, "add rule x\n", &a);
-    g_assert_cmpuint(a.handle, ==, 0);
-    g_assert_nonnull(strstr(a.error, "nft did not finish within 10 seconds"));
-    g_clear_pointer(&a.error, g_free);
+    testAddFails(dir, "case \"$*\" in *--echo*) exec sleep 60;; esac",
+                 "nft did not finish within 10 seconds");
 
     /* nft missing: the package to install */
     missing = vrmSteerNew("/nonexistent/nft");
@@ -222,17 +254,32 @@ testRuns(void)
                             "cannot run /nonexistent/nft (the transparent mode needs nftables: apt install nftables)"));
 
     /* an answer without a handle is a failure, not handle 0 taken as one */
-    g_free(ok);
-    ok = testFakeNft(dir, "exit 0");
-    g_clear_pointer(&steer, vrmSteerFree);
-    steer = vrmSteerNew(ok);
-    g_assert_cmpint(vrmSteerReset(steer), ==, 0);
-    testAddWait(steer, "add rule x\n", &a);
-    g_assert_cmpuint(a.handle, ==, 0);
-    g_assert_nonnull(strstr(a.error, "nft did not say the rule's handle"));
-    g_clear_pointer(&a.error, g_free);
+    testAddFails(dir, "exit 0", "nft did not say the rule's handle");
+
+    /* nft that made the rule without saying its handle (here: committed,
+     * then hung until killed): the job's rule is found by its comment in
+     * the table's listing and deleted, no other job's */
+    unlink(log);
+    g_free(body);
+    body = g_strdup_printf("printf '%%s\\n' \"$*\" \"$input\" >> %1$s\n"
+                           "case \"$*\" in\n"
+                           "  *--echo*) exec sleep 60;;\n"
+                           "  *--handle*) printf '%%s\\n' 'table inet virt_rdma {' "
+                           "'  chain output { # handle 1' "
+                           "'    meta skuid 1 redirect to :6 comment \"virt-rdma job 70\" # handle 3' "
+                           "'    meta skuid 1 redirect to :5 comment \"virt-rdma job 7\" # handle 4' "
+                           "'  }' '}';;\n"
+                           "esac", log);
+    testAddFails(dir, body, "nft did not finish within 10 seconds");
+    g_free(seen);
+    seen = testLogWait(log, "delete rule inet virt_rdma output handle");
+    g_assert_nonnull(strstr(seen, "--handle -f -\nlist chain inet virt_rdma output\n"));
+    g_assert_nonnull(strstr(seen, "delete rule inet virt_rdma output handle 4\n"));
+    g_assert_null(strstr(seen, "handle 3\n"));
 
     unlink(log);
+    g_free(ok);
+    ok = g_build_filename(dir, "nft", NULL);
     unlink(ok);
     g_assert_cmpint(rmdir(dir), ==, 0);
 }
