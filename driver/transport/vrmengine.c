@@ -60,6 +60,31 @@
 
 typedef struct _vrmEngineSlot vrmEngineSlot;
 
+/*
+ * A slot's RDMA connection, in order: a slot only moves forward
+ * (vrmEngineSlotAdvance), except that a source slot whose peer never
+ * proved itself starts again from IDLE (vrmEngineSlotReset).
+ */
+typedef enum {
+    VRM_ENGINE_SLOT_IDLE,           /* nothing counts against the allowance */
+    VRM_ENGINE_SLOT_SET_UP,         /* its queue pair and memory exist; a
+                                     * destination may retry its connect */
+    VRM_ENGINE_SLOT_ESTABLISHED,    /* rdma_cm's ESTABLISHED seen, its progress
+                                     * thread started (one that cannot start
+                                     * ends the job) */
+    VRM_ENGINE_SLOT_AUTHENTICATED,  /* the peer proved it holds the token (a
+                                     * destination's peer did in its request:
+                                     * it goes from SET_UP straight here) */
+    VRM_ENGINE_SLOT_DONE,           /* both directions ended cleanly */
+} vrmEngineSlotState;
+
+/* Destination: a slot's side towards QEMU, in order */
+typedef enum {
+    VRM_ENGINE_SLOT_OPEN_NONE,      /* no CHANNEL_OPEN yet */
+    VRM_ENGINE_SLOT_OPEN_REQUESTED, /* CHANNEL_OPEN arrived: connecting to QEMU */
+    VRM_ENGINE_SLOT_OPEN_CONNECTED, /* connected to QEMU's socket or port */
+} vrmEngineSlotOpen;
+
 /* What the main thread knows of one channel */
 struct _vrmEngineSlot {
     vrmEngine *engine;
@@ -68,10 +93,7 @@ struct _vrmEngineSlot {
     struct rdma_cm_id *id;      /* the channel's rdma_cm id */
     bool disk;                  /* carries an NBD connection (--copy-storage-all) */
     bool wanted;                /* source: QEMU opened it; destination: asked for */
-    bool setUp;                 /* its memory counts against the allowance */
-    bool connected;             /* ESTABLISHED seen */
-    bool started;               /* its progress thread runs (or ran) */
-    bool authenticated;         /* the peer proved it holds the token */
+    vrmEngineSlotState state;
     gint64 connectDeadline;     /* connected and authenticated by then */
     guint8 nonce[VRM_PROTO_NONCE_LEN];  /* ours, of this connection */
     int qemuFd;                 /* source: QEMU's connection until authenticated */
@@ -83,9 +105,7 @@ struct _vrmEngineSlot {
     guint openSource;           /* destination: pending socket retry (or
                                  * TCP connect) */
     int openFd;                 /* destination: TCP connect in progress, -1 none */
-    bool openRequested;         /* destination: CHANNEL_OPEN arrived */
-    bool opened;                /* destination: connected to QEMU's socket */
-    bool done;                  /* ended cleanly */
+    vrmEngineSlotOpen open;
     vrmStats sample;            /* snapshot of the last tick */
     double mbpsCurrent;
 };
@@ -487,6 +507,15 @@ vrmEngineNewChannel(vrmEngine *e, vrmEngineSlot *slot)
     return vrmChannelNew(&cfg, &host);
 }
 
+/* A fact about a slot's connection, once seen, stays: a slot never goes
+ * back (but to IDLE, by vrmEngineSlotReset) */
+static void
+vrmEngineSlotAdvance(vrmEngineSlot *slot, vrmEngineSlotState state)
+{
+    if (state > slot->state)
+        slot->state = state;
+}
+
 /* The channel's memory on the device of @id, and its queue pair */
 static int
 vrmEngineSlotSetup(vrmEngine *e, vrmEngineSlot *slot, struct rdma_cm_id *id,
@@ -502,7 +531,7 @@ vrmEngineSlotSetup(vrmEngine *e, vrmEngineSlot *slot, struct rdma_cm_id *id,
     guint32 sq, rq;
     int cqe;
 
-    if (!slot->setUp) {
+    if (slot->state == VRM_ENGINE_SLOT_IDLE) {
         /* the job's allowance and the memlock limit, channel by channel */
         if (vrmEngineCheckChannels(&e->s, e->setUpChannels + 1) < 0)
             return -1;
@@ -511,8 +540,8 @@ vrmEngineSlotSetup(vrmEngine *e, vrmEngineSlot *slot, struct rdma_cm_id *id,
         vrmChannelQueueSizes(&cfg, dev, &sq, &rq, &cqe) < 0 ||
         vrmChannelSetup(slot->ch, dev) < 0)
         return -1;
-    if (!slot->setUp) {
-        slot->setUp = true;
+    if (slot->state == VRM_ENGINE_SLOT_IDLE) {
+        vrmEngineSlotAdvance(slot, VRM_ENGINE_SLOT_SET_UP);
         e->setUpChannels++;
     }
     if (!(qp = vrmRdmaQPNew(dev, id, sq, rq, cqe, slot)))
@@ -534,7 +563,7 @@ vrmEngineSlotReset(vrmEngine *e, vrmEngineSlot *slot, int reason, const char *wh
     if (vrmEngineMayWarn(e))
         VRM_WARN(_("channel %1$u: %2$s (peer %3$s); listening again"),
                  slot->index, why, peer);
-    if (slot->id && slot->connected)
+    if (slot->id && slot->state >= VRM_ENGINE_SLOT_ESTABLISHED)
         rdma_disconnect(slot->id);
     vrmChannelStop(slot->ch, VRM_ERR_AUTH, why);
     vrmChannelJoin(slot->ch);
@@ -542,11 +571,9 @@ vrmEngineSlotReset(vrmEngine *e, vrmEngineSlot *slot, int reason, const char *wh
     if (slot->id)
         rdma_destroy_id(slot->id);
     slot->id = NULL;
-    if (slot->setUp) {
-        slot->setUp = false;
+    if (slot->state >= VRM_ENGINE_SLOT_SET_UP)
         e->setUpChannels--;
-    }
-    slot->connected = slot->started = slot->authenticated = false;
+    slot->state = VRM_ENGINE_SLOT_IDLE;
     slot->ch = vrmEngineNewChannel(e, slot);
 }
 
@@ -727,10 +754,17 @@ vrmEngineStaleRequest(vrmEngine *e, vrmEngineSlot *slot)
     return -1;
 }
 
-/* Source: a connect request. 1: refused (destroy the id after the ack),
- * 2: accepting failed (reset the slot after the ack), 0: accepted, -1: the
- * job fails. */
-static int
+/* What became of a source's connect request */
+typedef enum {
+    VRM_ENGINE_ACCEPT_FAILED = -1,  /* the job fails (reported) */
+    VRM_ENGINE_ACCEPT_ACCEPTED,     /* its slot has the connection */
+    VRM_ENGINE_ACCEPT_REFUSED,      /* no slot took it: its id goes after the ack */
+    VRM_ENGINE_ACCEPT_DROPPED,      /* its slot could not take it (reported):
+                                     * the slot listens again after the ack */
+} vrmEngineAcceptResult;
+
+/* Source: a connect request */
+static vrmEngineAcceptResult
 vrmEngineAccept(vrmEngine *e, struct rdma_cm_event *ev)
 {
     vrmProtoConnReq req;
@@ -789,7 +823,7 @@ vrmEngineAccept(vrmEngine *e, struct rdma_cm_event *ev)
             VRM_WARN(_("refused a connection request from %1$s: %2$s"), peer,
                      vrmGetLastErrorMessage());
         vrmEngineReject(e, ev->id, reason, true);
-        return 1;
+        return VRM_ENGINE_ACCEPT_REFUSED;
     }
 
     slot->id = ev->id;
@@ -803,7 +837,7 @@ vrmEngineAccept(vrmEngine *e, struct rdma_cm_event *ev)
             vrmEngineReject(e, ev->id, VRM_REJECT_RESOURCES, true);
             /* a channel the allowance does not cover ends the job: QEMU
              * would wait for it forever */
-            return -1;
+            return VRM_ENGINE_ACCEPT_FAILED;
         }
         /* Anything else belongs to this one request: above all a sender
          * that went away between its request and our queue pair (rdma_cm
@@ -811,7 +845,7 @@ vrmEngineAccept(vrmEngine *e, struct rdma_cm_event *ev)
          * nothing: "busy" asks a live sender to try again, and the slot
          * listens again with the reason logged (issue 13 item 12). */
         vrmEngineReject(e, ev->id, VRM_REJECT_BUSY, false);
-        return 2;
+        return VRM_ENGINE_ACCEPT_DROPPED;
     }
     if (e->s.fault == VRM_ENGINE_FAULT_IMPOSTOR) {
         VRM_WARN("test hook: answering without the job's token");
@@ -831,13 +865,13 @@ vrmEngineAccept(vrmEngine *e, struct rdma_cm_event *ev)
         /* its sender has gone already (issue 13 item 12): drop this one,
          * keep listening; the real destination may still come */
         vrmReportSystemError(errno, _("its connect request could not be accepted"));
-        return 2;
+        return VRM_ENGINE_ACCEPT_DROPPED;
     }
     if (!e->agreed)
         e->agreed = rep.channels;
     VRM_INFO("channel %u accepted, capabilities 0x%x, %u channels", slot->index,
              rep.flags, e->agreed);
-    return 0;
+    return VRM_ENGINE_ACCEPT_ACCEPTED;
 }
 
 /* Destination: the source accepted; it must have proved it holds the
@@ -898,15 +932,13 @@ vrmEngineEstablished(vrmEngine *e, vrmEngineSlot *slot, struct rdma_cm_event *ev
         if (vrmEngineVerifySource(e, slot, ev) < 0)
             return -1;
         /* the source proved itself; it checks our AUTH next */
-        slot->authenticated = true;
+        vrmEngineSlotAdvance(slot, VRM_ENGINE_SLOT_AUTHENTICATED);
         e->established++;
+    } else {
+        vrmEngineSlotAdvance(slot, VRM_ENGINE_SLOT_ESTABLISHED);
     }
-    slot->connected = true;
     VRM_INFO("channel %u connected", slot->index);
-    if (vrmChannelStart(slot->ch) < 0)
-        return -1;
-    slot->started = true;
-    return 0;
+    return vrmChannelStart(slot->ch);
 }
 
 /* The destination's view of a reject record (the event already acked:
@@ -976,24 +1008,25 @@ vrmEngineCMEvent(gint fd, GIOCondition cond, gpointer opaque)
         }
 
         switch (type) {
-        case RDMA_CM_EVENT_CONNECT_REQUEST:
-            rc = vrmEngineAccept(e, ev);
-            if (rc == 1)
+        case RDMA_CM_EVENT_CONNECT_REQUEST: {
+            vrmEngineAcceptResult accepted = vrmEngineAccept(e, ev);
+
+            if (accepted == VRM_ENGINE_ACCEPT_REFUSED)
                 destroy = ev->id;
             slot = ev->id->context;
             rdma_ack_cm_event(ev);
             /* ids go only once their events are acked */
             if (destroy)
                 rdma_destroy_id(destroy);
-            if (rc == 2) {
+            if (accepted == VRM_ENGINE_ACCEPT_DROPPED) {
                 g_autofree char *why = g_strdup(vrmGetLastErrorMessage());
 
                 vrmEngineSlotReset(e, slot, VRM_REJECT_NONE, why);
                 vrmResetLastError();
             }
-            if (rc > 0)
-                rc = 0;
+            rc = accepted == VRM_ENGINE_ACCEPT_FAILED ? -1 : 0;
             break;
+        }
         case RDMA_CM_EVENT_ADDR_RESOLVED:
             rdma_ack_cm_event(ev);
             if (rdma_resolve_route(slot->id, VRM_RDMA_RESOLVE_TIMEOUT_MS) < 0)
@@ -1011,7 +1044,7 @@ vrmEngineCMEvent(gint fd, GIOCondition cond, gpointer opaque)
             if (source) {
                 /* the peer refused our accept: that connection is over */
                 rdma_ack_cm_event(ev);
-                if (slot && !slot->started)
+                if (slot && slot->state < VRM_ENGINE_SLOT_ESTABLISHED)
                     vrmEngineSlotReset(e, slot, VRM_REJECT_NONE,
                                        _("the peer refused the accept"));
                 break;
@@ -1032,9 +1065,9 @@ vrmEngineCMEvent(gint fd, GIOCondition cond, gpointer opaque)
         case RDMA_CM_EVENT_UNREACHABLE:
         case RDMA_CM_EVENT_CONNECT_ERROR:
             rdma_ack_cm_event(ev);
-            if (!source && slot && !slot->connected) {
+            if (!source && slot && slot->state < VRM_ENGINE_SLOT_ESTABLISHED) {
                 vrmEngineScheduleRetry(e, slot, vrmRdmaCMEventName(type));
-            } else if (source && slot && !slot->authenticated) {
+            } else if (source && slot && slot->state < VRM_ENGINE_SLOT_AUTHENTICATED) {
                 /* a connection that never became ours: listen again */
                 vrmEngineSlotReset(e, slot, VRM_REJECT_NONE, vrmRdmaCMEventName(type));
             } else {
@@ -1047,7 +1080,7 @@ vrmEngineCMEvent(gint fd, GIOCondition cond, gpointer opaque)
             rdma_ack_cm_event(ev);
             if (!slot)
                 break;
-            if (!slot->started && !slot->done) {
+            if (slot->state < VRM_ENGINE_SLOT_ESTABLISHED) {
                 if (source) {
                     vrmEngineSlotReset(e, slot, VRM_REJECT_NONE,
                                        _("the peer disconnected before it authenticated"));
@@ -1213,7 +1246,7 @@ vrmEngineTakeQemuConnection(vrmEngine *e, int conn, bool disk,
         if (vrmChannelAnnounce(e->slots[0].ch, slot->index) < 0)
             return -1;
     }
-    if (slot->authenticated)
+    if (slot->state >= VRM_ENGINE_SLOT_AUTHENTICATED)
         vrmEngineGiveQemuSocket(slot);
     return 0;
 }
@@ -1567,7 +1600,7 @@ vrmEngineOpenTcpSlot(vrmEngine *e, vrmEngineSlot *slot)
     VRM_INFO("channel %u connected to QEMU at %s (TCP, uid %u)", slot->index, to,
              (unsigned)uid);
     vrmChannelGiveSocket(slot->ch, fd);
-    slot->opened = true;
+    slot->open = VRM_ENGINE_SLOT_OPEN_CONNECTED;
     return 1;
 }
 
@@ -1628,7 +1661,7 @@ vrmEngineOpenSlot(vrmEngine *e, vrmEngineSlot *slot, const char *path)
     VRM_INFO("channel %u connected to QEMU (pid %d) at %s", slot->index, (int)e->qemuPid,
              path);
     vrmChannelGiveSocket(slot->ch, fd);
-    slot->opened = true;
+    slot->open = VRM_ENGINE_SLOT_OPEN_CONNECTED;
     return 1;
 }
 
@@ -1645,7 +1678,7 @@ vrmEngineOpenNext(vrmEngine *e)
     while (e->nextOpen < e->s.channels && !vrmEngineFailed(e)) {
         vrmEngineSlot *slot = &e->slots[e->nextOpen];
 
-        if (!slot->openRequested || slot->openSource)
+        if (slot->open == VRM_ENGINE_SLOT_OPEN_NONE || slot->openSource)
             break;
         rc = slot->tcp ? vrmEngineOpenTcpSlot(e, slot) :
                          vrmEngineOpenSlot(e, slot, e->s.qemuPath);
@@ -1660,7 +1693,7 @@ vrmEngineOpenNext(vrmEngine *e)
     for (i = e->s.channels; i < e->nslots && !vrmEngineFailed(e); i++) {
         vrmEngineSlot *slot = &e->slots[i];
 
-        if (!slot->openRequested || slot->openSource || slot->opened)
+        if (slot->open != VRM_ENGINE_SLOT_OPEN_REQUESTED || slot->openSource)
             continue;
         if (vrmEngineOpenSlot(e, slot, e->s.diskPath) < 0) {
             vrmEngineFailLast(e);
@@ -1708,7 +1741,7 @@ vrmEngineGetStats(vrmEngine *e, vrmEngineStats *st)
     g_mutex_unlock(&e->lock);
 
     for (i = 0; i < e->nslots; i++) {
-        if (e->slots[i].connected) {
+        if (e->slots[i].state >= VRM_ENGINE_SLOT_ESTABLISHED) {
             caps = vrmChannelCaps(e->slots[i].ch);
             break;
         }
@@ -1723,7 +1756,7 @@ vrmEngineGetStats(vrmEngine *e, vrmEngineStats *st)
         e->acceptedSocks : e->nextOpen;
     for (i = e->s.channels; i < e->nslots; i++)
         st->diskConnections += e->s.role == VRM_ENGINE_ROLE_SOURCE ?
-            e->slots[i].wanted : e->slots[i].opened;
+            e->slots[i].wanted : e->slots[i].open == VRM_ENGINE_SLOT_OPEN_CONNECTED;
     st->qemuGone = e->qemuGone;
     st->rdmaPort = e->rdmaPort;
     st->chunkSize = e->s.chunkSize;
@@ -1821,7 +1854,8 @@ vrmEngineCheckDeadlines(vrmEngine *e, gint64 now)
                            slot->index, to, e->s.deadlineConnect);
             return -1;
         }
-        if (!slot->wanted || slot->authenticated || now <= slot->connectDeadline)
+        if (!slot->wanted || slot->state >= VRM_ENGINE_SLOT_AUTHENTICATED ||
+            now <= slot->connectDeadline)
             continue;
         if (e->s.role == VRM_ENGINE_ROLE_SOURCE && e->rejects)
             vrmReportError(VRM_ERR_TIMEOUT,
@@ -1842,7 +1876,7 @@ static bool
 vrmEngineStreamBegun(const vrmEngine *e)
 {
     return e->s.role == VRM_ENGINE_ROLE_SOURCE ? e->acceptedSocks > 0 :
-        e->slots[0].openRequested;
+        e->slots[0].open != VRM_ENGINE_SLOT_OPEN_NONE;
 }
 
 static gboolean
@@ -1956,7 +1990,7 @@ vrmEngineAllDone(vrmEngine *e)
     guint32 i;
 
     for (i = 0; i < e->nslots; i++) {
-        if (e->slots[i].wanted && !e->slots[i].done)
+        if (e->slots[i].wanted && e->slots[i].state != VRM_ENGINE_SLOT_DONE)
             return false;
     }
     return true;
@@ -1989,16 +2023,16 @@ vrmEngineWoken(gint fd, GIOCondition cond, gpointer opaque)
                                _("the peer could not prove it holds this job's token"));
             continue;
         }
-        if (ev.authenticated && !slot->authenticated) {
-            slot->authenticated = true;
+        if (ev.authenticated && slot->state < VRM_ENGINE_SLOT_AUTHENTICATED) {
+            vrmEngineSlotAdvance(slot, VRM_ENGINE_SLOT_AUTHENTICATED);
             e->established++;
             VRM_INFO("channel %u: the peer proved it holds the token (%u established)",
                      slot->index, e->established);
             if (slot->qemuFd >= 0)
                 vrmEngineGiveQemuSocket(slot);
         }
-        if (ev.openRequested)
-            slot->openRequested = true;
+        if (ev.openRequested && slot->open == VRM_ENGINE_SLOT_OPEN_NONE)
+            slot->open = VRM_ENGINE_SLOT_OPEN_REQUESTED;
         if (ev.tcpOpenSet) {
             slot->tcp = true;
             slot->tcpOpen = ev.tcpOpen;
@@ -2011,7 +2045,8 @@ vrmEngineWoken(gint fd, GIOCondition cond, gpointer opaque)
         }
         if (ev.streamEnded)
             vrmEngineStreamEnded(e, slot);
-        slot->done = ev.done;
+        if (ev.done)
+            vrmEngineSlotAdvance(slot, VRM_ENGINE_SLOT_DONE);
     }
     if (vrmEngineFailed(e)) {
         g_main_loop_quit(e->loop);
@@ -2143,7 +2178,7 @@ vrmEngineTeardown(vrmEngine *e)
         if (slot->openFd >= 0)
             close(slot->openFd);
         slot->openFd = -1;
-        if (slot->id && slot->connected)
+        if (slot->id && slot->state >= VRM_ENGINE_SLOT_ESTABLISHED)
             rdma_disconnect(slot->id);
     }
     vrmEngineDrainCM(e);
