@@ -28,3 +28,13 @@ vrmMemlockBytes(unsigned int channels, unsigned int ringDepth,
     return vrmPinnedBytes(channels, ringDepth, chunkSize) +
         (unsigned long long)channels * VRM_REGIONS_PER_CHANNEL(ringDepth) * pageSize;
 }
+
+unsigned int
+vrmRingDepthDefault(unsigned int chunkSize)
+{
+    unsigned int depth = chunkSize ? VRM_RING_BYTES_DEFAULT / chunkSize : 0;
+
+    if (depth < VRM_RING_DEPTH_DEFAULT)
+        return VRM_RING_DEPTH_DEFAULT;
+    return depth < VRM_RING_DEPTH_MAX ? depth : VRM_RING_DEPTH_MAX;
+}

@@ -21,6 +21,8 @@
  *                                            more (the engine's exact limit)
  *   VRM_SEND_SLOTS(depth) VRM_RECV_SLOTS(depth)
  *                                            control buffers per channel
+ *   vrmRingDepthDefault(chunk)               the ring depth when none is asked
+ *                                            for: deeper for small chunks
  */
 #pragma once
 
@@ -59,6 +61,12 @@
 #define VRM_RING_DEPTH_MIN 2
 #define VRM_RING_DEPTH_MAX 1024
 #define VRM_RING_DEPTH_DEFAULT 4
+/* ... and at least this many bytes per ring when the depth is the
+ * default: a ring of four small chunks starves the channel (one post,
+ * completion and wake-up per chunk, a quarter of a socket buffer in
+ * flight). bench-native, one channel of 64 KiB chunks: 0.37 GiB/s at
+ * depth 4, 1.85 GiB/s at depth 16 (docs/performance.rst). */
+#define VRM_RING_BYTES_DEFAULT (1024u * 1024)
 
 /* RDMA device port numbers and rdma_cm ports. */
 #define VRM_DEVICE_PORT_MIN 1
@@ -84,6 +92,7 @@
 
 unsigned long long vrmPinnedBytes(unsigned int channels, unsigned int ringDepth,
                         unsigned int chunkSize);
+unsigned int vrmRingDepthDefault(unsigned int chunkSize);
 
 /* Memory regions an engine registers per channel: one per chunk of its two
  * rings (at most) and its two control buffers. */

@@ -313,10 +313,11 @@ vrmOfferFromParams(const vrmMigrationParams *params,
     g_autoptr(vrmOffer) offer = vrmOfferNew();
     g_autoptr(vrmAnswer) violations = vrmAnswerNew(VRM_ANSWER_REFUSED);
     g_autoptr(GString) message = g_string_new(NULL);
+    unsigned int chunkSize = params->chunkSize ? params->chunkSize : VRM_CHUNK_SIZE_DEFAULT;
     vrmNegotiationValues values = {
         .channels = params->channels ? params->channels : VRM_CHANNELS_DEFAULT,
-        .chunkSize = params->chunkSize ? params->chunkSize : VRM_CHUNK_SIZE_DEFAULT,
-        .ringDepth = params->ringDepth ? params->ringDepth : VRM_RING_DEPTH_DEFAULT,
+        .chunkSize = chunkSize,
+        .ringDepth = params->ringDepth ? params->ringDepth : vrmRingDepthDefault(chunkSize),
         .bandwidth = params->hasBandwidth ? params->bandwidth : 0,
     };
 

@@ -26,8 +26,9 @@
  *              reader over a UNIX stream socket pair, 1, 2 and 4 pairs at
  *              once (the same stand-ins, the reader with and without the
  *              check)
- *   engine     1, 2 and 4 channels x chunks of 64 KiB to 4 MiB (ring depth
- *              4, the engine's default; WRITE_WITH_IMM; registration on
+ *   engine     1, 2 and 4 channels x chunks of 64 KiB to 4 MiB (the ring
+ *              depth the helpers offer by default: 4, and 16 for 64 KiB
+ *              chunks, vrmRingDepthDefault; WRITE_WITH_IMM; registration on
  *              first use, as the engine's defaults): GiB/s, CPU s/GiB of
  *              each side's progress threads, the fake NIC's CPU apart
  *              ("DMA"), syscalls and copies per MiB, the ratios to the
@@ -55,7 +56,7 @@
  *
  *   ninja -C build bench-native
  * Environment: VRM_BENCH_MIB (MiB per measurement, 1024), VRM_BENCH_ROUNDS
- * (5), VRM_BENCH_DEPTH (ring depth, 4).
+ * (5), VRM_BENCH_DEPTH (one ring depth for every chunk size).
  */
 #include <config.h>
 
@@ -808,7 +809,9 @@ benchMeasure(guint rounds, guint32 depth, guint64 total, double *memcpyRate,
                 benchSocketPairs(n, total, true, &sockChk[ci][r], why) < 0)
                 return -1;
             for (ki = 0; ki < BENCH_NCHUNK; ki++) {
-                if (benchEngine(n, benchChunks[ki], depth, total, &eng[ci][ki][r], why) < 0)
+                guint32 d = depth ? depth : vrmRingDepthDefault(benchChunks[ki]);
+
+                if (benchEngine(n, benchChunks[ki], d, total, &eng[ci][ki][r], why) < 0)
                     return -1;
             }
         }
@@ -821,8 +824,10 @@ main(int argc G_GNUC_UNUSED, char **argv G_GNUC_UNUSED)
 {
     guint64 mib = benchEnvNumber("VRM_BENCH_MIB", BENCH_MIB_DEFAULT, 64, 1u << 20);
     guint rounds = benchEnvNumber("VRM_BENCH_ROUNDS", BENCH_ROUNDS_DEFAULT, 1, BENCH_ROUNDS_MAX);
-    guint32 depth = benchEnvNumber("VRM_BENCH_DEPTH", VRM_RING_DEPTH_DEFAULT,
-                                   VRM_RING_DEPTH_MIN, VRM_RING_DEPTH_MAX);
+    /* 0: the helpers' default for each chunk size */
+    guint32 depth = g_getenv("VRM_BENCH_DEPTH") ?
+        benchEnvNumber("VRM_BENCH_DEPTH", VRM_RING_DEPTH_DEFAULT,
+                       VRM_RING_DEPTH_MIN, VRM_RING_DEPTH_MAX) : 0;
     guint64 total = mib << 20;
     static benchResult sockRaw[BENCH_NCH][BENCH_ROUNDS_MAX], sockChk[BENCH_NCH][BENCH_ROUNDS_MAX];
     static benchResult eng[BENCH_NCH][BENCH_NCHUNK][BENCH_ROUNDS_MAX];
@@ -874,9 +879,13 @@ main(int argc G_GNUC_UNUSED, char **argv G_GNUC_UNUSED)
     }
     printf("  sys: syscalls per MiB; cp: copies per MiB (bytes the kernel copied per byte moved)\n");
 
-    printf("\nengine: per channel a real source and destination vrmChannel in their progress threads,\n"
-           "ring depth %u; CPU of the engine's threads per side, the fake NIC's apart (DMA)\n",
-           depth);
+    printf("\nengine: per channel a real source and destination vrmChannel in their progress threads,\n");
+    if (depth)
+        printf("ring depth %u", depth);
+    else
+        printf("ring depth %u (%u for 64 KiB chunks: the helpers' default)",
+               vrmRingDepthDefault(VRM_CHUNK_SIZE_DEFAULT), vrmRingDepthDefault(64 * 1024));
+    printf("; CPU of the engine's threads per side, the fake NIC's apart (DMA)\n");
     printf("%-2s %5s %5s %11s %5s %5s | %6s %6s %6s %4s %4s | %5s %5s | %4s %4s %4s %3s | %s\n",
            "ch", "chunk", "GiB/s", "(range)", "x sk", "x ck", "src", "dst", "DMA", "x rd", "x wr",
            "src", "dst", "cp", "cp", "DMA", "spl", "targets");

@@ -331,6 +331,29 @@ testOfferFromParams(void)
     g_assert_cmpuint(offer->ringDepth, ==, VRM_RING_DEPTH_DEFAULT);
     g_assert_cmpstr(offer->device, ==, "rxe0");
     g_assert_false(vrmTokenEqual(&offer->token, &zero));
+    g_clear_pointer(&offer, vrmOfferFree);
+
+    /* small chunks get a deeper ring, unless a depth is asked for; the
+     * host's limit still clamps it */
+    params.chunkSize = 64 * 1024;
+    offer = vrmOfferFromParams(&params, &policy, "192.0.2.10", 18515);
+    g_assert_cmpuint(offer->ringDepth, ==, 16);
+    g_clear_pointer(&offer, vrmOfferFree);
+    params.ringDepth = 4;
+    offer = vrmOfferFromParams(&params, &policy, "192.0.2.10", 18515);
+    g_assert_cmpuint(offer->ringDepth, ==, 4);
+    g_clear_pointer(&offer, vrmOfferFree);
+    params.ringDepth = 0;
+    policy.maxRingDepth = 8;
+    offer = vrmOfferFromParams(&params, &policy, "192.0.2.10", 18515);
+    g_assert_cmpuint(offer->ringDepth, ==, 8);
+    policy.maxRingDepth = VRM_RING_DEPTH_MAX;
+    params.chunkSize = 0;
+    g_assert_cmpuint(vrmRingDepthDefault(64 * 1024), ==, 16);
+    g_assert_cmpuint(vrmRingDepthDefault(128 * 1024), ==, 8);
+    g_assert_cmpuint(vrmRingDepthDefault(256 * 1024), ==, 4);
+    g_assert_cmpuint(vrmRingDepthDefault(VRM_CHUNK_SIZE_DEFAULT), ==, VRM_RING_DEPTH_DEFAULT);
+    g_assert_cmpuint(vrmRingDepthDefault(VRM_CHUNK_SIZE_MAX), ==, VRM_RING_DEPTH_DEFAULT);
 
     policy.maxChannels = 2;
     refused = vrmOfferFromParams(&params, &policy, "192.0.2.10", 18515);

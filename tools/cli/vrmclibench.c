@@ -410,6 +410,7 @@ vrmBenchSettings(const vrmBenchOptions *o, const char *sock, vrmEngineSettings *
     es->channels = o->channels;
     if (o->chunkSize)
         es->chunkSize = o->chunkSize;
+    es->ringDepth = vrmRingDepthDefault(es->chunkSize);
     es->pinAll = o->pinAll;
     es->noWriteImm = o->noImm;
     es->deadlineConnect = VRM_BENCH_DEADLINE_S;
