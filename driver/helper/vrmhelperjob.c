@@ -74,6 +74,7 @@ vrmHelperJobFree(vrmHelperJob *job)
     if (job->tcpListenFd >= 0)
         close(job->tcpListenFd);
     g_free(job->steerCgroup);
+    g_free(job->steerDaemonCgroup);
     g_free(job->unusedWhy);
     vrmDomainDirClear(&job->domainDir);
     vrmJobRecordFree(job->record);

@@ -46,6 +46,7 @@
 #include "vrmlog.h"
 #include "vrmhelperrundir.h"
 #include "vrmenginestats.h"
+#include "vrmhelpersteer.h"
 
 /* What the engine's stats record says (driver/contract/vrmenginestats.h) */
 typedef struct {
@@ -65,7 +66,7 @@ void vrmEngineSnapshotClear(vrmEngineSnapshot *es);
 typedef enum {
     VRM_JOB_STEER_NONE,         /* none: QEMU's TCP is not steered to it */
     VRM_JOB_STEER_ADDING,       /* nft runs; the offer waits for it */
-    VRM_JOB_STEER_ACTIVE,       /* the rule is in the table (steerHandle) */
+    VRM_JOB_STEER_ACTIVE,       /* the rules are in the table (steerRules) */
 } vrmJobSteer;
 
 typedef struct _vrmHelperJob vrmHelperJob;
@@ -103,9 +104,10 @@ struct _vrmHelperJob {
     int tcpListenFd;                /* source: the TCP listener QEMU's connections
                                      * are steered to, likewise; -1: none */
     vrmJobSteer steer;              /* source: its rule */
-    guint64 steerHandle;            /* ... its handle in the table */
-    char *steerCgroup;              /* ... the QEMU cgroup it matches, NULL:
+    vrmSteerRules steerRules;       /* ... their handles in the table */
+    char *steerCgroup;              /* ... the QEMU cgroup they match, NULL:
                                      * only QEMU's uid */
+    char *steerDaemonCgroup;        /* ... libvirt's daemon's, likewise */
     unsigned int diskChannels;      /* disk channels of its engine, 0: none */
     guint phaseTimer;               /* the deadline of the phase */
     gpointer probe;                 /* vrmStatsProbe in flight, or NULL */

@@ -569,10 +569,12 @@ vrmHelperJobsFinish(vrmHelperDaemon *d, vrmHelperJob *job, vrmJobState state,
     if (job->steer == VRM_JOB_STEER_ACTIVE) {
         /* one that is still being added goes when nft has answered
          * (vrmhelpersource.c) */
-        vrmSteerRemove(d->steer, job->steerHandle);
+        g_autofree char *handles = vrmSteerRulesFormat(&job->steerRules);
+
+        vrmSteerRemove(d->steer, &job->steerRules);
         job->steer = VRM_JOB_STEER_NONE;
-        VRM_INFO("job %llu: its steering rule (handle %llu) removed",
-                 job->record->id, (unsigned long long)job->steerHandle);
+        VRM_INFO("job %llu: its steering rules (handles %s) removed",
+                 job->record->id, handles);
     }
     if (job->tcpListenFd >= 0) {
         close(job->tcpListenFd);

@@ -27,6 +27,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include "vrmhelperdpriv.h"
 #include "vrmhelperpolicy.h"
@@ -508,40 +509,41 @@ vrmSourceNotSteered(vrmHelperJob *job, const char *why)
 }
 
 static void
-vrmSourceSteerAdded(guint64 handle, const char *error, gpointer opaque)
+vrmSourceSteerAdded(const vrmSteerRules *rules, const char *error, gpointer opaque)
 {
     g_autofree vrmHelperJobRef *ref = opaque;
     vrmHelperDaemon *d = ref->d;
     vrmHelperJob *job = vrmHelperJobsGet(d, ref->id);
+    g_autofree char *handles = NULL;
 
     if (!job || job->steer != VRM_JOB_STEER_ADDING ||
         vrmJobStateIsFinal(job->record->state)) {
         /* the job ended while nft ran */
         if (job)
             job->steer = VRM_JOB_STEER_NONE;
-        if (handle)
-            vrmSteerRemove(d->steer, handle);
+        vrmSteerRemove(d->steer, rules);
         return;
     }
-    if (!handle) {
+    if (!rules->n) {
         job->steer = VRM_JOB_STEER_NONE;
         vrmSourceNotSteered(job, error);
         vrmSourceStats(d, job);
         return;
     }
     job->steer = VRM_JOB_STEER_ACTIVE;
-    job->steerHandle = handle;
-    VRM_INFO("job %llu: QEMU's TCP connections to ports %u-%u steered to its engine (rule handle %llu, %s)",
+    job->steerRules = *rules;
+    handles = vrmSteerRulesFormat(rules);
+    VRM_INFO("job %llu: QEMU's TCP connections to ports %u-%u steered to its engine (rule handles %s; QEMU: %s; libvirt's daemon: %s)",
              job->record->id, d->conf->migrationPortMin, d->conf->migrationPortMax,
-             (unsigned long long)handle,
-             job->steerCgroup ? job->steerCgroup : "QEMU's uid only");
+             handles, job->steerCgroup ? job->steerCgroup : "its uid only",
+             job->steerDaemonCgroup ? job->steerDaemonCgroup : "its uid only");
     /* the offer may have waited for the rule */
     vrmSourceStats(d, job);
 }
 
-/* Another live job whose rule would take this one's connections, or whose
- * connections this one's would take: a rule without a cgroup matches every
- * QEMU of the uid */
+/* Another live job that steers: libvirt's daemon connects the main stream
+ * of every migration that is not parallel, and nothing in its
+ * connections tells the domain, so one job at a time steers them */
 static vrmHelperJob *
 vrmSourceSteerConflict(vrmHelperDaemon *d, vrmHelperJob *job)
 {
@@ -553,11 +555,32 @@ vrmSourceSteerConflict(vrmHelperDaemon *d, vrmHelperJob *job)
         vrmHelperJob *other = v;
 
         if (other != job && other->steer != VRM_JOB_STEER_NONE &&
-            !vrmJobStateIsFinal(other->record->state) &&
-            (!other->steerCgroup || !job->steerCgroup))
+            !vrmJobStateIsFinal(other->record->state))
             return other;
     }
     return NULL;
+}
+
+/* libvirt's daemon: its uid and its own cgroup (NULL: none). false: not
+ * found */
+static bool
+vrmSourceSteerDaemon(uid_t *uid, char **cgroup, unsigned int *level)
+{
+    pid_t pid = vrmSteerLibvirtDaemon(VRM_STEER_LIBVIRT_RUN_DIR);
+    g_autofree char *dir = NULL;
+    g_autofree char *file = NULL;
+    g_autofree char *text = NULL;
+    struct stat st;
+
+    if (pid <= 0)
+        return false;
+    dir = g_strdup_printf("/proc/%d", (int)pid);
+    file = g_strdup_printf("/proc/%d/cgroup", (int)pid);
+    if (stat(dir, &st) < 0 || !g_file_get_contents(file, &text, NULL, NULL))
+        return false;
+    *uid = st.st_uid;
+    *cgroup = vrmSteerDaemonCgroupParse(text, level);
+    return true;
 }
 
 /*
@@ -580,6 +603,7 @@ vrmSourceSteerPrepare(vrmHelperDaemon *d, vrmHelperJob *job, const vrmOffer *off
     vrmHelperJobRef *ref;
     vrmHelperJob *other;
     unsigned int level = 0;
+    unsigned int daemonLevel = 0;
     int fd;
 
     if (!d->steer || vrmSteerProblem(d->steer) || job->recoveryOf)
@@ -589,13 +613,17 @@ vrmSourceSteerPrepare(vrmHelperDaemon *d, vrmHelperJob *job, const vrmOffer *off
                  job->record->id);
         return;
     }
-    job->steerCgroup = vrmSteerQemuCgroup(job->qemuPid, &level);
     if ((other = vrmSourceSteerConflict(d, job))) {
-        VRM_INFO("job %llu: not steered: job %llu steers QEMU's connections and QEMU has no cgroup of its own to tell them apart; a migration over libvirt's TCP goes over TCP",
+        VRM_INFO("job %llu: not steered: job %llu steers libvirt's connections to migration ports, which do not tell their domain; a migration over libvirt's TCP goes over TCP",
                  job->record->id, other->record->id);
-        g_clear_pointer(&job->steerCgroup, g_free);
         return;
     }
+    if (!vrmSourceSteerDaemon(&match.daemonUid, &job->steerDaemonCgroup, &daemonLevel)) {
+        VRM_INFO("job %llu: not steered: libvirt's daemon is not found (%s/libvirtd.pid, %s/virtqemud.pid), and it makes the main connection of a migration that is not parallel; a migration over libvirt's TCP goes over TCP",
+                 job->record->id, VRM_STEER_LIBVIRT_RUN_DIR, VRM_STEER_LIBVIRT_RUN_DIR);
+        return;
+    }
+    job->steerCgroup = vrmSteerQemuCgroup(job->qemuPid, &level);
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
         bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 ||
@@ -612,6 +640,8 @@ vrmSourceSteerPrepare(vrmHelperDaemon *d, vrmHelperJob *job, const vrmOffer *off
     match.qemuUid = job->qemuUid;
     match.cgroup = job->steerCgroup;
     match.cgroupLevel = level;
+    match.daemonCgroup = job->steerDaemonCgroup;
+    match.daemonCgroupLevel = daemonLevel;
     match.portMin = d->conf->migrationPortMin;
     match.portMax = d->conf->migrationPortMax;
     ref = vrmHelperJobRefNew(d, job);

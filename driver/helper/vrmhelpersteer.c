@@ -308,16 +308,72 @@ vrmSteerCgroupParse(const char *text, unsigned int *level)
     return NULL;
 }
 
+/*
+ * The libvirt daemon's cgroup (v2), in full: libvirtd.service or
+ * virtqemud.service under systemd. NULL where it has none of its own
+ * (the root cgroup): then its uid alone tells its sockets apart.
+ */
 char *
-vrmSteerRuleText(const vrmSteerMatch *m, unsigned int port, unsigned long long jobId)
+vrmSteerDaemonCgroupParse(const char *text, unsigned int *level)
 {
-    GString *rule = g_string_new(NULL);
+    g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+    g_auto(GStrv) parts = NULL;
+    const char *path = NULL;
+    size_t i;
 
+    for (i = 0; lines[i] && !path; i++) {
+        if (g_str_has_prefix(lines[i], "0::/"))
+            path = lines[i] + 4;
+    }
+    if (!path || !*path || !vrmSteerCgroupPathOK(path))
+        return NULL;
+    parts = g_strsplit(path, "/", -1);
+    for (i = 0; parts[i]; i++) {
+        if (!*parts[i])
+            return NULL;
+    }
+    *level = i;
+    return g_strdup(path);
+}
+
+/* The libvirt daemon running QEMU's domains: its pid file in @runDir
+ * (libvirtd's, or virtqemud's of the modular daemons), alive and named
+ * so. -1: neither. */
+pid_t
+vrmSteerLibvirtDaemon(const char *runDir)
+{
+    static const char *const names[] = { "libvirtd", "virtqemud" };
+    size_t i;
+
+    for (i = 0; i < G_N_ELEMENTS(names); i++) {
+        g_autofree char *file = g_strdup_printf("%s/%s.pid", runDir, names[i]);
+        g_autofree char *text = NULL;
+        g_autofree char *commFile = NULL;
+        g_autofree char *comm = NULL;
+        gint64 pid;
+
+        if (!g_file_get_contents(file, &text, NULL, NULL))
+            continue;
+        pid = g_ascii_strtoll(text, NULL, 10);
+        if (pid <= 0 || pid > G_MAXINT)
+            continue;
+        commFile = g_strdup_printf("/proc/%d/comm", (int)pid);
+        if (g_file_get_contents(commFile, &comm, NULL, NULL) &&
+            g_strcmp0(g_strstrip(comm), names[i]) == 0)
+            return (pid_t)pid;
+    }
+    return -1;
+}
+
+/* One rule: connections of @uid's sockets (in @cgroup if not NULL) */
+static void
+vrmSteerRuleAppend(GString *rule, const vrmSteerMatch *m, uid_t uid, const char *cgroup,
+                   unsigned int level, unsigned int port, unsigned long long jobId)
+{
     g_string_append_printf(rule, "add rule inet %s %s meta nfproto ipv4 meta skuid %u",
-                           VRM_STEER_TABLE, VRM_STEER_CHAIN, (unsigned int)m->qemuUid);
-    if (m->cgroup)
-        g_string_append_printf(rule, " socket cgroupv2 level %u \"%s\"",
-                               m->cgroupLevel, m->cgroup);
+                           VRM_STEER_TABLE, VRM_STEER_CHAIN, (unsigned int)uid);
+    if (cgroup)
+        g_string_append_printf(rule, " socket cgroupv2 level %u \"%s\"", level, cgroup);
     /* never a connection to this host (the engine's own port, a
      * destination engine's to its QEMU); only a connection's first SYN:
      * the redirect turns connection tracking on, which then picks up
@@ -328,6 +384,23 @@ vrmSteerRuleText(const vrmSteerMatch *m, unsigned int port, unsigned long long j
                            " tcp flags & (fin | syn | rst | ack) == syn"
                            " redirect to :%u comment \"" VRM_STEER_COMMENT "\"\n",
                            m->portMin, m->portMax, port, jobId);
+}
+
+/*
+ * QEMU's own connections (multifd, post-copy's preempt channel, every
+ * connection of a parallel migration) and, unless it is the same rule,
+ * the daemon's: libvirt connects the main stream of a migration that is
+ * not parallel itself and hands QEMU the socket.
+ */
+char *
+vrmSteerRuleText(const vrmSteerMatch *m, unsigned int port, unsigned long long jobId)
+{
+    GString *rule = g_string_new(NULL);
+
+    vrmSteerRuleAppend(rule, m, m->qemuUid, m->cgroup, m->cgroupLevel, port, jobId);
+    if (m->daemonUid != m->qemuUid || m->cgroup || m->daemonCgroup)
+        vrmSteerRuleAppend(rule, m, m->daemonUid, m->daemonCgroup, m->daemonCgroupLevel,
+                           port, jobId);
     return g_string_free(rule, FALSE);
 }
 
@@ -351,58 +424,95 @@ vrmSteerParseHandle(const char *output)
     return handle;
 }
 
-guint64
-vrmSteerParseJobHandle(const char *listing, unsigned long long jobId)
+guint
+vrmSteerParseHandles(const char *output, vrmSteerRules *rules)
+{
+    g_auto(GStrv) lines = g_strsplit(output ? output : "", "\n", -1);
+    size_t i;
+
+    rules->n = 0;
+    for (i = 0; lines[i] && rules->n < VRM_STEER_RULES_MAX; i++) {
+        guint64 handle = vrmSteerParseHandle(lines[i]);
+
+        if (handle)
+            rules->handle[rules->n++] = handle;
+    }
+    return rules->n;
+}
+
+guint
+vrmSteerParseJobHandles(const char *listing, unsigned long long jobId, vrmSteerRules *rules)
 {
     g_autofree char *needle = g_strdup_printf("comment \"" VRM_STEER_COMMENT "\"", jobId);
-    const char *p = listing ? strstr(listing, needle) : NULL;
-    const char *end;
-    g_autofree char *line = NULL;
+    g_auto(GStrv) lines = g_strsplit(listing ? listing : "", "\n", -1);
+    size_t i;
 
-    if (!p)
-        return 0;
-    end = strchr(p, '\n');
-    line = end ? g_strndup(p, end - p) : g_strdup(p);
-    return vrmSteerParseHandle(line);
+    rules->n = 0;
+    for (i = 0; lines[i] && rules->n < VRM_STEER_RULES_MAX; i++) {
+        const char *p = strstr(lines[i], needle);
+        guint64 handle = p ? vrmSteerParseHandle(p) : 0;
+
+        if (handle)
+            rules->handle[rules->n++] = handle;
+    }
+    return rules->n;
 }
 
 static void
 vrmSteerRemoveDone(int status, const char *out G_GNUC_UNUSED, const char *err,
                    gpointer opaque)
 {
-    guint64 handle = GPOINTER_TO_SIZE(opaque);
+    g_autofree char *handles = opaque;
 
     if (status != 0) {
         g_autofree char *words = vrmSteerNftWords(err);
 
-        VRM_WARN(_("cannot delete the steering rule %1$llu from the nftables table inet %2$s: %3$s; it goes when virt-rdmad restarts"),
-                 (unsigned long long)handle, VRM_STEER_TABLE, words);
+        VRM_WARN(_("cannot delete the steering rules %1$s from the nftables table inet %2$s: %3$s; they go when virt-rdmad restarts"),
+                 handles, VRM_STEER_TABLE, words);
     }
 }
 
-static void
-vrmSteerRemoveWith(const char *nft, guint64 handle)
+/* The rules' handles, "12 13": for the log */
+char *
+vrmSteerRulesFormat(const vrmSteerRules *rules)
 {
-    g_autofree char *input =
-        g_strdup_printf("delete rule inet %s %s handle %llu\n", VRM_STEER_TABLE,
-                        VRM_STEER_CHAIN, (unsigned long long)handle);
+    GString *out = g_string_new(NULL);
+    guint i;
 
-    if (vrmSteerRunStart(nft, VRM_STEER_RUN_APPLY, input, vrmSteerRemoveDone,
-                         GSIZE_TO_POINTER(handle)) < 0)
+    for (i = 0; i < rules->n; i++)
+        g_string_append_printf(out, "%s%llu", i ? " " : "",
+                               (unsigned long long)rules->handle[i]);
+    return g_string_free(out, FALSE);
+}
+
+static void
+vrmSteerRemoveWith(const char *nft, const vrmSteerRules *rules)
+{
+    g_autoptr(GString) input = g_string_new(NULL);
+    guint i;
+
+    if (!rules->n)
+        return;
+    for (i = 0; i < rules->n; i++)
+        g_string_append_printf(input, "delete rule inet %s %s handle %llu\n", VRM_STEER_TABLE,
+                               VRM_STEER_CHAIN, (unsigned long long)rules->handle[i]);
+    if (vrmSteerRunStart(nft, VRM_STEER_RUN_APPLY, input->str, vrmSteerRemoveDone,
+                         vrmSteerRulesFormat(rules)) < 0)
         VRM_WARN("%s", vrmGetLastErrorMessage());
 }
 
 void
-vrmSteerRemove(vrmSteer *steer, guint64 handle)
+vrmSteerRemove(vrmSteer *steer, const vrmSteerRules *rules)
 {
-    vrmSteerRemoveWith(steer->nft, handle);
+    vrmSteerRemoveWith(steer->nft, rules);
 }
 
-/* One add in flight: the job's id finds its rule again if nft made it
- * without telling its handle */
+/* One add in flight: the job's id finds its rules again if nft made them
+ * without telling their handles */
 typedef struct {
     char *nft;
     unsigned long long jobId;
+    guint expected;             /* rules in the text */
     vrmSteerAddedFunc cb;
     gpointer opaque;
 } vrmSteerAddCall;
@@ -419,7 +529,7 @@ static void
 vrmSteerSweepDone(int status, const char *out, const char *err, gpointer opaque)
 {
     g_autoptr(vrmSteerAddCall) call = opaque;
-    guint64 handle;
+    vrmSteerRules rules;
 
     if (status != 0) {
         g_autofree char *words = vrmSteerNftWords(err);
@@ -428,19 +538,21 @@ vrmSteerSweepDone(int status, const char *out, const char *err, gpointer opaque)
                  call->jobId, VRM_STEER_TABLE, words);
         return;
     }
-    if ((handle = vrmSteerParseJobHandle(out, call->jobId))) {
-        VRM_INFO("job %llu: deleting its steering rule (handle %llu), which nft made without telling its handle",
-                 call->jobId, (unsigned long long)handle);
-        vrmSteerRemoveWith(call->nft, handle);
+    if (vrmSteerParseJobHandles(out, call->jobId, &rules)) {
+        g_autofree char *handles = vrmSteerRulesFormat(&rules);
+
+        VRM_INFO("job %llu: deleting its steering rules (handles %s), which nft made without telling their handles",
+                 call->jobId, handles);
+        vrmSteerRemoveWith(call->nft, &rules);
     }
 }
 
 /*
- * An add that ended without a handle may still have made the rule: nft
- * killed at its deadline after its transaction committed, or an answer
- * that did not say the handle. Such a rule would steer the QEMU's next
+ * An add that ended without its handles may still have made the rules:
+ * nft killed at its deadline after its transaction committed, or an
+ * answer that did not say them. Such a rule would steer the next
  * connections to a port nobody holds, so the table is listed and the
- * job's rule, found by its comment, deleted. An nft that refused made
+ * job's rules, found by their comment, deleted. An nft that refused made
  * nothing (a transaction), and the listing then finds nothing.
  */
 static void
@@ -459,17 +571,20 @@ static void
 vrmSteerAddDone(int status, const char *out, const char *err, gpointer opaque)
 {
     vrmSteerAddCall *call = opaque;
-    guint64 handle = status == 0 ? vrmSteerParseHandle(out) : 0;
+    vrmSteerRules rules = { 0 };
     g_autofree char *words = NULL;
     g_autofree char *why = NULL;
 
-    if (!handle) {
+    if (status == 0)
+        vrmSteerParseHandles(out, &rules);
+    if (rules.n != call->expected) {
         words = vrmSteerNftWords(status == 0 ? _("nft did not say the rule's handle") : err);
         why = g_strdup_printf(_("cannot add the steering rule to the nftables table inet %1$s: %2$s"),
                               VRM_STEER_TABLE, words);
+        rules.n = 0;
     }
-    call->cb(handle, why, call->opaque);
-    if (handle)
+    call->cb(&rules, why, call->opaque);
+    if (rules.n)
         vrmSteerAddCallFree(call);
     else
         vrmSteerSweep(call);
@@ -481,6 +596,7 @@ vrmSteerAdd(vrmSteer *steer, const vrmSteerMatch *match, unsigned int port,
 {
     g_autofree char *rule = NULL;
     vrmSteerAddCall *call;
+    const char *p;
 
     if (steer->problem) {
         vrmReportError(VRM_ERR_CONFIG, "%s", steer->problem);
@@ -490,6 +606,8 @@ vrmSteerAdd(vrmSteer *steer, const vrmSteerMatch *match, unsigned int port,
     call = g_new0(vrmSteerAddCall, 1);
     call->nft = g_strdup(steer->nft);
     call->jobId = jobId;
+    for (p = rule; (p = strstr(p, "add rule ")); p++)
+        call->expected++;
     call->cb = cb;
     call->opaque = opaque;
     if (vrmSteerRunStart(steer->nft, VRM_STEER_RUN_ECHO, rule, vrmSteerAddDone, call) < 0) {

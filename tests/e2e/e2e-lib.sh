@@ -73,6 +73,15 @@ wait_serial() {
     done
 }
 
+# use_cgroups: cgroup v2 on /sys/fs/cgroup, as on a host that systemd
+# booted (the sandbox's init mounts none): libvirtd then runs in a cgroup
+# of its own (libvirt-host.sh) and gives each QEMU one, which the
+# transparent mode's rules match (docs/transparent.rst)
+use_cgroups() {
+    [ -f /sys/fs/cgroup/cgroup.controllers ] ||
+        mount -t cgroup2 none /sys/fs/cgroup || fail "cannot mount cgroup2 on /sys/fs/cgroup"
+}
+
 start_libvirt() {
     qemu_caps_restore lab
     bash "$E2E_DIR/libvirt-host.sh" || fail "libvirtd did not start"

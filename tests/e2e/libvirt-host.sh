@@ -45,7 +45,16 @@ CONF
 
 libvirtd --listen --daemon --pid-file /run/libvirtd.pid
 for _ in $(seq 600); do
-    virsh -c qemu:///system version >/dev/null 2>&1 && exit 0
+    if virsh -c qemu:///system version >/dev/null 2>&1; then
+        # with cgroup v2 (e2e-lib.sh's use_cgroups), the daemon in a
+        # cgroup of its own, as systemd puts libvirtd.service
+        if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+            mkdir -p /sys/fs/cgroup/system.slice/libvirtd.service &&
+                cat /run/libvirtd.pid > /sys/fs/cgroup/system.slice/libvirtd.service/cgroup.procs ||
+                { echo "libvirt-host.sh: cannot move libvirtd into its cgroup" >&2; exit 1; }
+        fi
+        exit 0
+    fi
     sleep 0.1
 done
 echo "libvirt-host.sh: libvirtd did not answer within 60 s" >&2
