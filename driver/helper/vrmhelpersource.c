@@ -586,13 +586,13 @@ vrmSourceSteerDaemon(uid_t *uid, char **cgroup, unsigned int *level)
 /*
  * The hook cannot see libvirt's migration URI, so every source job is
  * ready for both: QEMU's socket on the per-domain path, and, in the
- * transparent mode, a TCP listener on 127.0.0.1 that a rule of its own
- * steers this QEMU's connections to libvirt's migration ports to. Not
- * steered (the migration then goes over TCP, if that is its URI): the
- * mode off, a recovery, a domain whose disks the engine would have to
- * tell from its memory on TCP, a rule that would catch another job's
- * QEMU, and a listener or a rule that cannot be made (a warning): none of
- * these fails the job.
+ * transparent mode, a TCP listener on 127.0.0.1 that rules of its own
+ * steer this QEMU's connections (and libvirt's daemon's, made for it) to
+ * libvirt's migration ports to. Not steered (the migration then goes over
+ * TCP, if that is its URI): the mode off, a recovery, a domain whose
+ * disks the engine would have to tell from its memory on TCP, another
+ * job that steers, libvirt's daemon not found, and a listener or a rule
+ * that cannot be made (a warning): none of these fails the job.
  */
 static void
 vrmSourceSteerPrepare(vrmHelperDaemon *d, vrmHelperJob *job, const vrmOffer *offer)

@@ -3,8 +3,9 @@
  *
  * A migration that libvirt sends over its own TCP transport (an
  * orchestrator's tcp://HOST URI, or none) is carried over RDMA when the
- * source helper steers that QEMU's connections into the job's engine: one
- * nftables rule per job in a table of our own (docs/transparent.rst):
+ * source helper steers that QEMU's connections (and those libvirt's daemon
+ * makes for it) into the job's engine: one or two nftables rules per job,
+ * one job at a time, in a table of our own (docs/transparent.rst):
  *
  *   table inet virt_rdma {
  *       chain output { type nat hook output priority -110; policy accept; }
