@@ -386,6 +386,13 @@ vrmSteerRuleAppend(GString *rule, const vrmSteerMatch *m, uid_t uid, const char 
                            m->portMin, m->portMax, port, jobId);
 }
 
+/* The daemon's rule is QEMU's when both are one uid without cgroups */
+static guint
+vrmSteerRuleCount(const vrmSteerMatch *m)
+{
+    return m->daemonUid != m->qemuUid || m->cgroup || m->daemonCgroup ? 2 : 1;
+}
+
 /*
  * QEMU's own connections (multifd, post-copy's preempt channel, every
  * connection of a parallel migration) and, unless it is the same rule,
@@ -398,7 +405,7 @@ vrmSteerRuleText(const vrmSteerMatch *m, unsigned int port, unsigned long long j
     GString *rule = g_string_new(NULL);
 
     vrmSteerRuleAppend(rule, m, m->qemuUid, m->cgroup, m->cgroupLevel, port, jobId);
-    if (m->daemonUid != m->qemuUid || m->cgroup || m->daemonCgroup)
+    if (vrmSteerRuleCount(m) == 2)
         vrmSteerRuleAppend(rule, m, m->daemonUid, m->daemonCgroup, m->daemonCgroupLevel,
                            port, jobId);
     return g_string_free(rule, FALSE);
@@ -596,7 +603,6 @@ vrmSteerAdd(vrmSteer *steer, const vrmSteerMatch *match, unsigned int port,
 {
     g_autofree char *rule = NULL;
     vrmSteerAddCall *call;
-    const char *p;
 
     if (steer->problem) {
         vrmReportError(VRM_ERR_CONFIG, "%s", steer->problem);
@@ -606,8 +612,7 @@ vrmSteerAdd(vrmSteer *steer, const vrmSteerMatch *match, unsigned int port,
     call = g_new0(vrmSteerAddCall, 1);
     call->nft = g_strdup(steer->nft);
     call->jobId = jobId;
-    for (p = rule; (p = strstr(p, "add rule ")); p++)
-        call->expected++;
+    call->expected = vrmSteerRuleCount(match);
     call->cb = cb;
     call->opaque = opaque;
     if (vrmSteerRunStart(steer->nft, VRM_STEER_RUN_ECHO, rule, vrmSteerAddDone, call) < 0) {
