@@ -11,7 +11,9 @@
  *                 and policy, and the intent's socket path;
  *   job-incoming  the migration element and the domain's socket path;
  *   job-query, job-cancel   what names the job;
- *   reply         refused by the daemon (no check here).
+ *   peer-check    the peer's host and address;
+ *   host-info, job-list, job-events, reply   nothing to check (reply is
+ *                 refused by the daemon).
  * Input: byte 0 is the size of each read (0: 4096, else 1..255 bytes), the
  * rest is what the client sends. Besides the sanitizers, it aborts if:
  *   - the framing refuses with anything but VRM_ERR_PROTOCOL, or takes a
@@ -145,12 +147,20 @@ fuzzRequest(const vrmControlMessage *msg)
         if (!msg->hasIntent && !msg->hasId && !msg->domainName)
             vrmFuzzFail("an accepted job-cancel names no job", NULL, NULL);
         break;
+    case VRM_CONTROL_PEER_CHECK:
+        /* vrmHelperHandlePeerCheck builds a locator of both */
+        if (!msg->peerHost || !*msg->peerHost || !msg->peerAddress ||
+            !*msg->peerAddress)
+            vrmFuzzFail("an accepted peer-check lacks its host or address",
+                        msg->peerHost, msg->peerAddress);
+        break;
     case VRM_CONTROL_HOST_INFO:
     case VRM_CONTROL_JOB_LIST:
+    case VRM_CONTROL_JOB_EVENTS:
     case VRM_CONTROL_REPLY:
         break;
     case VRM_CONTROL_LAST:
-    default:
+        /* no default: -Wswitch names a type added without a case here */
         vrmFuzzFail("a message of no known type", NULL, NULL);
     }
 }
