@@ -110,12 +110,16 @@ static const vrmEngineOption vrmEngineOptions[] = {
     { "ring-depth", VRM_ENGINE_OPT_UINT, OFF(ringDepth), VRM_ENGINE_FOR_BOTH,
       VRM_RING_DEPTH_MIN, VRM_RING_DEPTH_MAX, false, NULL, "N",
       N_("chunks per ring") },
-    { "pin-all", VRM_ENGINE_OPT_BOOL, OFF(pinAll), VRM_ENGINE_FOR_BOTH,
+    /* one per row of util/vrmcapability.c: its name, after "no-" if it is
+     * on by default (the contract test checks) */
+    { "pin-all", VRM_ENGINE_OPT_CAP, OFF(caps), VRM_ENGINE_FOR_BOTH,
       0, 0, false, NULL, NULL,
-      N_("register every ring when its channel is set up; used only if both engines ask for it") },
-    { "no-write-imm", VRM_ENGINE_OPT_BOOL, OFF(noWriteImm), VRM_ENGINE_FOR_BOTH,
+      N_("register every ring when its channel is set up; used only if both engines ask for it"),
+      VRM_CAPABILITY_PIN_ALL },
+    { "no-write-imm", VRM_ENGINE_OPT_CAP, OFF(caps), VRM_ENGINE_FOR_BOTH,
       0, 0, false, NULL, NULL,
-      N_("announce data with descriptor SENDs instead of RDMA WRITE_WITH_IMM") },
+      N_("announce data with descriptor SENDs instead of RDMA WRITE_WITH_IMM"),
+      VRM_CAPABILITY_WRITE_IMM },
     { "max-pinned", VRM_ENGINE_OPT_SIZE, OFF(maxPinned), VRM_ENGINE_FOR_BOTH,
       1, G_MAXUINT64, false, NULL, "SIZE",
       N_("the job's allowance of pinned memory, checked each time a channel is set up") },
@@ -183,6 +187,7 @@ vrmEngineSettingsInit(vrmEngineSettings *s)
     s->deadlineConnect = VRM_ENGINE_DEADLINE_CONNECT_DEFAULT;
     s->idleTimeout = VRM_ENGINE_IDLE_TIMEOUT_DEFAULT;
     s->fault = VRM_ENGINE_FAULT_NONE;
+    s->caps = vrmCapabilityDefaultMask();
 }
 
 void
@@ -285,6 +290,16 @@ vrmEngineOptionSet(const vrmEngineOption *o, const char *value,
     case VRM_ENGINE_OPT_BOOL:
         *(bool *)field = true;
         return 0;
+    case VRM_ENGINE_OPT_CAP: {
+        guint32 bit = vrmCapabilityGetInfo(o->cap)->bit;
+
+        /* the switch names the way away from the default */
+        if (vrmCapabilityDefaultMask() & bit)
+            *(guint32 *)field &= ~bit;
+        else
+            *(guint32 *)field |= bit;
+        return 0;
+    }
     case VRM_ENGINE_OPT_UINT:
     case VRM_ENGINE_OPT_ID:
     case VRM_ENGINE_OPT_FD:
@@ -400,7 +415,7 @@ vrmEngineSettingsDecode(int argc, char **argv, vrmEngineSettings *s)
             return -1;
         }
         seen[k] = true;
-        if (o->type == VRM_ENGINE_OPT_BOOL) {
+        if (o->type == VRM_ENGINE_OPT_BOOL || o->type == VRM_ENGINE_OPT_CAP) {
             if (eq) {
                 vrmReportError(VRM_ERR_INVALID_ARG, _("option --%1$s takes no value"),
                                o->name);
@@ -444,6 +459,9 @@ vrmEngineOptionFormat(const vrmEngineOption *o, const vrmEngineSettings *s)
     switch (o->type) {
     case VRM_ENGINE_OPT_BOOL:
         return *(const bool *)field ? g_strdup("") : NULL;
+    case VRM_ENGINE_OPT_CAP:
+        return (*(const guint32 *)field ^ def.caps) & vrmCapabilityGetInfo(o->cap)->bit ?
+               g_strdup("") : NULL;
     case VRM_ENGINE_OPT_UINT:
         if (*(const unsigned int *)field == *(const unsigned int *)((const char *)&def + o->offset))
             return NULL;
@@ -502,7 +520,7 @@ vrmEngineSettingsEncode(const vrmEngineSettings *s, const char *program)
         /* name and value as two words: a restarted virt-rdmad recognises
          * its engine by its --stats-socket argument */
         g_ptr_array_add(argv, g_strdup_printf("--%s", o->name));
-        if (o->type != VRM_ENGINE_OPT_BOOL)
+        if (o->type != VRM_ENGINE_OPT_BOOL && o->type != VRM_ENGINE_OPT_CAP)
             g_ptr_array_add(argv, g_steal_pointer(&value));
     }
     g_ptr_array_add(argv, NULL);

@@ -31,6 +31,7 @@
 
 #include <glib.h>
 
+#include "vrmcapability.h"
 #include "vrmenum.h"
 #include "vrmlimits.h"
 #include "vrmtoken.h"
@@ -95,8 +96,9 @@ typedef struct {
     unsigned int tcpPortMax;
     unsigned int chunkSize;
     unsigned int ringDepth;
-    bool pinAll;
-    bool noWriteImm;
+    guint32 caps;                   /* util/vrmcapability.h bits asked of the
+                                     * peer (pin-all, write-imm): one switch
+                                     * each, --NAME or --no-NAME */
     unsigned long long maxPinned;   /* 0: no allowance of our own */
     char *device;                   /* NULL: the device of the address */
     int tokenFd;                    /* -1: none (an error at validation) */
@@ -114,6 +116,9 @@ typedef struct {
 
 typedef enum {
     VRM_ENGINE_OPT_BOOL,            /* a flag, no value */
+    VRM_ENGINE_OPT_CAP,             /* a flag that switches the row's capability
+                                     * from its default: --NAME for one off by
+                                     * default, --no-NAME for one on */
     VRM_ENGINE_OPT_UINT,            /* unsigned int in [min, max] */
     VRM_ENGINE_OPT_SIZE,            /* util/vrmparse.h size in [min, max] */
     VRM_ENGINE_OPT_ID,              /* uid or pid (gint64, 0 .. max) */
@@ -142,6 +147,7 @@ typedef struct {
     bool (*valid)(const char *value);   /* STRING */
     const char *metavar;            /* NULL for flags */
     const char *help;               /* N_() */
+    vrmCapability cap;              /* CAP */
 } vrmEngineOption;
 
 void vrmEngineSettingsInit(vrmEngineSettings *s);

@@ -195,8 +195,7 @@ vrmEngineLaunchSettings(const vrmEngineLaunch *l, vrmEngineSettings *es)
     }
     es->chunkSize = l->chunkSize;
     es->ringDepth = l->ringDepth;
-    es->pinAll = l->pinAll;
-    es->noWriteImm = !l->writeImm;
+    es->caps = l->caps;
     es->maxPinned = l->allowance;
     es->device = g_strdup(l->device);
     es->tokenFd = VRM_ENGINE_FD_TOKEN;

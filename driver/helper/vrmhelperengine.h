@@ -58,8 +58,7 @@ typedef struct {
     unsigned int channels;
     unsigned int chunkSize;
     unsigned int ringDepth;
-    bool pinAll;
-    bool writeImm;
+    guint32 caps;                   /* agreed, util/vrmcapability.h bits */
     unsigned long long allowance;   /* RLIMIT_MEMLOCK and --max-pinned */
     const char *device;
     const vrmToken *token;

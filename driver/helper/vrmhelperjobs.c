@@ -741,8 +741,7 @@ vrmHelperJobsSpawn(vrmHelperDaemon *d, vrmHelperJob *job, const vrmOffer *offer,
     l.channels = source ? offer->channels : answer->channels;
     l.chunkSize = source ? offer->chunkSize : answer->chunkSize;
     l.ringDepth = source ? offer->ringDepth : answer->ringDepth;
-    l.pinAll = caps & VRM_CAP_PIN_ALL;
-    l.writeImm = caps & VRM_CAP_WRITE_IMM;
+    l.caps = caps & vrmCapabilityKnownMask();
     l.allowance = job->allowance;
     l.device = device;
     l.token = &job->token;

@@ -2,7 +2,8 @@
  * vrmchannel.c: one channel = one QEMU connection <-> one RC queue pair
  *
  * Data path (progress thread):
- *   socket -> staging chunk -> RDMA WRITE(_WITH_IMM) -> peer's ring
+ *   socket -> staging chunk -> RDMA WRITEs -> peer's ring, announced as
+ *   the transfer mode does it (vrmtransfer.h)
  *   our ring -> socket, credits back with READY
  * Control: the two state machines of vrmchannel.h, driven by one table of
  * which message is legal in which state (vrmChannelRules) and one pump that
@@ -25,6 +26,7 @@
 #include "vrmchannel.h"
 #include "vrmflow.h"
 #include "vrmsplice.h"
+#include "vrmtransfer.h"
 #include "vrmproto.h"
 #include "vrmerror.h"
 #include "vrmi18n.h"
@@ -34,7 +36,6 @@
 #define VRM_CHANNEL_STOP_WAIT_US (1000 * 1000)   /* ERROR delivery on the way out */
 #define VRM_CHANNEL_END_WAIT_US (2000 * 1000)    /* last completions at a clean end */
 #define VRM_CHANNEL_CTL_RESERVE 8       /* send slots kept for control messages */
-#define VRM_CHANNEL_BATCH_MAX 255       /* chunks per post (one DATA message) */
 #define VRM_CHANNEL_REG_WINDOW 4        /* dynamic: chunks registered ahead */
 #define VRM_CHANNEL_WC_BATCH 32
 #define VRM_CHANNEL_RING_BATCH 170      /* RAM_BLOCKS entries per message */
@@ -189,6 +190,7 @@ struct _vrmChannel {
     vrmChannelConfig cfg;
     vrmChannelHost host;
     guint32 caps;               /* agreed with the peer */
+    const vrmTransferMode *mode; /* how chunks are announced: from caps */
 
     /* the two state machines (progress thread) */
     vrmChannelTx tx;
@@ -222,7 +224,7 @@ struct _vrmChannel {
     guint32 batchVerbs;         /* verbs WRs of the batch being built */
     struct ibv_recv_wr *rwrs;   /* receive scratch, rqSize entries */
     struct ibv_sge *rsges;
-    vrmProtoDataEntry *dents;   /* DATA scratch */
+    vrmTransferBatch batch;     /* the chunks of the post being built */
     guint32 *repost;            /* receive buffers to post again */
     GThread *thread;
     int wakefd;                 /* eventfd: owner -> progress thread */
@@ -440,6 +442,7 @@ vrmChannelNew(const vrmChannelConfig *cfg, const vrmChannelHost *host)
     vrmChannel *ch = g_new0(vrmChannel, 1);
 
     ch->cfg = *cfg;
+    ch->mode = vrmTransferModeFor(0);
     ch->host = *host;
     ch->tx = VRM_CHANNEL_TX_AUTH;
     ch->rx = cfg->role == VRM_ENGINE_ROLE_SOURCE ? VRM_CHANNEL_RX_AUTH :
@@ -528,7 +531,6 @@ vrmChannelSetup(vrmChannel *ch, vrmRdmaDevice *dev)
     ch->rwrs = g_new0(struct ibv_recv_wr, ch->rqSize);
     ch->rsges = g_new0(struct ibv_sge, ch->rqSize);
     ch->repost = g_new0(guint32, ch->rqSize);
-    ch->dents = g_new0(vrmProtoDataEntry, VRM_CHANNEL_BATCH_MAX);
     ch->regRes = g_new0(vrmProtoRegResult, depth);
     ch->rxLen = g_new0(guint32, depth);
     ch->rxRegd = g_new0(guint8, depth);
@@ -603,6 +605,7 @@ vrmChannelAttachQP(vrmChannel *ch, vrmRdmaQP *qp, guint32 caps)
     g_assert(ch->dev && !ch->qp && !ch->thread);
     ch->qp = qp;
     ch->caps = caps;
+    ch->mode = vrmTransferModeFor(caps);
     ch->maxWriteKnown = false;
     ch->recvPosted = 0;
     ch->lastActivity = ch->attachedUs = g_get_monotonic_time();
@@ -616,6 +619,7 @@ vrmChannelSetCaps(vrmChannel *ch, guint32 caps)
 {
     g_assert(!ch->thread);
     ch->caps = caps;
+    ch->mode = vrmTransferModeFor(caps);
 }
 
 void
@@ -671,7 +675,6 @@ vrmChannelFree(vrmChannel *ch)
     g_free(ch->rwrs);
     g_free(ch->rsges);
     g_free(ch->repost);
-    g_free(ch->dents);
     g_free(ch->regRes);
     g_free(ch->rxLen);
     g_free(ch->rxRegd);
@@ -903,13 +906,13 @@ vrmChannelPrepWR(vrmChannel *ch, guint32 i, gint32 stage)
 }
 
 /* Prepare logical WR number i: @len bytes of staging chunk @s into chunk
- * @ridx of the peer's ring, announced by immediate data (@imm) or not.
+ * @ridx of the peer's ring, its last WRITE as the transfer mode has it.
  * On a device with a message limit (ch->maxWrite) the chunk goes as
- * plain WRITEs of at most that many bytes, the last one with the
- * immediate data: RC places every earlier WRITE before it completes. */
+ * plain WRITEs of at most that many bytes, the last one announcing it
+ * (write-imm): RC places every earlier WRITE before it completes. */
 static void
 vrmChannelPrepChunk(vrmChannel *ch, guint32 i, guint32 s, guint32 ridx,
-                    guint32 len, bool imm)
+                    guint32 len)
 {
     vrmSendSlot *slot = vrmChannelPrepSlot(ch, i, s);
     guint8 *mem = ch->stage.mem + (size_t)s * ch->stage.chunk;
@@ -931,10 +934,7 @@ vrmChannelPrepChunk(vrmChannel *ch, guint32 i, guint32 s, guint32 ridx,
         ch->wrs[v].opcode = IBV_WR_RDMA_WRITE;
         off += piece;
         if (last) {
-            if (imm) {
-                ch->wrs[v].opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-                ch->wrs[v].imm_data = htonl(vrmProtoImmEncode(ridx, len));
-            }
+            ch->mode->txChunk(&ch->batch, &ch->wrs[v], ridx, len);
             ch->lastVerbs[i] = v;
             slot->opcode = ch->wrs[v].opcode;
             break;
@@ -1400,16 +1400,16 @@ vrmChannelLearnMaxWrite(vrmChannel *ch)
 static int
 vrmChannelPumpTx(vrmChannel *ch, bool *progress)
 {
-    bool imm = ch->caps & VRM_CAP_WRITE_IMM;
-    guint32 n = 0, nd = 0;
+    guint32 n = 0;
+    size_t ann;
 
     if (ch->tx != VRM_CHANNEL_TX_STREAM || !vrmRemoteRingComplete(&ch->remote))
         return 0;
     if (vrmChannelLearnMaxWrite(ch) < 0)
         return -1;
 
-    while (!ch->sockEof && n < VRM_CHANNEL_BATCH_MAX &&
-           (imm || nd < vrmChannelCtlEntries(ch, VRM_MSG_DATA))) {
+    vrmTransferBatchStart(&ch->batch, vrmChannelCtlEntries(ch, VRM_MSG_DATA));
+    while (!ch->sockEof && vrmTransferBatchHasRoom(&ch->batch)) {
         guint32 s = ch->stageHead;
         guint32 ridx;
         guint32 cap;
@@ -1474,9 +1474,7 @@ vrmChannelPumpTx(vrmChannel *ch, bool *progress)
             guint32 len = ch->stageFill;
 
             vrmTxFlowTake(&ch->txf, &ridx);
-            vrmChannelPrepChunk(ch, n, s, ridx, len, imm);
-            if (!imm)
-                ch->dents[nd++] = (vrmProtoDataEntry) { .index = ridx, .length = len };
+            vrmChannelPrepChunk(ch, n, s, ridx, len);
             vrmChannelTraceChunk(ch, "sent", ch->txTotal,
                                  ch->stage.mem + (size_t)s * ch->stage.chunk, len);
             n++;
@@ -1491,16 +1489,14 @@ vrmChannelPumpTx(vrmChannel *ch, bool *progress)
             break;
     }
 
-    if (nd > 0) {
-        size_t len = vrmProtoBuildData(vrmChannelCtlBuf(ch, n), ch->dents, nd);
-
-        vrmChannelPrepSend(ch, n, len);
+    if ((ann = ch->mode->txAnnounce(&ch->batch, vrmChannelCtlBuf(ch, n))) > 0) {
+        vrmChannelPrepSend(ch, n, ann);
         n++;
         vrmStatsAdd(&ch->stats, VRM_STAT_CONTROL_SENT, 1);
     }
     if (n > 0) {
         VRM_DEBUG("channel %u: posting %u WRs (%u chunks) from seq %" G_GUINT64_FORMAT
-                  ", %u in flight", ch->cfg.index, n, imm ? n : nd, ch->postSeq,
+                  ", %u in flight", ch->cfg.index, n, ch->batch.chunks, ch->postSeq,
                   ch->txf.inflight);
         if (vrmChannelPostBatch(ch, n, false) < 0)
             return -1;
@@ -1811,30 +1807,44 @@ vrmChannelHandleRegResult(vrmChannel *ch, const vrmProtoMsg *msg)
     return 0;
 }
 
+/* The peer announced a chunk of our ring, as its transfer mode does */
+static int
+vrmChannelChunkArrived(vrmChannel *ch, const vrmTransferArrival *a)
+{
+    guint32 idx = a->key;
+    int rc;
+
+    if (!a->tagged && idx >= ch->ring.depth) {
+        vrmReportError(VRM_ERR_PROTOCOL,
+                       _("channel %1$u: the peer announced chunk %2$u of a ring of %3$u"),
+                       ch->cfg.index, idx, ch->ring.depth);
+        return -1;
+    }
+    rc = a->tagged ? vrmRxFlowFillTag(&ch->rxf, a->key, a->length, &idx)
+                   : vrmRxFlowFill(&ch->rxf, idx, a->length);
+    if (rc < 0) {
+        g_autofree char *why = g_strdup(vrmGetLastErrorMessage());
+        vrmReportError(VRM_ERR_PROTOCOL, _("channel %1$u: %2$s"), ch->cfg.index, why);
+        return -1;
+    }
+    ch->rxLen[idx] = a->length;
+    vrmStatsAdd(&ch->stats, VRM_STAT_CHUNKS_RECEIVED, 1);
+    return 0;
+}
+
 static int
 vrmChannelHandleData(vrmChannel *ch, const vrmProtoMsg *msg)
 {
     guint32 i;
 
-    if (ch->caps & VRM_CAP_WRITE_IMM)
+    if (!ch->mode->rxMessage)
         return vrmChannelUnexpected(ch, msg->hdr.type, _("data is announced by immediate data"));
     for (i = 0; i < msg->hdr.repeat; i++) {
-        guint32 idx, dlen;
+        vrmTransferArrival a;
 
-        vrmProtoGetU32Pair(msg, i, &idx, &dlen);
-        if (idx >= ch->ring.depth) {
-            vrmReportError(VRM_ERR_PROTOCOL,
-                           _("channel %1$u: the peer announced chunk %2$u of a ring of %3$u"),
-                           ch->cfg.index, idx, ch->ring.depth);
+        ch->mode->rxMessage(msg, i, &a);
+        if (vrmChannelChunkArrived(ch, &a) < 0)
             return -1;
-        }
-        if (vrmRxFlowFill(&ch->rxf, idx, dlen) < 0) {
-            g_autofree char *why = g_strdup(vrmGetLastErrorMessage());
-            vrmReportError(VRM_ERR_PROTOCOL, _("channel %1$u: %2$s"), ch->cfg.index, why);
-            return -1;
-        }
-        ch->rxLen[idx] = dlen;
-        vrmStatsAdd(&ch->stats, VRM_STAT_CHUNKS_RECEIVED, 1);
     }
     return 0;
 }
@@ -2105,23 +2115,16 @@ vrmChannelHandleWC(vrmChannel *ch, struct ibv_wc *wc, guint32 *nrepost)
         ch->recvPosted--;
         ch->repost[(*nrepost)++] = slot->index;
         if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
-            guint32 tag, len, idx;
+            vrmTransferArrival a;
 
-            if (!(ch->caps & VRM_CAP_WRITE_IMM) || ch->rx != VRM_CHANNEL_RX_STREAM) {
+            if (!ch->mode->rxImmediate || ch->rx != VRM_CHANNEL_RX_STREAM) {
                 vrmReportError(VRM_ERR_PROTOCOL,
                                _("channel %1$u: unexpected RDMA write with immediate data"),
                                ch->cfg.index);
                 return -1;
             }
-            vrmProtoImmDecode(ntohl(wc->imm_data), &tag, &len);
-            if (vrmRxFlowFillTag(&ch->rxf, tag, len, &idx) < 0) {
-                g_autofree char *why = g_strdup(vrmGetLastErrorMessage());
-                vrmReportError(VRM_ERR_PROTOCOL, _("channel %1$u: %2$s"), ch->cfg.index, why);
-                return -1;
-            }
-            ch->rxLen[idx] = len;
-            vrmStatsAdd(&ch->stats, VRM_STAT_CHUNKS_RECEIVED, 1);
-            return 0;
+            ch->mode->rxImmediate(ntohl(wc->imm_data), &a);
+            return vrmChannelChunkArrived(ch, &a);
         }
         if (wc->opcode != IBV_WC_RECV) {
             vrmReportError(VRM_ERR_PROTOCOL,

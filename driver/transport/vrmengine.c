@@ -42,6 +42,7 @@
 
 #include "vrmtransport.h"
 #include "vrmchannel.h"
+#include "vrmtransfer.h"
 #include "vrmerror.h"
 #include "vrmsocket.h"
 #include "vrmtcp.h"
@@ -450,9 +451,9 @@ vrmEngineDevice(vrmEngine *e, struct ibv_context *ctx)
         guint id = g_unix_fd_add(ctx->async_fd, G_IO_IN, vrmEngineAsyncEvent, dev);
         g_ptr_array_add(e->asyncSources, GUINT_TO_POINTER(id));
     }
-    if (dev->iwarp && (e->caps & VRM_CAP_WRITE_IMM)) {
+    if (vrmTransferCapsForDevice(e->caps, !dev->iwarp) != e->caps) {
         VRM_INFO("device %s is iWARP: data is announced by descriptor SENDs", dev->name);
-        e->caps &= ~VRM_CAP_WRITE_IMM;
+        e->caps = vrmTransferCapsForDevice(e->caps, !dev->iwarp);
     }
     return dev;
 }
@@ -489,7 +490,7 @@ vrmEngineNewChannel(vrmEngine *e, vrmEngineSlot *slot)
         .index = slot->index,
         .chunkSize = e->s.chunkSize,
         .ringDepth = e->s.ringDepth,
-        .pinAll = e->s.pinAll,
+        .pinAll = (e->s.caps & VRM_CAP_PIN_ALL) != 0,
         .maxWrite = vrmEngineMaxWrite(e),
         /* a QEMU whose pid we know is asked about when its stream ends */
         .checkEnd = e->s.role == VRM_ENGINE_ROLE_DESTINATION || e->s.qemuPid > 0,
@@ -2092,8 +2093,7 @@ vrmEngineNew(const vrmEngineSettings *settings, const vrmToken *token)
         slot->ch = vrmEngineNewChannel(e, slot);
     }
     e->nextConnect = 1;
-    e->caps = (e->s.pinAll ? VRM_CAP_PIN_ALL : 0) |
-              (e->s.noWriteImm ? 0 : VRM_CAP_WRITE_IMM) |
+    e->caps = (e->s.caps & vrmCapabilityKnownMask()) |
               (e->s.diskChannels ? VRM_CAP_DISKS : 0) |
               (e->s.tcpListenFd >= 0 || e->s.tcpPortMax ? VRM_CAP_TCP : 0);
     return e;

@@ -48,8 +48,8 @@ testDecodeSource(void)
     g_assert_cmpint(s.tokenFd, ==, 3);
     g_assert_cmpuint(s.channels, ==, 9);
     g_assert_cmpuint(s.chunkSize, ==, 4 << 20);
-    g_assert_true(s.pinAll);
-    g_assert_false(s.noWriteImm);
+    /* a capability's switch moves it away from its default only */
+    g_assert_cmphex(s.caps, ==, VRM_CAP_PIN_ALL | VRM_CAP_WRITE_IMM);
     g_assert_cmpint(s.qemuUid, ==, 64055);
     g_assert_cmpint(s.qemuPid, ==, 4242);
     g_assert_cmpuint(s.maxPinned, ==, 1ull << 30);
@@ -71,7 +71,7 @@ testDecodeDestination(void)
                            "--test-fault", "kill:1M", NULL), ==, 0);
     g_assert_cmpstr(s.address, ==, "fd00::1");
     g_assert_cmpuint(s.port, ==, 18515);
-    g_assert_true(s.noWriteImm);
+    g_assert_cmphex(s.caps, ==, 0);
     g_assert_cmpint(s.fault, ==, VRM_ENGINE_FAULT_KILL);
     g_assert_cmpuint(s.faultBytes, ==, 1 << 20);
 }
@@ -176,8 +176,7 @@ testRoundTrip(void)
     in.channels = 64;
     in.chunkSize = 64 * 1024;
     in.ringDepth = 1024;
-    in.pinAll = true;
-    in.noWriteImm = true;
+    in.caps = VRM_CAP_PIN_ALL;
     in.maxPinned = 123456789012ull;
     in.device = g_strdup("rxe0");
     in.tokenFd = 3;
@@ -208,7 +207,8 @@ testRoundTrip(void)
     g_assert_cmpuint(out.channels, ==, 64);
     g_assert_cmpuint(out.chunkSize, ==, 65536);
     g_assert_cmpuint(out.ringDepth, ==, 1024);
-    g_assert_true(out.pinAll && out.noWriteImm && out.debug && !out.verbose);
+    g_assert_cmphex(out.caps, ==, VRM_CAP_PIN_ALL);
+    g_assert_true(out.debug && !out.verbose);
     g_assert_cmpuint(out.maxPinned, ==, in.maxPinned);
     g_assert_cmpstr(out.device, ==, "rxe0");
     g_assert_cmpint(out.tokenFd, ==, 3);
@@ -240,6 +240,7 @@ static void
 testTable(void)
 {
     g_autofree char *help = vrmEngineSettingsHelp();
+    guint32 caps = 0;
     size_t i;
 
     for (i = 0; i < vrmEngineOptionCount(); i++) {
@@ -249,8 +250,19 @@ testTable(void)
         g_assert_nonnull(strstr(help, flag));
         g_assert_true(o->help && *o->help);
         g_assert_true(o->roles != 0);
+        if (o->type == VRM_ENGINE_OPT_CAP) {
+            const vrmCapabilityInfo *info = vrmCapabilityGetInfo(o->cap);
+            g_autofree char *name = g_strdup_printf("%s%s", info->defaultOn ? "no-" : "",
+                                                    vrmCapabilityTypeToString(o->cap));
+
+            g_assert_cmpstr(o->name, ==, name);
+            g_assert_true(o->offset == offsetof(vrmEngineSettings, caps));
+            caps |= info->bit;
+        }
     }
     g_assert_null(vrmEngineOptionGet(vrmEngineOptionCount()));
+    /* every capability has its switch */
+    g_assert_cmphex(caps, ==, vrmCapabilityKnownMask());
 }
 
 static void

@@ -411,8 +411,7 @@ vrmBenchSettings(const vrmBenchOptions *o, const char *sock, vrmEngineSettings *
     if (o->chunkSize)
         es->chunkSize = o->chunkSize;
     es->ringDepth = vrmRingDepthDefault(es->chunkSize);
-    es->pinAll = o->pinAll;
-    es->noWriteImm = o->noImm;
+    es->caps = (o->pinAll ? VRM_CAP_PIN_ALL : 0) | (o->noImm ? 0 : VRM_CAP_WRITE_IMM);
     es->deadlineConnect = VRM_BENCH_DEADLINE_S;
     es->tokenFd = VRM_ENGINE_FD_TOKEN;
     es->statsFd = VRM_ENGINE_FD_STATS;
