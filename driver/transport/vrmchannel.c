@@ -1396,6 +1396,118 @@ vrmChannelLearnMaxWrite(vrmChannel *ch)
     return 0;
 }
 
+/* Whether chunk @n of the post being built may be filled now: a free
+ * staging chunk (registered), a credit, the peer's chunk registered, room
+ * in the send queue. 1: yes, 0: not now, -1: error */
+static int
+vrmChannelTxMayFill(vrmChannel *ch, guint32 n)
+{
+    guint32 ridx;
+
+    if (ch->stageUsed == ch->stage.depth)
+        return 0;
+    if (vrmTxFlowCredits(&ch->txf) == 0) {
+        if (!ch->stalled) {
+            ch->stalled = true;
+            vrmStatsAdd(&ch->stats, VRM_STAT_CREDIT_STALLS, 1);
+        }
+        return 0;
+    }
+    ridx = vrmTxFlowPeek(&ch->txf, 0);
+    if (!(ch->caps & VRM_CAP_PIN_ALL) && !vrmRemoteRingUsable(&ch->remote, ridx)) {
+        vrmRemoteRingQueueRequests(&ch->remote, &ch->txf, VRM_CHANNEL_REG_WINDOW,
+                                   g_get_monotonic_time());
+        return 0;
+    }
+    if (vrmChannelSqFree(ch) < n + 2 + VRM_CHANNEL_CTL_RESERVE ||
+        vrmChannelVerbsFree(ch) < ch->batchVerbs + vrmChannelChunkVerbs(ch, ch->stage.chunk) +
+                                  2 + VRM_CHANNEL_CTL_RESERVE)
+        return 0;
+    if (!ch->stage.whole &&
+        vrmRingRegisterChunk(ch, &ch->stage, ch->stageHead, IBV_ACCESS_LOCAL_WRITE) < 0)
+        return -1;
+    return 1;
+}
+
+/* QEMU's bytes into the staging chunk being filled. *again: the socket
+ * has no more for now, or ended */
+static int
+vrmChannelTxRead(vrmChannel *ch, bool *progress, bool *again)
+{
+    guint32 cap = MIN(ch->stage.chunk, ch->remote.chunk);
+    guint8 *at = ch->stage.mem + (size_t)ch->stageHead * ch->stage.chunk + ch->stageFill;
+    ssize_t r;
+
+    *again = false;
+    do {
+        r = read(ch->sock, at, cap - ch->stageFill);
+    } while (r < 0 && errno == EINTR);
+    if (r < 0) {
+        if (errno != EAGAIN && errno != EWOULDBLOCK) {
+            if (vrmChannelStreamEnds(ch, errno, true) < 0)
+                return -1;
+            ch->sockEof = true;
+        }
+        *again = true;
+    } else if (r == 0) {
+        ch->sockEof = true;
+        VRM_DEBUG("channel %u: socket EOF after %" G_GUINT64_FORMAT " bytes",
+                  ch->cfg.index, ch->txTotal + ch->stageFill);
+        vrmChannelStreamEnds(ch, 0, true);
+    } else {
+        ch->stageFill += r;
+        ch->stalled = false;
+        vrmChannelNoteBytes(ch);
+        *progress = true;
+        /* a short read emptied the socket: what another read would learn
+         * from EAGAIN, without the syscall (poll tells us of more) */
+        if (ch->stageFill < cap)
+            *again = true;
+    }
+    return 0;
+}
+
+/* The filled staging chunk becomes chunk @n of the post: into the peer's
+ * next credited chunk */
+static void
+vrmChannelTxTake(vrmChannel *ch, guint32 n)
+{
+    guint32 s = ch->stageHead;
+    guint32 len = ch->stageFill;
+    guint32 ridx;
+
+    vrmTxFlowTake(&ch->txf, &ridx);
+    vrmChannelPrepChunk(ch, n, s, ridx, len);
+    vrmChannelTraceChunk(ch, "sent", ch->txTotal,
+                         ch->stage.mem + (size_t)s * ch->stage.chunk, len);
+    ch->stageHead = (s + 1) % ch->stage.depth;
+    ch->stageUsed++;
+    ch->stageFill = 0;
+    ch->txTotal += len;
+    vrmStatsAdd(&ch->stats, VRM_STAT_CHUNKS_WRITTEN, 1);
+    vrmStatsAdd(&ch->stats, VRM_STAT_BYTES_SENT, len);
+}
+
+/* Our direction ends after its last WRITE, after every announcement, and
+ * (checkEnd) once the owner knows QEMU did not just vanish */
+static int
+vrmChannelTxEnd(vrmChannel *ch, bool *progress)
+{
+    size_t len;
+
+    if (!ch->sockEof || ch->stageFill != 0 || ch->nannounce ||
+        (ch->cfg.checkEnd && ch->end != VRM_CHANNEL_END_CLEARED) ||
+        vrmChannelSqFree(ch) == 0)
+        return 0;
+    len = vrmProtoBuildU64(vrmChannelCtlBuf(ch, 0), VRM_MSG_EOF, ch->txTotal);
+    if (vrmChannelPostCtl(ch, len, true) < 0)
+        return -1;
+    vrmChannelSetTx(ch, VRM_CHANNEL_TX_EOF_SENT);
+    *progress = true;
+    VRM_DEBUG("channel %u: EOF %" G_GUINT64_FORMAT " sent", ch->cfg.index, ch->txTotal);
+    return 0;
+}
+
 /* socket -> staging chunks -> RDMA WRITEs, one post per call */
 static int
 vrmChannelPumpTx(vrmChannel *ch, bool *progress)
@@ -1410,81 +1522,20 @@ vrmChannelPumpTx(vrmChannel *ch, bool *progress)
 
     vrmTransferBatchStart(&ch->batch, vrmChannelCtlEntries(ch, VRM_MSG_DATA));
     while (!ch->sockEof && vrmTransferBatchHasRoom(&ch->batch)) {
-        guint32 s = ch->stageHead;
-        guint32 ridx;
-        guint32 cap;
-        ssize_t r;
-        bool again = false;
+        bool again;
+        int rc;
 
-        if (ch->stageUsed == ch->stage.depth)
-            break;
-        if (vrmTxFlowCredits(&ch->txf) == 0) {
-            if (!ch->stalled) {
-                ch->stalled = true;
-                vrmStatsAdd(&ch->stats, VRM_STAT_CREDIT_STALLS, 1);
-            }
+        if ((rc = vrmChannelTxMayFill(ch, n)) <= 0) {
+            if (rc < 0)
+                return -1;
             break;
         }
-        ridx = vrmTxFlowPeek(&ch->txf, 0);
-        if (!(ch->caps & VRM_CAP_PIN_ALL) && !vrmRemoteRingUsable(&ch->remote, ridx)) {
-            vrmRemoteRingQueueRequests(&ch->remote, &ch->txf, VRM_CHANNEL_REG_WINDOW,
-                                       g_get_monotonic_time());
-            break;
-        }
-        if (vrmChannelSqFree(ch) < n + 2 + VRM_CHANNEL_CTL_RESERVE ||
-            vrmChannelVerbsFree(ch) < ch->batchVerbs + vrmChannelChunkVerbs(ch, ch->stage.chunk) +
-                                      2 + VRM_CHANNEL_CTL_RESERVE)
-            break;
-        if (!ch->stage.whole &&
-            vrmRingRegisterChunk(ch, &ch->stage, s, IBV_ACCESS_LOCAL_WRITE) < 0)
+        if (vrmChannelTxRead(ch, progress, &again) < 0)
             return -1;
-
-        cap = MIN(ch->stage.chunk, ch->remote.chunk);
-        r = read(ch->sock, ch->stage.mem + (size_t)s * ch->stage.chunk + ch->stageFill,
-                 cap - ch->stageFill);
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno != EAGAIN && errno != EWOULDBLOCK) {
-                if (vrmChannelStreamEnds(ch, errno, true) < 0)
-                    return -1;
-                ch->sockEof = true;
-            }
-            again = true;
-        } else if (r == 0) {
-            ch->sockEof = true;
-            VRM_DEBUG("channel %u: socket EOF after %" G_GUINT64_FORMAT " bytes",
-                      ch->cfg.index, ch->txTotal + ch->stageFill);
-            vrmChannelStreamEnds(ch, 0, true);
-        } else {
-            ch->stageFill += r;
-            ch->stalled = false;
-            vrmChannelNoteBytes(ch);
-            *progress = true;
-            /* a short read emptied the socket: what another read would
-             * learn from EAGAIN, without the syscall (poll tells us of
-             * more) */
-            if (ch->stageFill < cap)
-                again = true;
-        }
-
         if (again && ch->stageFill > 0 && vrmChannelHoldPartial(ch))
             break;
-        if (ch->stageFill > 0) {
-            guint32 len = ch->stageFill;
-
-            vrmTxFlowTake(&ch->txf, &ridx);
-            vrmChannelPrepChunk(ch, n, s, ridx, len);
-            vrmChannelTraceChunk(ch, "sent", ch->txTotal,
-                                 ch->stage.mem + (size_t)s * ch->stage.chunk, len);
-            n++;
-            ch->stageHead = (s + 1) % ch->stage.depth;
-            ch->stageUsed++;
-            ch->stageFill = 0;
-            ch->txTotal += len;
-            vrmStatsAdd(&ch->stats, VRM_STAT_CHUNKS_WRITTEN, 1);
-            vrmStatsAdd(&ch->stats, VRM_STAT_BYTES_SENT, len);
-        }
+        if (ch->stageFill > 0)
+            vrmChannelTxTake(ch, n++);
         if (again)
             break;
     }
@@ -1502,22 +1553,7 @@ vrmChannelPumpTx(vrmChannel *ch, bool *progress)
             return -1;
         *progress = true;
     }
-
-    /* our direction ends after its last WRITE, after every announcement,
-     * and (checkEnd) once the owner knows QEMU did not just vanish */
-    if (ch->sockEof && ch->stageFill == 0 && !ch->nannounce &&
-        (!ch->cfg.checkEnd || ch->end == VRM_CHANNEL_END_CLEARED) &&
-        vrmChannelSqFree(ch) > 0) {
-        size_t len = vrmProtoBuildU64(vrmChannelCtlBuf(ch, 0), VRM_MSG_EOF, ch->txTotal);
-
-        if (vrmChannelPostCtl(ch, len, true) < 0)
-            return -1;
-        vrmChannelSetTx(ch, VRM_CHANNEL_TX_EOF_SENT);
-        *progress = true;
-        VRM_DEBUG("channel %u: EOF %" G_GUINT64_FORMAT " sent", ch->cfg.index,
-                  ch->txTotal);
-    }
-    return 0;
+    return vrmChannelTxEnd(ch, progress);
 }
 
 /* Bytes written to QEMU's socket so far */
@@ -2038,102 +2074,121 @@ vrmChannelReportFailedWR(const vrmChannel *ch, int code, const char *what,
                        ch->cfg.index, what);
 }
 
+/* A completion that failed: the error, or 0 where it is a flush after the
+ * end or what a lost peer looks like before its cause is known */
+static int
+vrmChannelFailedWC(vrmChannel *ch, const struct ibv_wc *wc)
+{
+    vrmWorkId *wid = (vrmWorkId *)(uintptr_t)wc->wr_id;
+    const char *what;
+    int code = vrmRdmaWcStatusToError(wc->status, &what);
+
+    if (wc->status == IBV_WC_WR_FLUSH_ERR &&
+        (vrmChannelLogicallyDone(ch) || ch->peerGone))
+        return 0;
+    if (vrmRdmaQPPortDown(ch->qp)) {
+        vrmChannelReportPortDown(ch);
+        return -1;
+    }
+    if (wid && wid->kind == VRM_WR_RECV &&
+        (wc->status == IBV_WC_LOC_LEN_ERR || wc->status == IBV_WC_LOC_QP_OP_ERR)) {
+        /* a receive fails only when the peer sent more than a control
+         * message may hold: our buffers are the provider's own, all
+         * of VRM_CONTROL_MESSAGE_MAX bytes. The verbs name it
+         * LOC_LEN_ERR; rxe completes it with LOC_QP_OP_ERR (its copy
+         * into the buffer fails as a malformed request), which the
+         * sandbox showed (issue 13 item 12) */
+        vrmReportError(VRM_ERR_PROTOCOL,
+                       _("channel %1$u: the peer sent a control message larger than %2$d bytes"),
+                       ch->cfg.index, VRM_CONTROL_MESSAGE_MAX);
+        return -1;
+    }
+    if (wc->status == IBV_WC_WR_FLUSH_ERR || wc->status == IBV_WC_LOC_QP_OP_ERR ||
+        wc->status == IBV_WC_REM_ACCESS_ERR) {
+        /* what a lost peer or link looks like before it is known:
+         * vrmChannelRound() names the cause within the grace */
+        if (!ch->wcFailedUs) {
+            ch->wcFailedUs = g_get_monotonic_time();
+            ch->wcFailed = wc->status;
+            if (wid && wid->kind == VRM_WR_SEND)
+                ch->wcFailedWr = vrmChannelDescribeSend(ch, vrm_container_of(wid, vrmSendSlot, id));
+        }
+        return 0;
+    }
+    if (wid && wid->kind == VRM_WR_SEND) {
+        g_autofree char *wr = vrmChannelDescribeSend(ch, vrm_container_of(wid, vrmSendSlot, id));
+
+        vrmChannelReportFailedWR(ch, code, what, wr);
+    } else {
+        vrmChannelReportFailedWR(ch, code, what, NULL);
+    }
+    return -1;
+}
+
+/* A send completed: it retires every work request up to it (UCX) */
+static void
+vrmChannelSendDone(vrmChannel *ch, vrmSendSlot *slot)
+{
+    guint64 seq;
+
+    for (seq = ch->retiredSeq; seq <= slot->seq; seq++) {
+        vrmSendSlot *done = &ch->sslots[seq % ch->sqSize];
+
+        ch->retiredVerbs += done->nverbs;
+        if (done->stage >= 0) {
+            g_assert(ch->stageUsed > 0);
+            ch->stageUsed--;
+        }
+    }
+    ch->retiredSeq = slot->seq + 1;
+    if (ch->keepaliveSeq && ch->retiredSeq >= ch->keepaliveSeq)
+        ch->keepaliveSeq = 0;
+}
+
+/* A receive completed: a control message, or a chunk announced by
+ * immediate data; its buffer goes back on the queue */
+static int
+vrmChannelRecvDone(vrmChannel *ch, const struct ibv_wc *wc, vrmRecvSlot *slot,
+                   guint32 *nrepost)
+{
+    const guint8 *buf = ch->ctlRecv + (size_t)slot->index * VRM_CONTROL_MESSAGE_MAX;
+
+    g_assert(ch->recvPosted > 0);
+    ch->recvPosted--;
+    ch->repost[(*nrepost)++] = slot->index;
+    if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
+        vrmTransferArrival a;
+
+        if (!ch->mode->rxImmediate || ch->rx != VRM_CHANNEL_RX_STREAM) {
+            vrmReportError(VRM_ERR_PROTOCOL,
+                           _("channel %1$u: unexpected RDMA write with immediate data"),
+                           ch->cfg.index);
+            return -1;
+        }
+        ch->mode->rxImmediate(ntohl(wc->imm_data), &a);
+        return vrmChannelChunkArrived(ch, &a);
+    }
+    if (wc->opcode != IBV_WC_RECV) {
+        vrmReportError(VRM_ERR_PROTOCOL,
+                       _("channel %1$u: unexpected receive completion opcode %2$d"),
+                       ch->cfg.index, wc->opcode);
+        return -1;
+    }
+    return vrmChannelHandleMessage(ch, buf, wc->byte_len);
+}
+
 static int
 vrmChannelHandleWC(vrmChannel *ch, struct ibv_wc *wc, guint32 *nrepost)
 {
     vrmWorkId *wid = (vrmWorkId *)(uintptr_t)wc->wr_id;
 
-    if (wc->status != IBV_WC_SUCCESS) {
-        const char *what;
-        int code = vrmRdmaWcStatusToError(wc->status, &what);
-
-        if (wc->status == IBV_WC_WR_FLUSH_ERR &&
-            (vrmChannelLogicallyDone(ch) || ch->peerGone))
-            return 0;
-        if (vrmRdmaQPPortDown(ch->qp)) {
-            vrmChannelReportPortDown(ch);
-            return -1;
-        }
-        if (wid && wid->kind == VRM_WR_RECV &&
-            (wc->status == IBV_WC_LOC_LEN_ERR || wc->status == IBV_WC_LOC_QP_OP_ERR)) {
-            /* a receive fails only when the peer sent more than a control
-             * message may hold: our buffers are the provider's own, all
-             * of VRM_CONTROL_MESSAGE_MAX bytes. The verbs name it
-             * LOC_LEN_ERR; rxe completes it with LOC_QP_OP_ERR (its copy
-             * into the buffer fails as a malformed request), which the
-             * sandbox showed (issue 13 item 12) */
-            vrmReportError(VRM_ERR_PROTOCOL,
-                           _("channel %1$u: the peer sent a control message larger than %2$d bytes"),
-                           ch->cfg.index, VRM_CONTROL_MESSAGE_MAX);
-            return -1;
-        }
-        if (wc->status == IBV_WC_WR_FLUSH_ERR || wc->status == IBV_WC_LOC_QP_OP_ERR ||
-            wc->status == IBV_WC_REM_ACCESS_ERR) {
-            /* what a lost peer or link looks like before it is known:
-             * vrmChannelRound() names the cause within the grace */
-            if (!ch->wcFailedUs) {
-                ch->wcFailedUs = g_get_monotonic_time();
-                ch->wcFailed = wc->status;
-                if (wid && wid->kind == VRM_WR_SEND)
-                    ch->wcFailedWr = vrmChannelDescribeSend(ch, vrm_container_of(wid, vrmSendSlot, id));
-            }
-            return 0;
-        }
-        if (wid && wid->kind == VRM_WR_SEND) {
-            g_autofree char *wr = vrmChannelDescribeSend(ch, vrm_container_of(wid, vrmSendSlot, id));
-
-            vrmChannelReportFailedWR(ch, code, what, wr);
-        } else {
-            vrmChannelReportFailedWR(ch, code, what, NULL);
-        }
-        return -1;
-    }
-
+    if (wc->status != IBV_WC_SUCCESS)
+        return vrmChannelFailedWC(ch, wc);
     if (wid->kind == VRM_WR_SEND) {
-        vrmSendSlot *slot = vrm_container_of(wid, vrmSendSlot, id);
-        guint64 seq;
-
-        /* one completion retires every work request up to it (UCX) */
-        for (seq = ch->retiredSeq; seq <= slot->seq; seq++) {
-            vrmSendSlot *done = &ch->sslots[seq % ch->sqSize];
-
-            ch->retiredVerbs += done->nverbs;
-            if (done->stage >= 0) {
-                g_assert(ch->stageUsed > 0);
-                ch->stageUsed--;
-            }
-        }
-        ch->retiredSeq = slot->seq + 1;
-        if (ch->keepaliveSeq && ch->retiredSeq >= ch->keepaliveSeq)
-            ch->keepaliveSeq = 0;
+        vrmChannelSendDone(ch, vrm_container_of(wid, vrmSendSlot, id));
         return 0;
-    } else {
-        vrmRecvSlot *slot = vrm_container_of(wid, vrmRecvSlot, id);
-        const guint8 *buf = ch->ctlRecv + (size_t)slot->index * VRM_CONTROL_MESSAGE_MAX;
-
-        g_assert(ch->recvPosted > 0);
-        ch->recvPosted--;
-        ch->repost[(*nrepost)++] = slot->index;
-        if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
-            vrmTransferArrival a;
-
-            if (!ch->mode->rxImmediate || ch->rx != VRM_CHANNEL_RX_STREAM) {
-                vrmReportError(VRM_ERR_PROTOCOL,
-                               _("channel %1$u: unexpected RDMA write with immediate data"),
-                               ch->cfg.index);
-                return -1;
-            }
-            ch->mode->rxImmediate(ntohl(wc->imm_data), &a);
-            return vrmChannelChunkArrived(ch, &a);
-        }
-        if (wc->opcode != IBV_WC_RECV) {
-            vrmReportError(VRM_ERR_PROTOCOL,
-                           _("channel %1$u: unexpected receive completion opcode %2$d"),
-                           ch->cfg.index, wc->opcode);
-            return -1;
-        }
-        return vrmChannelHandleMessage(ch, buf, wc->byte_len);
     }
+    return vrmChannelRecvDone(ch, wc, vrm_container_of(wid, vrmRecvSlot, id), nrepost);
 }
 
 static int
