@@ -1,7 +1,7 @@
 /*
  * vrmsplice.c: zero-copy writes of ring memory into a stream socket
  *
- * Why it is safe (the channel's side of the proof is in vrmchannel.c):
+ * Why it is safe (the channel's side of the proof is in vrmchannelrx.c):
  * - vmsplice() without SPLICE_F_GIFT takes references on the buffer's
  *   pages; splice() into an AF_UNIX stream socket appends those pages to
  *   the socket's buffers (Linux 6.1 through unix_stream_sendpage, later
