@@ -7,51 +7,6 @@
 
 #include "vrmchannelpriv.h"
 
-/* ------------------------------------------------------------------ */
-/* Which message is legal in which state                              */
-
-typedef enum {
-    VRM_RULE_RX,                /* judged by the peer's direction's state */
-    VRM_RULE_TX,                /* an answer to our direction: judged by ours */
-} vrmRuleSide;
-
-typedef struct {
-    vrmRuleSide side;
-    unsigned int roles;         /* VRM_ENGINE_FOR_*: who may receive it */
-    unsigned int states;        /* one bit per vrmChannelRx or vrmChannelTx state */
-} vrmChannelRule;
-
-#define RX(s) (1u << VRM_CHANNEL_RX_##s)
-#define TX(s) (1u << VRM_CHANNEL_TX_##s)
-/* every state once the peer has proved who it is */
-#define RX_ANY (RX(DESCRIBE) | RX(OPEN) | RX(STREAM) | RX(DRAIN) | RX(DONE))
-
-/* A type without a row (NONE, QEMU_FILE, COMPRESS, REGISTER_FINISHED, and
- * version 1's CHANNEL_UNUSED) is never legal; the decoder refuses those
- * already. Until the destination's AUTH has been checked, AUTH is the only
- * legal message. */
-static const vrmChannelRule vrmChannelRules[VRM_MSG_LAST] = {
-    [VRM_MSG_AUTH] = { VRM_RULE_RX, VRM_ENGINE_FOR_SOURCE, RX(AUTH) },
-    [VRM_MSG_ERROR] = { VRM_RULE_RX, VRM_ENGINE_FOR_BOTH, RX_ANY },
-    [VRM_MSG_READY] = { VRM_RULE_TX, VRM_ENGINE_FOR_BOTH, TX(STREAM) | TX(EOF_SENT) },
-    [VRM_MSG_RAM_BLOCKS] = { VRM_RULE_RX, VRM_ENGINE_FOR_BOTH, RX(DESCRIBE) },
-    [VRM_MSG_REGISTER_REQUEST] = { VRM_RULE_RX, VRM_ENGINE_FOR_BOTH, RX(STREAM) },
-    [VRM_MSG_REGISTER_RESULT] = { VRM_RULE_TX, VRM_ENGINE_FOR_BOTH, TX(STREAM) | TX(EOF_SENT) },
-    [VRM_MSG_CHANNEL_OPEN] = { VRM_RULE_RX, VRM_ENGINE_FOR_DESTINATION, RX(OPEN) },
-    [VRM_MSG_CHANNEL_OPEN_TCP] = { VRM_RULE_RX, VRM_ENGINE_FOR_DESTINATION, RX(OPEN) },
-    [VRM_MSG_DATA] = { VRM_RULE_RX, VRM_ENGINE_FOR_BOTH, RX(STREAM) },
-    [VRM_MSG_EOF] = { VRM_RULE_RX, VRM_ENGINE_FOR_BOTH, RX(STREAM) },
-    [VRM_MSG_EOF_ACK] = { VRM_RULE_TX, VRM_ENGINE_FOR_BOTH, TX(EOF_SENT) },
-    [VRM_MSG_KEEPALIVE] = { VRM_RULE_RX, VRM_ENGINE_FOR_BOTH, RX_ANY },
-    /* before channel 0's own stream too: QEMU connects its disks (NBD)
-     * before it starts the migration stream */
-    [VRM_MSG_CHANNEL_CONNECT] = { VRM_RULE_RX, VRM_ENGINE_FOR_DESTINATION, RX(OPEN) | RX(STREAM) },
-};
-
-#undef RX
-#undef TX
-#undef RX_ANY
-
 /* Our ring description: as many RAM_BLOCKS messages as it takes */
 static int
 vrmChannelSendDescription(vrmChannel *ch, bool *progress)
@@ -268,33 +223,6 @@ vrmChannelUnexpected(vrmChannel *ch, int type, const char *why)
     return -1;
 }
 
-/* The rules table: is @type legal now? -1 reported if not */
-static int
-vrmChannelCheckRule(vrmChannel *ch, int type)
-{
-    const vrmChannelRule *r = &vrmChannelRules[type];
-    g_autofree char *why = NULL;
-
-    if (!r->roles)
-        return vrmChannelUnexpected(ch, type, _("not used in this protocol version"));
-    if (!(r->roles & (1u << ch->cfg.role))) {
-        why = g_strdup_printf(_("a %1$s engine never receives it"),
-                              vrmEngineRoleTypeToString(ch->cfg.role));
-        return vrmChannelUnexpected(ch, type, why);
-    }
-    if (r->side == VRM_RULE_RX && !(r->states & (1u << ch->rx))) {
-        why = g_strdup_printf(_("the peer's direction is in state '%1$s'"),
-                              vrmChannelRxTypeToString(ch->rx));
-        return vrmChannelUnexpected(ch, type, why);
-    }
-    if (r->side == VRM_RULE_TX && !(r->states & (1u << ch->tx))) {
-        why = g_strdup_printf(_("our direction is in state '%1$s'"),
-                              vrmChannelTxTypeToString(ch->tx));
-        return vrmChannelUnexpected(ch, type, why);
-    }
-    return 0;
-}
-
 static int
 vrmChannelHandleRing(vrmChannel *ch, const vrmProtoMsg *msg)
 {
@@ -424,12 +352,240 @@ vrmChannelHandleData(vrmChannel *ch, const vrmProtoMsg *msg)
     return 0;
 }
 
+static int
+vrmChannelHandleAuth(vrmChannel *ch, const vrmProtoMsg *msg)
+{
+    if (!vrmProtoMacEqual(vrmProtoGetAuth(msg), ch->auth, VRM_PROTO_MAC_LEN)) {
+        ch->unauthenticated = true;
+        vrmReportError(VRM_ERR_AUTH,
+                       _("channel %1$u: the peer could not prove it holds this job's token"),
+                       ch->cfg.index);
+        return -1;
+    }
+    /* from now on it may hear from us: our description, our keys */
+    vrmChannelSetRx(ch, VRM_CHANNEL_RX_DESCRIBE);
+    vrmChannelSetTx(ch, VRM_CHANNEL_TX_DESCRIBE);
+    vrmChannelSignal(ch, &ch->ev.authenticated);
+    return 0;
+}
+
+static int
+vrmChannelHandleConnect(vrmChannel *ch, const vrmProtoMsg *msg)
+{
+    guint32 a;
+
+    vrmProtoGetU32Pair(msg, 0, &a, NULL);
+    if (ch->cfg.index != 0)
+        return vrmChannelUnexpected(ch, msg->hdr.type, _("only channel 0 carries it"));
+    g_mutex_lock(&ch->lock);
+    if (ch->ev.nconnect >= G_N_ELEMENTS(ch->ev.connect)) {
+        g_mutex_unlock(&ch->lock);
+        return vrmChannelUnexpected(ch, msg->hdr.type, _("more connections than channels"));
+    }
+    ch->ev.connect[ch->ev.nconnect++] = a;
+    g_mutex_unlock(&ch->lock);
+    if (ch->host.wake)
+        ch->host.wake(ch->host.opaque);
+    return 0;
+}
+
+static int
+vrmChannelHandleError(vrmChannel *ch G_GNUC_UNUSED, const vrmProtoMsg *msg)
+{
+    g_autofree char *text = NULL;
+    g_autofree char *safe = NULL;
+    guint32 code;
+
+    if (vrmProtoGetError(msg, &code, &text) < 0)
+        return -1;
+    /* the peer's words reach logs and the stats record: made safe */
+    safe = vrmLogSanitize(text);
+    vrmReportError(VRM_ERR_PEER, _("the peer engine reported an error: %1$s"), safe);
+    return -1;
+}
+
+static int
+vrmChannelHandleReady(vrmChannel *ch, const vrmProtoMsg *msg)
+{
+    guint32 a;
+
+    vrmProtoGetU32Pair(msg, 0, &a, NULL);
+    VRM_DEBUG("channel %u: READY %u, %u in flight", ch->cfg.index, a, ch->txf.inflight);
+    if (vrmTxFlowCredit(&ch->txf, a) < 0) {
+        g_autofree char *why = g_strdup(vrmGetLastErrorMessage());
+        vrmReportError(VRM_ERR_PROTOCOL, _("channel %1$u: %2$s"), ch->cfg.index, why);
+        return -1;
+    }
+    ch->stalled = false;
+    return 0;
+}
+
+static int
+vrmChannelHandleOpen(vrmChannel *ch, const vrmProtoMsg *msg)
+{
+    guint32 a;
+
+    vrmProtoGetU32Pair(msg, 0, &a, NULL);
+    if (a != ch->cfg.index)
+        return vrmChannelUnexpected(ch, msg->hdr.type, _("it names another channel"));
+    vrmChannelSetRx(ch, VRM_CHANNEL_RX_STREAM);
+    vrmChannelSignal(ch, &ch->ev.openRequested);
+    return 0;
+}
+
+static int
+vrmChannelHandleOpenTcp(vrmChannel *ch, const vrmProtoMsg *msg)
+{
+    vrmProtoTcpOpen open;
+
+    vrmProtoGetTcpOpen(msg, &open);
+    if (open.channel != ch->cfg.index)
+        return vrmChannelUnexpected(ch, msg->hdr.type, _("it names another channel"));
+    if (!(ch->caps & VRM_CAP_TCP))
+        return vrmChannelUnexpected(ch, msg->hdr.type,
+                                    _("this job takes no TCP connections"));
+    vrmChannelSetRx(ch, VRM_CHANNEL_RX_STREAM);
+    g_mutex_lock(&ch->lock);
+    ch->ev.tcpOpen = open;
+    ch->ev.tcpOpenSet = true;
+    g_mutex_unlock(&ch->lock);
+    vrmChannelSignal(ch, &ch->ev.openRequested);
+    return 0;
+}
+
+static int
+vrmChannelHandleEof(vrmChannel *ch, const vrmProtoMsg *msg)
+{
+    guint64 total = vrmProtoGetU64(msg);
+
+    if (total != ch->rxf.bytes) {
+        vrmReportError(VRM_ERR_PROTOCOL,
+                       _("channel %1$u: the peer ended after %2$llu bytes but announced %3$llu"),
+                       ch->cfg.index, (unsigned long long)total,
+                       (unsigned long long)ch->rxf.bytes);
+        return -1;
+    }
+    vrmChannelSetRx(ch, VRM_CHANNEL_RX_DRAIN);
+    VRM_DEBUG("channel %u: peer EOF after %" G_GUINT64_FORMAT " bytes",
+              ch->cfg.index, total);
+    return 0;
+}
+
+static int
+vrmChannelHandleEofAck(vrmChannel *ch, const vrmProtoMsg *msg)
+{
+    guint64 total = vrmProtoGetU64(msg);
+
+    if (total != ch->txTotal) {
+        vrmReportError(VRM_ERR_PROTOCOL,
+                       _("channel %1$u: the peer acknowledged %2$llu bytes, %3$llu were sent"),
+                       ch->cfg.index, (unsigned long long)total,
+                       (unsigned long long)ch->txTotal);
+        return -1;
+    }
+    vrmChannelSetTx(ch, VRM_CHANNEL_TX_DONE);
+    return 0;
+}
+
+/* its arrival is the point: the peer is there */
+static int
+vrmChannelHandleKeepalive(vrmChannel *ch G_GNUC_UNUSED,
+                          const vrmProtoMsg *msg G_GNUC_UNUSED)
+{
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Which message is legal in which state, and what handles it          */
+
+typedef enum {
+    VRM_RULE_RX,                /* judged by the peer's direction's state */
+    VRM_RULE_TX,                /* an answer to our direction: judged by ours */
+} vrmRuleSide;
+
+typedef struct {
+    vrmRuleSide side;
+    unsigned int roles;         /* VRM_ENGINE_FOR_*: who may receive it */
+    unsigned int states;        /* one bit per vrmChannelRx or vrmChannelTx state */
+    int (*handle)(vrmChannel *ch, const vrmProtoMsg *msg);  /* -1: reported */
+} vrmChannelRule;
+
+#define RX(s) (1u << VRM_CHANNEL_RX_##s)
+#define TX(s) (1u << VRM_CHANNEL_TX_##s)
+/* every state once the peer has proved who it is */
+#define RX_ANY (RX(DESCRIBE) | RX(OPEN) | RX(STREAM) | RX(DRAIN) | RX(DONE))
+
+/* A type without a row (NONE, QEMU_FILE, COMPRESS, REGISTER_FINISHED, and
+ * version 1's CHANNEL_UNUSED) is never legal; the decoder refuses those
+ * already. Until the destination's AUTH has been checked, AUTH is the only
+ * legal message. A row's handler runs only for a message legal now, so
+ * no handler checks the state again. */
+static const vrmChannelRule vrmChannelRules[VRM_MSG_LAST] = {
+    [VRM_MSG_AUTH] = { VRM_RULE_RX, VRM_ENGINE_FOR_SOURCE, RX(AUTH),
+        vrmChannelHandleAuth },
+    [VRM_MSG_ERROR] = { VRM_RULE_RX, VRM_ENGINE_FOR_BOTH, RX_ANY,
+        vrmChannelHandleError },
+    [VRM_MSG_READY] = { VRM_RULE_TX, VRM_ENGINE_FOR_BOTH, TX(STREAM) | TX(EOF_SENT),
+        vrmChannelHandleReady },
+    [VRM_MSG_RAM_BLOCKS] = { VRM_RULE_RX, VRM_ENGINE_FOR_BOTH, RX(DESCRIBE),
+        vrmChannelHandleRing },
+    [VRM_MSG_REGISTER_REQUEST] = { VRM_RULE_RX, VRM_ENGINE_FOR_BOTH, RX(STREAM),
+        vrmChannelHandleRegRequest },
+    [VRM_MSG_REGISTER_RESULT] = { VRM_RULE_TX, VRM_ENGINE_FOR_BOTH, TX(STREAM) | TX(EOF_SENT),
+        vrmChannelHandleRegResult },
+    [VRM_MSG_CHANNEL_OPEN] = { VRM_RULE_RX, VRM_ENGINE_FOR_DESTINATION, RX(OPEN),
+        vrmChannelHandleOpen },
+    [VRM_MSG_CHANNEL_OPEN_TCP] = { VRM_RULE_RX, VRM_ENGINE_FOR_DESTINATION, RX(OPEN),
+        vrmChannelHandleOpenTcp },
+    [VRM_MSG_DATA] = { VRM_RULE_RX, VRM_ENGINE_FOR_BOTH, RX(STREAM),
+        vrmChannelHandleData },
+    [VRM_MSG_EOF] = { VRM_RULE_RX, VRM_ENGINE_FOR_BOTH, RX(STREAM),
+        vrmChannelHandleEof },
+    [VRM_MSG_EOF_ACK] = { VRM_RULE_TX, VRM_ENGINE_FOR_BOTH, TX(EOF_SENT),
+        vrmChannelHandleEofAck },
+    [VRM_MSG_KEEPALIVE] = { VRM_RULE_RX, VRM_ENGINE_FOR_BOTH, RX_ANY,
+        vrmChannelHandleKeepalive },
+    /* before channel 0's own stream too: QEMU connects its disks (NBD)
+     * before it starts the migration stream */
+    [VRM_MSG_CHANNEL_CONNECT] = { VRM_RULE_RX, VRM_ENGINE_FOR_DESTINATION, RX(OPEN) | RX(STREAM),
+        vrmChannelHandleConnect },
+};
+
+#undef RX
+#undef TX
+#undef RX_ANY
+
+/* The rules table: is @type legal now? -1 reported if not */
+static int
+vrmChannelCheckRule(vrmChannel *ch, int type)
+{
+    const vrmChannelRule *r = &vrmChannelRules[type];
+    g_autofree char *why = NULL;
+
+    if (!r->roles || !r->handle)
+        return vrmChannelUnexpected(ch, type, _("not used in this protocol version"));
+    if (!(r->roles & (1u << ch->cfg.role))) {
+        why = g_strdup_printf(_("a %1$s engine never receives it"),
+                              vrmEngineRoleTypeToString(ch->cfg.role));
+        return vrmChannelUnexpected(ch, type, why);
+    }
+    if (r->side == VRM_RULE_RX && !(r->states & (1u << ch->rx))) {
+        why = g_strdup_printf(_("the peer's direction is in state '%1$s'"),
+                              vrmChannelRxTypeToString(ch->rx));
+        return vrmChannelUnexpected(ch, type, why);
+    }
+    if (r->side == VRM_RULE_TX && !(r->states & (1u << ch->tx))) {
+        why = g_strdup_printf(_("our direction is in state '%1$s'"),
+                              vrmChannelTxTypeToString(ch->tx));
+        return vrmChannelUnexpected(ch, type, why);
+    }
+    return 0;
+}
+
 int
 vrmChannelHandleMessage(vrmChannel *ch, const guint8 *buf, size_t len)
 {
     vrmProtoMsg msg;
-    guint32 a;
-    guint64 total;
 
     vrmStatsAdd(&ch->stats, VRM_STAT_CONTROL_RECEIVED, 1);
     if (vrmProtoMsgDecode(buf, len, &msg) < 0) {
@@ -440,122 +596,5 @@ vrmChannelHandleMessage(vrmChannel *ch, const guint8 *buf, size_t len)
     }
     if (vrmChannelCheckRule(ch, msg.hdr.type) < 0)
         return -1;
-
-    switch ((vrmProtoMsgType)msg.hdr.type) {
-    case VRM_MSG_AUTH:
-        if (!vrmProtoMacEqual(vrmProtoGetAuth(&msg), ch->auth, VRM_PROTO_MAC_LEN)) {
-            ch->unauthenticated = true;
-            vrmReportError(VRM_ERR_AUTH,
-                           _("channel %1$u: the peer could not prove it holds this job's token"),
-                           ch->cfg.index);
-            return -1;
-        }
-        /* from now on it may hear from us: our description, our keys */
-        vrmChannelSetRx(ch, VRM_CHANNEL_RX_DESCRIBE);
-        vrmChannelSetTx(ch, VRM_CHANNEL_TX_DESCRIBE);
-        vrmChannelSignal(ch, &ch->ev.authenticated);
-        return 0;
-    case VRM_MSG_CHANNEL_CONNECT:
-        vrmProtoGetU32Pair(&msg, 0, &a, NULL);
-        if (ch->cfg.index != 0)
-            return vrmChannelUnexpected(ch, msg.hdr.type, _("only channel 0 carries it"));
-        g_mutex_lock(&ch->lock);
-        if (ch->ev.nconnect >= G_N_ELEMENTS(ch->ev.connect)) {
-            g_mutex_unlock(&ch->lock);
-            return vrmChannelUnexpected(ch, msg.hdr.type, _("more connections than channels"));
-        }
-        ch->ev.connect[ch->ev.nconnect++] = a;
-        g_mutex_unlock(&ch->lock);
-        if (ch->host.wake)
-            ch->host.wake(ch->host.opaque);
-        return 0;
-    case VRM_MSG_ERROR: {
-        g_autofree char *text = NULL;
-        g_autofree char *safe = NULL;
-        guint32 code;
-
-        if (vrmProtoGetError(&msg, &code, &text) < 0)
-            return -1;
-        /* the peer's words reach logs and the stats record: made safe */
-        safe = vrmLogSanitize(text);
-        vrmReportError(VRM_ERR_PEER, _("the peer engine reported an error: %1$s"), safe);
-        return -1;
-    }
-    case VRM_MSG_READY:
-        vrmProtoGetU32Pair(&msg, 0, &a, NULL);
-        VRM_DEBUG("channel %u: READY %u, %u in flight", ch->cfg.index, a, ch->txf.inflight);
-        if (vrmTxFlowCredit(&ch->txf, a) < 0) {
-            g_autofree char *why = g_strdup(vrmGetLastErrorMessage());
-            vrmReportError(VRM_ERR_PROTOCOL, _("channel %1$u: %2$s"), ch->cfg.index, why);
-            return -1;
-        }
-        ch->stalled = false;
-        return 0;
-    case VRM_MSG_RAM_BLOCKS:
-        return vrmChannelHandleRing(ch, &msg);
-    case VRM_MSG_REGISTER_REQUEST:
-        return vrmChannelHandleRegRequest(ch, &msg);
-    case VRM_MSG_REGISTER_RESULT:
-        return vrmChannelHandleRegResult(ch, &msg);
-    case VRM_MSG_CHANNEL_OPEN:
-        vrmProtoGetU32Pair(&msg, 0, &a, NULL);
-        if (a != ch->cfg.index)
-            return vrmChannelUnexpected(ch, msg.hdr.type, _("it names another channel"));
-        vrmChannelSetRx(ch, VRM_CHANNEL_RX_STREAM);
-        vrmChannelSignal(ch, &ch->ev.openRequested);
-        return 0;
-    case VRM_MSG_CHANNEL_OPEN_TCP: {
-        vrmProtoTcpOpen open;
-
-        vrmProtoGetTcpOpen(&msg, &open);
-        if (open.channel != ch->cfg.index)
-            return vrmChannelUnexpected(ch, msg.hdr.type, _("it names another channel"));
-        if (!(ch->caps & VRM_CAP_TCP))
-            return vrmChannelUnexpected(ch, msg.hdr.type,
-                                        _("this job takes no TCP connections"));
-        vrmChannelSetRx(ch, VRM_CHANNEL_RX_STREAM);
-        g_mutex_lock(&ch->lock);
-        ch->ev.tcpOpen = open;
-        ch->ev.tcpOpenSet = true;
-        g_mutex_unlock(&ch->lock);
-        vrmChannelSignal(ch, &ch->ev.openRequested);
-        return 0;
-    }
-    case VRM_MSG_DATA:
-        return vrmChannelHandleData(ch, &msg);
-    case VRM_MSG_EOF:
-        total = vrmProtoGetU64(&msg);
-        if (total != ch->rxf.bytes) {
-            vrmReportError(VRM_ERR_PROTOCOL,
-                           _("channel %1$u: the peer ended after %2$llu bytes but announced %3$llu"),
-                           ch->cfg.index, (unsigned long long)total,
-                           (unsigned long long)ch->rxf.bytes);
-            return -1;
-        }
-        vrmChannelSetRx(ch, VRM_CHANNEL_RX_DRAIN);
-        VRM_DEBUG("channel %u: peer EOF after %" G_GUINT64_FORMAT " bytes",
-                  ch->cfg.index, total);
-        return 0;
-    case VRM_MSG_EOF_ACK:
-        total = vrmProtoGetU64(&msg);
-        if (total != ch->txTotal) {
-            vrmReportError(VRM_ERR_PROTOCOL,
-                           _("channel %1$u: the peer acknowledged %2$llu bytes, %3$llu were sent"),
-                           ch->cfg.index, (unsigned long long)total,
-                           (unsigned long long)ch->txTotal);
-            return -1;
-        }
-        vrmChannelSetTx(ch, VRM_CHANNEL_TX_DONE);
-        return 0;
-    case VRM_MSG_KEEPALIVE:
-        return 0;
-    case VRM_MSG_NONE:
-    case VRM_MSG_QEMU_FILE:
-    case VRM_MSG_COMPRESS:
-    case VRM_MSG_REGISTER_FINISHED:
-    case VRM_MSG_CHANNEL_UNUSED:
-    case VRM_MSG_LAST:
-        break;
-    }
-    return vrmChannelUnexpected(ch, msg.hdr.type, _("not used in this protocol version"));
+    return vrmChannelRules[msg.hdr.type].handle(ch, &msg);
 }
