@@ -16,6 +16,12 @@ VRM_ENUM_IMPL(vrmCapability, VRM_CAPABILITY_LAST,
               "write-imm",
 );
 
+VRM_ENUM_IMPL(vrmRdmaDefault, VRM_RDMA_DEFAULT_LAST,
+              "tagged",
+              "all",
+              "off",
+);
+
 static const vrmCapabilityInfo vrmCapabilityTable[] = {
     {
         .cap = VRM_CAPABILITY_PIN_ALL,

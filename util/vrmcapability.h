@@ -31,6 +31,20 @@ typedef enum {
 } vrmCapability;
 VRM_ENUM_DECL(vrmCapability);
 
+/* Which migrations of libvirt's own TCP transport this host carries over
+ * RDMA, as their source: the transparent mode's host-wide default
+ * (docs/transparent.rst). Here because the helper's configuration and the
+ * control socket's host-info (xml/) both name it. */
+typedef enum {
+    VRM_RDMA_DEFAULT_TAGGED,    /* those of guests with <rdma:migration> */
+    VRM_RDMA_DEFAULT_ALL,       /* every guest's, but those whose metadata
+                                 * says enabled="no" */
+    VRM_RDMA_DEFAULT_OFF,       /* none: only the per-domain path's */
+
+    VRM_RDMA_DEFAULT_LAST
+} vrmRdmaDefault;
+VRM_ENUM_DECL(vrmRdmaDefault);
+
 typedef enum {
     VRM_SIDE_SOURCE = 1 << 0,
     VRM_SIDE_DESTINATION = 1 << 1,

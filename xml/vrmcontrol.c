@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "vrmcontrol.h"
+#include "vrmcapability.h"
 #include "vrmnegotiation.h"
 #include "vrmerror.h"
 #include "vrmi18n.h"
@@ -517,6 +518,23 @@ vrmHostInfoPropPeerAuth(xmlNodePtr node, const char *name, bool required,
     return 1;
 }
 
+/* The values of <transparent mode=...>: the helper's [migration] rdma */
+static int
+vrmHostInfoPropRdmaDefault(xmlNodePtr node, const char *name, bool required,
+                           char **value)
+{
+    int mode;
+    int rc;
+
+    if ((rc = vrmXMLPropEnum(node, name, required, vrmRdmaDefaultTypeFromString,
+                             vrmRdmaDefaultTypeToString, VRM_RDMA_DEFAULT_LAST,
+                             &mode)) <= 0)
+        return rc;
+    g_free(*value);
+    *value = g_strdup(vrmRdmaDefaultTypeToString(mode));
+    return 1;
+}
+
 typedef int (*vrmHostInfoPropFunc)(xmlNodePtr node, const char *name,
                                    bool required, char **value);
 
@@ -692,7 +710,7 @@ vrmHostInfoParseNode(xmlNodePtr node)
                                &info->libvirtStatus, &info->libvirtMessage) < 0)
         return NULL;
     if ((child = vrmXMLChild(node, "transparent")) &&
-        vrmHostInfoParseStatus(child, "mode", vrmXMLPropName, &info->transparentMode,
+        vrmHostInfoParseStatus(child, "mode", vrmHostInfoPropRdmaDefault, &info->transparentMode,
                                &info->transparentStatus, &info->transparentMessage) < 0)
         return NULL;
     for (child = node->children; child; child = child->next) {

@@ -28,12 +28,6 @@ VRM_ENUM_IMPL(vrmFallback, VRM_FALLBACK_LAST,
               "refuse",
 );
 
-VRM_ENUM_IMPL(vrmRdmaDefault, VRM_RDMA_DEFAULT_LAST,
-              "tagged",
-              "all",
-              "off",
-);
-
 #define VRM_HELPER_DEFAULT_MAX_JOBS 4
 #define VRM_HELPER_MAX_JOBS 1024
 #define VRM_HELPER_DEFAULT_HISTORY 64

@@ -91,18 +91,6 @@ typedef enum {
 } vrmFallback;
 VRM_ENUM_DECL(vrmFallback);
 
-/* Which migrations of libvirt's own TCP transport this host carries over
- * RDMA, as their source (docs/transparent.rst) */
-typedef enum {
-    VRM_RDMA_DEFAULT_TAGGED,    /* those of guests with <rdma:migration> */
-    VRM_RDMA_DEFAULT_ALL,       /* every guest's, but those whose metadata
-                                 * says enabled="no" */
-    VRM_RDMA_DEFAULT_OFF,       /* none: only the per-domain path's */
-
-    VRM_RDMA_DEFAULT_LAST
-} vrmRdmaDefault;
-VRM_ENUM_DECL(vrmRdmaDefault);
-
 /* libvirt's migration_port_min/max defaults (qemu.conf) */
 #define VRM_HELPER_DEFAULT_MIGRATION_PORT_MIN 49152
 #define VRM_HELPER_DEFAULT_MIGRATION_PORT_MAX 49215
