@@ -136,6 +136,7 @@ vrmRdmaDevice *
 vrmEngineDevice(vrmEngine *e, struct ibv_context *ctx)
 {
     vrmRdmaDevice *dev;
+    guint32 caps;
     guint i;
     int flags;
 
@@ -164,9 +165,10 @@ vrmEngineDevice(vrmEngine *e, struct ibv_context *ctx)
         guint id = g_unix_fd_add(ctx->async_fd, G_IO_IN, vrmEngineAsyncEvent, dev);
         g_ptr_array_add(e->asyncSources, GUINT_TO_POINTER(id));
     }
-    if (vrmTransferCapsForDevice(e->caps, !dev->iwarp) != e->caps) {
+    caps = vrmTransferCapsForDevice(e->caps, !dev->iwarp);
+    if (caps != e->caps) {
         VRM_INFO("device %s is iWARP: data is announced by descriptor SENDs", dev->name);
-        e->caps = vrmTransferCapsForDevice(e->caps, !dev->iwarp);
+        e->caps = caps;
     }
     return dev;
 }

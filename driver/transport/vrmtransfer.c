@@ -101,7 +101,9 @@ vrmTransferCapsForDevice(guint32 caps, bool hasImmediate)
 {
     size_t i;
 
-    for (i = 0; i < G_N_ELEMENTS(vrmTransferModes) && !hasImmediate; i++) {
+    if (hasImmediate)
+        return caps;
+    for (i = 0; i < G_N_ELEMENTS(vrmTransferModes); i++) {
         if (vrmTransferModes[i].immediate)
             caps &= ~vrmTransferModes[i].cap;
     }
