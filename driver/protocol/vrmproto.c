@@ -155,15 +155,34 @@ G_STATIC_ASSERT(VRM_HDR_PADDING + 4 == VRM_PROTO_HEADER_LEN);
 #define VRM_TCP_OPEN_ADDR 8
 G_STATIC_ASSERT(VRM_TCP_OPEN_ADDR + 16 == VRM_PROTO_TCP_OPEN_LEN);
 
+/* REQ and REP begin alike: the channel's identity and the nonce */
+static void
+vrmProtoConnIdPut(guint8 *buf, guint32 version, guint32 flags,
+                  guint16 channel, guint16 channels, const guint8 *nonce)
+{
+    put32(buf + VRM_CONN_VERSION, version);
+    put32(buf + VRM_CONN_FLAGS, flags);
+    put16(buf + VRM_CONN_CHANNEL, channel);
+    put16(buf + VRM_CONN_CHANNELS, channels);
+    memcpy(buf + VRM_CONN_NONCE, nonce, VRM_PROTO_NONCE_LEN);
+}
+
+static void
+vrmProtoConnIdGet(const guint8 *p, guint32 *version, guint32 *flags,
+                  guint16 *channel, guint16 *channels, guint8 *nonce)
+{
+    *version = get32(p + VRM_CONN_VERSION);
+    *flags = get32(p + VRM_CONN_FLAGS);
+    *channel = get16(p + VRM_CONN_CHANNEL);
+    *channels = get16(p + VRM_CONN_CHANNELS);
+    memcpy(nonce, p + VRM_CONN_NONCE, VRM_PROTO_NONCE_LEN);
+}
+
 void
 vrmProtoConnReqEncode(const vrmProtoConnReq *req, guint8 buf[VRM_PROTO_REQ_LEN])
 {
     memset(buf, 0, VRM_PROTO_REQ_LEN);
-    put32(buf + VRM_CONN_VERSION, req->version);
-    put32(buf + VRM_CONN_FLAGS, req->flags);
-    put16(buf + VRM_CONN_CHANNEL, req->channel);
-    put16(buf + VRM_CONN_CHANNELS, req->channels);
-    memcpy(buf + VRM_CONN_NONCE, req->nonce, VRM_PROTO_NONCE_LEN);
+    vrmProtoConnIdPut(buf, req->version, req->flags, req->channel, req->channels, req->nonce);
 }
 
 int
@@ -184,11 +203,7 @@ vrmProtoConnReqDecode(const void *buf, size_t len, vrmProtoConnReq *req)
                        _("the reserved field of the connection private data is not zero"));
         return -1;
     }
-    req->version = get32(p + VRM_CONN_VERSION);
-    req->flags = get32(p + VRM_CONN_FLAGS);
-    req->channel = get16(p + VRM_CONN_CHANNEL);
-    req->channels = get16(p + VRM_CONN_CHANNELS);
-    memcpy(req->nonce, p + VRM_CONN_NONCE, VRM_PROTO_NONCE_LEN);
+    vrmProtoConnIdGet(p, &req->version, &req->flags, &req->channel, &req->channels, req->nonce);
     return 0;
 }
 
@@ -196,11 +211,7 @@ void
 vrmProtoConnRepEncode(const vrmProtoConnRep *rep, guint8 buf[VRM_PROTO_REP_LEN])
 {
     memset(buf, 0, VRM_PROTO_REP_LEN);
-    put32(buf + VRM_CONN_VERSION, rep->version);
-    put32(buf + VRM_CONN_FLAGS, rep->flags);
-    put16(buf + VRM_CONN_CHANNEL, rep->channel);
-    put16(buf + VRM_CONN_CHANNELS, rep->channels);
-    memcpy(buf + VRM_CONN_NONCE, rep->nonce, VRM_PROTO_NONCE_LEN);
+    vrmProtoConnIdPut(buf, rep->version, rep->flags, rep->channel, rep->channels, rep->nonce);
     memcpy(buf + VRM_REP_MAC, rep->mac, VRM_PROTO_MAC_SOURCE_LEN);
 }
 
@@ -220,11 +231,7 @@ vrmProtoConnRepDecode(const void *buf, size_t len, vrmProtoConnRep *rep)
                        _("the reserved field of the accept's private data is not zero"));
         return -1;
     }
-    rep->version = get32(p + VRM_CONN_VERSION);
-    rep->flags = get32(p + VRM_CONN_FLAGS);
-    rep->channel = get16(p + VRM_CONN_CHANNEL);
-    rep->channels = get16(p + VRM_CONN_CHANNELS);
-    memcpy(rep->nonce, p + VRM_CONN_NONCE, VRM_PROTO_NONCE_LEN);
+    vrmProtoConnIdGet(p, &rep->version, &rep->flags, &rep->channel, &rep->channels, rep->nonce);
     memcpy(rep->mac, p + VRM_REP_MAC, VRM_PROTO_MAC_SOURCE_LEN);
     return 0;
 }
@@ -363,6 +370,7 @@ vrmProtoRejectDecode(const void *buf, size_t len, guint32 *version)
         return VRM_REJECT_MALFORMED;
     return reason;
 }
+
 
 guint32
 vrmProtoNegotiate(guint32 local, guint32 peer)
