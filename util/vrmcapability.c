@@ -14,6 +14,8 @@
 VRM_ENUM_IMPL(vrmCapability, VRM_CAPABILITY_LAST,
               "pin-all",
               "write-imm",
+              "disks",
+              "tcp",
 );
 
 VRM_ENUM_IMPL(vrmRdmaDefault, VRM_RDMA_DEFAULT_LAST,
@@ -26,6 +28,7 @@ static const vrmCapabilityInfo vrmCapabilityTable[] = {
     {
         .cap = VRM_CAPABILITY_PIN_ALL,
         .bit = VRM_CAP_PIN_ALL,
+        .scope = VRM_CAPABILITY_SCOPE_MIGRATION,
         .side = VRM_SIDE_BOTH,
         .defaultOn = false,
         .option = "--rdma-pin-all",
@@ -34,12 +37,31 @@ static const vrmCapabilityInfo vrmCapabilityTable[] = {
     {
         .cap = VRM_CAPABILITY_WRITE_IMM,
         .bit = VRM_CAP_WRITE_IMM,
+        .scope = VRM_CAPABILITY_SCOPE_MIGRATION,
         .side = VRM_SIDE_BOTH,
         .defaultOn = true,
         /* on unless the metadata says <write-imm enabled="no"/>: no
          * option of virt-rdma migrate (there was none behind the name) */
         .option = NULL,
         .help = N_("announce data with RDMA WRITE_WITH_IMM instead of a descriptor SEND"),
+    },
+    {
+        .cap = VRM_CAPABILITY_DISKS,
+        .bit = VRM_CAP_DISKS,
+        .scope = VRM_CAPABILITY_SCOPE_ENGINE,
+        .side = VRM_SIDE_BOTH,
+        .defaultOn = false,
+        .option = NULL,
+        .help = N_("carry QEMU's disk copy (NBD) on channels of its own"),
+    },
+    {
+        .cap = VRM_CAPABILITY_TCP,
+        .bit = VRM_CAP_TCP,
+        .scope = VRM_CAPABILITY_SCOPE_ENGINE,
+        .side = VRM_SIDE_BOTH,
+        .defaultOn = false,
+        .option = NULL,
+        .help = N_("carry QEMU's TCP connections that the source host steered into the engine"),
     },
 };
 G_STATIC_ASSERT(G_N_ELEMENTS(vrmCapabilityTable) == VRM_CAPABILITY_LAST);
@@ -60,6 +82,19 @@ vrmCapabilityKnownMask(void)
 
     for (i = 0; i < G_N_ELEMENTS(vrmCapabilityTable); i++)
         mask |= vrmCapabilityTable[i].bit;
+    return mask;
+}
+
+guint32
+vrmCapabilityMigrationMask(void)
+{
+    guint32 mask = 0;
+    size_t i;
+
+    for (i = 0; i < G_N_ELEMENTS(vrmCapabilityTable); i++) {
+        if (vrmCapabilityTable[i].scope == VRM_CAPABILITY_SCOPE_MIGRATION)
+            mask |= vrmCapabilityTable[i].bit;
+    }
     return mask;
 }
 

@@ -6,9 +6,11 @@
  *
  * Public API summary
  * ------------------
- *   vrmCapabilityTypeToString/FromString   "pin-all", "write-imm"
- *   vrmCapabilityGetInfo(cap)              bit, side, default, CLI option, help
+ *   vrmCapabilityTypeToString/FromString   "pin-all", "write-imm", "disks", "tcp"
+ *   vrmCapabilityGetInfo(cap)              bit, scope, side, default, CLI option, help
  *   vrmCapabilityKnownMask()               bits this build understands
+ *   vrmCapabilityMigrationMask()           ... of them those a migration's
+ *                                          parameters name (the domain XML)
  *   vrmCapabilityDefaultMask()             bits on unless switched off
  *   vrmCapabilityIntersect(src, dst)       agreed bits
  *   vrmCapabilityForSide(flags, side)      bits a given side acts on
@@ -26,6 +28,8 @@
 typedef enum {
     VRM_CAPABILITY_PIN_ALL,        /* register whole rings up front (seed: PIN_ALL) */
     VRM_CAPABILITY_WRITE_IMM,      /* data notified by RDMA WRITE_WITH_IMM */
+    VRM_CAPABILITY_DISKS,          /* disk channels (QEMU's NBD connections) */
+    VRM_CAPABILITY_TCP,            /* channels opened for steered TCP connections */
 
     VRM_CAPABILITY_LAST
 } vrmCapability;
@@ -51,9 +55,19 @@ typedef enum {
     VRM_SIDE_BOTH = VRM_SIDE_SOURCE | VRM_SIDE_DESTINATION,
 } vrmSide;
 
+/* Who decides a capability. Both kinds travel in the engines' connect
+ * private data and are agreed there by vrmCapabilityIntersect. */
+typedef enum {
+    VRM_CAPABILITY_SCOPE_MIGRATION, /* the migration's parameters: metadata,
+                                     * offer and answer, the engine's options */
+    VRM_CAPABILITY_SCOPE_ENGINE,    /* what the engine was started to carry
+                                     * (disk channels, steered TCP) */
+} vrmCapabilityScope;
+
 typedef struct {
     vrmCapability cap;
     guint32 bit;            /* flag in the offer/answer and connect private data */
+    vrmCapabilityScope scope;
     vrmSide side;           /* whose engine acts on it once agreed */
     bool defaultOn;         /* asked for unless switched off */
     const char *option;     /* virt-rdma migrate option that switches it on;
@@ -64,6 +78,7 @@ typedef struct {
 
 const vrmCapabilityInfo *vrmCapabilityGetInfo(vrmCapability cap);
 guint32 vrmCapabilityKnownMask(void);
+guint32 vrmCapabilityMigrationMask(void);
 guint32 vrmCapabilityDefaultMask(void);
 guint32 vrmCapabilityIntersect(guint32 source, guint32 destination);
 guint32 vrmCapabilityForSide(guint32 flags, vrmSide side);

@@ -37,7 +37,7 @@
 #define VRM_CAP_DISKS 0x4u          /* disk channels: QEMU's NBD connections (--copy-storage-all) */
 #define VRM_CAP_TCP 0x8u            /* channels opened by CHANNEL_OPEN_TCP: QEMU's TCP
                                      * connections, steered (docs/transparent.rst) */
-#define VRM_CAP_KNOWN (VRM_CAP_PIN_ALL | VRM_CAP_WRITE_IMM | VRM_CAP_DISKS | VRM_CAP_TCP)
+/* what each bit means, and which are known: util/vrmcapability.c */
 
 /* Chunk size: a power of two from 64 KiB to 64 MiB. */
 #define VRM_CHUNK_SIZE_MIN (64u * 1024)

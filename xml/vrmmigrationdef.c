@@ -133,8 +133,10 @@ vrmMigrationParamsParseNode(xmlNodePtr node, vrmMigrationParams *params,
 
     for (i = 0; i < G_N_ELEMENTS(paramElements); i++)
         g_ptr_array_add(allowed, (gpointer)paramElements[i]);
-    for (i = 0; i < VRM_CAPABILITY_LAST; i++)
-        g_ptr_array_add(allowed, (gpointer)vrmCapabilityTypeToString(i));
+    for (i = 0; i < VRM_CAPABILITY_LAST; i++) {
+        if (vrmCapabilityGetInfo(i)->scope == VRM_CAPABILITY_SCOPE_MIGRATION)
+            g_ptr_array_add(allowed, (gpointer)vrmCapabilityTypeToString(i));
+    }
     for (i = 0; extra && extra[i]; i++)
         g_ptr_array_add(allowed, (gpointer)extra[i]);
     g_ptr_array_add(allowed, NULL);
@@ -150,7 +152,8 @@ vrmMigrationParamsParseNode(xmlNodePtr node, vrmMigrationParams *params,
         const vrmCapabilityInfo *info = vrmCapabilityGetInfo(i);
         bool enabled = true;
 
-        if (!(child = vrmXMLChild(node, vrmCapabilityTypeToString(i))))
+        if (info->scope != VRM_CAPABILITY_SCOPE_MIGRATION ||
+            !(child = vrmXMLChild(node, vrmCapabilityTypeToString(i))))
             continue;
         if (vrmXMLCheckLeaf(child, enabledAttr) < 0 ||
             vrmXMLPropYesNo(child, "enabled", false, &enabled) < 0)
@@ -208,6 +211,8 @@ vrmMigrationParamsFormatBuf(GString *buf, const vrmMigrationParams *params,
     for (i = 0; i < VRM_CAPABILITY_LAST; i++) {
         const vrmCapabilityInfo *info = vrmCapabilityGetInfo(i);
 
+        if (info->scope != VRM_CAPABILITY_SCOPE_MIGRATION)
+            continue;
         if (params->capsOn & info->bit) {
             vrmXMLIndent(buf, level);
             g_string_append_printf(buf, "<%s/>\n", vrmCapabilityTypeToString(i));

@@ -21,7 +21,7 @@ vrmCapabilityFromParams(const vrmMigrationParams *params)
 
     flags |= params->capsOn;
     flags &= ~params->capsOff;
-    return flags & vrmCapabilityKnownMask();
+    return flags & vrmCapabilityMigrationMask();
 }
 
 
@@ -54,7 +54,7 @@ vrmHostPolicyInit(vrmHostPolicy *policy)
     memset(policy, 0, sizeof(*policy));
     policy->minVersion = VRM_PROTOCOL_VERSION_MIN;
     policy->maxVersion = VRM_PROTOCOL_VERSION_MAX;
-    policy->capabilities = vrmCapabilityKnownMask();
+    policy->capabilities = vrmCapabilityMigrationMask();
     policy->maxChannels = VRM_CHANNELS_MAX;
     policy->maxPinnedBytes = 0;
     for (size = VRM_CHUNK_SIZE_MIN; size <= VRM_CHUNK_SIZE_MAX; size <<= 1)
@@ -329,7 +329,7 @@ vrmOfferFromParams(const vrmMigrationParams *params,
     }
     {
         /* asked for explicitly but not supported here: say so */
-        guint32 missing = params->capsOn & vrmCapabilityKnownMask() &
+        guint32 missing = params->capsOn & vrmCapabilityMigrationMask() &
             ~policy->capabilities;
 
         if (missing) {

@@ -741,7 +741,7 @@ vrmHelperJobsSpawn(vrmHelperDaemon *d, vrmHelperJob *job, const vrmOffer *offer,
     l.channels = source ? offer->channels : answer->channels;
     l.chunkSize = source ? offer->chunkSize : answer->chunkSize;
     l.ringDepth = source ? offer->ringDepth : answer->ringDepth;
-    l.caps = caps & vrmCapabilityKnownMask();
+    l.caps = caps & vrmCapabilityMigrationMask();
     l.allowance = job->allowance;
     l.device = device;
     l.token = &job->token;

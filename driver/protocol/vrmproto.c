@@ -372,12 +372,6 @@ vrmProtoRejectDecode(const void *buf, size_t len, guint32 *version)
 }
 
 
-guint32
-vrmProtoNegotiate(guint32 local, guint32 peer)
-{
-    return local & peer & VRM_CAP_KNOWN;
-}
-
 
 int
 vrmProtoCheckChunkSize(guint64 size)

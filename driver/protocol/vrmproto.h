@@ -139,7 +139,6 @@ void vrmProtoRejectEncode(int reason, guint32 version, guint8 buf[VRM_PROTO_REJE
 int vrmProtoRejectDecode(const void *buf, size_t len, guint32 *version);
 
 /* The seed's rule: unknown bits ignored, result is the intersection. */
-guint32 vrmProtoNegotiate(guint32 local, guint32 peer);
 
 
 /* Settings checks shared by the engine and its peers' descriptions */

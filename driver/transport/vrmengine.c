@@ -410,7 +410,7 @@ vrmEngineNew(const vrmEngineSettings *settings, const vrmToken *token)
         slot->ch = vrmEngineNewChannel(e, slot);
     }
     e->nextConnect = 1;
-    e->caps = (e->s.caps & vrmCapabilityKnownMask()) |
+    e->caps = (e->s.caps & vrmCapabilityMigrationMask()) |
               (e->s.diskChannels ? VRM_CAP_DISKS : 0) |
               (e->s.tcpListenFd >= 0 || e->s.tcpPortMax ? VRM_CAP_TCP : 0);
     return e;

@@ -258,7 +258,7 @@ vrmEngineAccept(vrmEngine *e, struct rdma_cm_event *ev)
 
     slot->id = ev->id;
     slot->id->context = slot;
-    rep.flags = vrmProtoNegotiate(e->caps, req.flags);
+    rep.flags = vrmCapabilityIntersect(e->caps, req.flags);
     rep.channel = req.channel;
     rep.channels = MIN(e->s.channels, req.channels);
     if (vrmEngineStaleRequest(e, slot) < 0 ||
@@ -351,7 +351,7 @@ vrmEngineVerifySource(vrmEngine *e, vrmEngineSlot *slot, struct rdma_cm_event *e
     vrmTokenClear(&key);
     vrmChannelSetAuth(slot->ch, auth);
     explicit_bzero(auth, sizeof(auth));
-    vrmChannelSetCaps(slot->ch, vrmProtoNegotiate(e->caps, rep.flags));
+    vrmChannelSetCaps(slot->ch, vrmCapabilityIntersect(e->caps, rep.flags));
     return 0;
 }
 

@@ -6,6 +6,7 @@
 
 #include <string.h>
 
+#include "vrmcapability.h"
 #include "vrmproto.h"
 #include "vrmerror.h"
 
@@ -313,13 +314,16 @@ testReject(void)
 static void
 testNegotiate(void)
 {
-    /* the seed's rule: intersection, unknown bits ignored */
-    g_assert_cmphex(vrmProtoNegotiate(0x3, 0x3), ==, 0x3);
-    g_assert_cmphex(vrmProtoNegotiate(0x3, 0x1), ==, 0x1);
-    g_assert_cmphex(vrmProtoNegotiate(0x1, 0x2), ==, 0x0);
-    g_assert_cmphex(vrmProtoNegotiate(0xffffffff, 0xffffffff), ==, VRM_CAP_KNOWN);
-    g_assert_cmphex(vrmProtoNegotiate(0x3, 0x80000002), ==, 0x2);
-    g_assert_cmphex(vrmProtoNegotiate(0, 0xffffffff), ==, 0);
+    /* the engines agree on the connect private data's flags as the helpers
+     * do on the offer's (one function): the seed's rule, intersection,
+     * unknown bits ignored */
+    g_assert_cmphex(vrmCapabilityIntersect(0x3, 0x3), ==, 0x3);
+    g_assert_cmphex(vrmCapabilityIntersect(0x3, 0x1), ==, 0x1);
+    g_assert_cmphex(vrmCapabilityIntersect(0x1, 0x2), ==, 0x0);
+    g_assert_cmphex(vrmCapabilityIntersect(0xffffffff, 0xffffffff), ==, vrmCapabilityKnownMask());
+    g_assert_cmphex(vrmCapabilityIntersect(0xf, 0xc), ==, VRM_CAP_DISKS | VRM_CAP_TCP);
+    g_assert_cmphex(vrmCapabilityIntersect(0x3, 0x80000002), ==, 0x2);
+    g_assert_cmphex(vrmCapabilityIntersect(0, 0xffffffff), ==, 0);
 }
 
 static void

@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 
 #include "vrmtransfer.h"
+#include "vrmcapability.h"
 #include "vrmproto.h"
 #include "vrmlimits.h"
 
@@ -27,7 +28,7 @@ testModeFor(void)
                     VRM_CAP_PIN_ALL);
     g_assert_cmphex(vrmTransferCapsForDevice(VRM_CAP_WRITE_IMM | VRM_CAP_PIN_ALL, true), ==,
                     VRM_CAP_WRITE_IMM | VRM_CAP_PIN_ALL);
-    g_assert_cmpstr(vrmTransferModeFor(vrmTransferCapsForDevice(VRM_CAP_KNOWN, false))->name,
+    g_assert_cmpstr(vrmTransferModeFor(vrmTransferCapsForDevice(vrmCapabilityKnownMask(), false))->name,
                     ==, "write-send");
 }
 

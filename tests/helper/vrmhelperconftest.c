@@ -83,7 +83,7 @@ testPolicy(void)
     g_assert_cmpuint(policy.maxRingDepth, ==, 32);
     g_assert_cmpuint(policy.maxBandwidth, ==, 10000);
     g_assert_cmpuint(policy.minVersion, ==, VRM_PROTOCOL_VERSION_MIN);
-    g_assert_cmpuint(policy.capabilities, ==, vrmCapabilityKnownMask());
+    g_assert_cmpuint(policy.capabilities, ==, vrmCapabilityMigrationMask());
     sizes = vrmHostPolicyFormatChunkSizes(&policy);
     g_assert_cmpstr(sizes, ==, "65536 1048576");
 }

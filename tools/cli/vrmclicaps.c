@@ -237,7 +237,7 @@ vrmCapsPrintText(const vrmCaps *c)
     g_autofree char *used = NULL;
     g_autofree char *one = NULL;
     g_autofree char *largest = NULL;
-    g_autofree char *caps = vrmCapabilityFormat(vrmCapabilityKnownMask());
+    g_autofree char *caps = vrmCapabilityFormat(vrmCapabilityMigrationMask());
     size_t k;
 
     /* message-style: exempt-begin: a report in virsh's "Label:   value" form */
