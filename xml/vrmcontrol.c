@@ -173,37 +173,6 @@ vrmControlMigrationChild(xmlNodePtr node)
     return NULL;
 }
 
-static int
-vrmJobRecordParseStats(xmlNodePtr node, vrmJobStats *stats)
-{
-    static const char *const attrs[] = {
-        "bytes-sent", "bytes-received", "mbps", "chunks", "pinned-bytes",
-        "registration-ns", "channels", "cpu-ns", NULL
-    };
-    int rc;
-
-    if (vrmXMLCheckLeaf(node, attrs) < 0 ||
-        vrmXMLPropULLong(node, "bytes-sent", true, 0, G_MAXUINT64,
-                         &stats->bytesSent) < 0 ||
-        vrmXMLPropULLong(node, "bytes-received", true, 0, G_MAXUINT64,
-                         &stats->bytesReceived) < 0 ||
-        vrmXMLPropUInt(node, "mbps", true, 0, G_MAXUINT32, &stats->mbps) < 0 ||
-        vrmXMLPropULLong(node, "chunks", true, 0, G_MAXUINT64,
-                         &stats->chunks) < 0 ||
-        vrmXMLPropULLong(node, "pinned-bytes", true, 0, G_MAXUINT64,
-                         &stats->pinnedBytes) < 0 ||
-        vrmXMLPropULLong(node, "registration-ns", true, 0, G_MAXUINT64,
-                         &stats->registrationNs) < 0 ||
-        vrmXMLPropUInt(node, "channels", true, 0, VRM_CHANNELS_MAX,
-                       &stats->channels) < 0)
-        return -1;
-    if ((rc = vrmXMLPropULLong(node, "cpu-ns", false, 0, G_MAXUINT64,
-                               &stats->cpuNs)) < 0)
-        return -1;
-    stats->hasCpu = rc == 1;
-    return 0;
-}
-
 vrmJobRecord *
 vrmJobRecordParseNode(xmlNodePtr node)
 {
@@ -274,7 +243,7 @@ vrmJobRecordParseNode(xmlNodePtr node)
     }
 
     if ((child = vrmXMLChild(node, "stats"))) {
-        if (vrmJobRecordParseStats(child, &job->stats) < 0)
+        if (vrmJobStatsParseNode(child, &job->stats) < 0)
             return NULL;
         job->hasStats = true;
     }
@@ -315,22 +284,8 @@ vrmJobRecordFormatBuf(GString *buf, const vrmJobRecord *job, unsigned int level)
         vrmOfferDropToken(def->offer);
         vrmMigrationDefFormatBuf(buf, def, NULL, level + 1);
     }
-    if (job->hasStats) {
-        const vrmJobStats *s = &job->stats;
-
-        vrmXMLIndent(buf, level + 1);
-        g_string_append(buf, "<stats");
-        vrmXMLAttrULLong(buf, "bytes-sent", s->bytesSent);
-        vrmXMLAttrULLong(buf, "bytes-received", s->bytesReceived);
-        vrmXMLAttrUInt(buf, "mbps", s->mbps);
-        vrmXMLAttrULLong(buf, "chunks", s->chunks);
-        vrmXMLAttrULLong(buf, "pinned-bytes", s->pinnedBytes);
-        vrmXMLAttrULLong(buf, "registration-ns", s->registrationNs);
-        vrmXMLAttrUInt(buf, "channels", s->channels);
-        if (s->hasCpu)
-            vrmXMLAttrULLong(buf, "cpu-ns", s->cpuNs);
-        g_string_append(buf, "/>\n");
-    }
+    if (job->hasStats)
+        vrmJobStatsFormatBuf(buf, &job->stats, level + 1);
     if (job->error) {
         vrmXMLIndent(buf, level + 1);
         g_string_append(buf, "<error>");

@@ -36,7 +36,7 @@
  *                     (the peer's locator; the offer without its token)
  *     <stats bytes-sent=".." bytes-received=".." mbps=".." chunks=".."
  *            pinned-bytes=".." registration-ns=".." channels=".."
- *            [cpu-ns=".."]/>
+ *            [cpu-ns=".."] [capabilities="0x.."]/>
  *     <error>why it failed</error>
  *   </job>
  *
@@ -60,6 +60,7 @@
 #pragma once
 
 #include "vrmmigrationdef.h"
+#include "vrmjobstat.h"
 
 typedef enum {
     VRM_CONTROL_JOB_INCOMING,
@@ -130,17 +131,6 @@ typedef enum {
 } vrmHostInfoStatus;
 VRM_ENUM_DECL(vrmHostInfoStatus);
 
-typedef struct {
-    unsigned long long bytesSent;
-    unsigned long long bytesReceived;
-    unsigned int mbps;                  /* current or final rate, Mbit/s */
-    unsigned long long chunks;          /* chunks written */
-    unsigned long long pinnedBytes;     /* bytes registered at the peak */
-    unsigned long long registrationNs;  /* time spent registering memory */
-    unsigned int channels;              /* channels open (or used) */
-    bool hasCpu;                        /* cpuNs known (older helpers do not send it) */
-    unsigned long long cpuNs;           /* the engine's own CPU time, user + system */
-} vrmJobStats;
 
 typedef struct _vrmJobRecord vrmJobRecord;
 struct _vrmJobRecord {

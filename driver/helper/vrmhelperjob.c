@@ -207,6 +207,12 @@ vrmHelperEngineStatsParse(const char *json, vrmEngineSnapshot *es)
     es->stats.channels = es->qemuConnections;
     es->stats.cpuNs = (unsigned long long)((st.cpuUserS + st.cpuSystemS) * 1e9 + 0.5);
     es->stats.hasCpu = true;
+    /* the record's flags are channel 0's agreement: none before it */
+    if (st.established > 0) {
+        es->stats.capabilities = (st.pinAll ? VRM_CAP_PIN_ALL : 0) |
+                                 (st.writeImm ? VRM_CAP_WRITE_IMM : 0);
+        es->stats.hasCapabilities = true;
+    }
     return 0;
 }
 

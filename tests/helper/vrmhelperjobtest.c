@@ -98,6 +98,8 @@ engineRecord(vrmEngineState state, const char *error)
     st.cpuSystemS = 1.125;
     st.mbps = 99.6;
     st.mbpsAverage = 50.2;
+    st.pinAll = true;
+    st.writeImm = true;
     return vrmEngineStatsFormat(&st);
 }
 
@@ -121,6 +123,9 @@ testStatsParse(void)
     g_assert_true(es.stats.hasCpu);
     g_assert_cmpuint(es.stats.cpuNs, ==, 1375000000);
     g_assert_cmpuint(es.stats.mbps, ==, 100);   /* current while running */
+    /* what channel 0 agreed reaches jobinfo (issue 38: pin-all was lost) */
+    g_assert_true(es.stats.hasCapabilities);
+    g_assert_cmphex(es.stats.capabilities, ==, VRM_CAP_PIN_ALL | VRM_CAP_WRITE_IMM);
     vrmEngineSnapshotClear(&es);
 }
 

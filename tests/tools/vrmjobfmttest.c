@@ -22,7 +22,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "virt-rdma.h"
 #include "vrmclijobfmt.h"
+#include "vrmjobstat.h"
 #include "vrmjobstatsfile.h"
 #include "vrmtestutils.h"
 
@@ -261,6 +263,30 @@ testJSON(void)
     vrmJobStatsFileClear(&f);
 }
 
+/* The public header's names of our statistics are the table's rows
+ * (xml/vrmjobstat.c), in its order: the library and jobinfo derive them */
+static void
+testStatNames(void)
+{
+    static const char *const published[] = {
+        VRM_JOB_STATS_BYTES_SENT, VRM_JOB_STATS_BYTES_RECEIVED, VRM_JOB_STATS_MBPS,
+        VRM_JOB_STATS_CHUNKS, VRM_JOB_STATS_PINNED_BYTES,
+        VRM_JOB_STATS_REGISTRATION_NS, VRM_JOB_STATS_CHANNELS, VRM_JOB_STATS_CPU_NS,
+        VRM_JOB_STATS_CAPABILITIES,
+    };
+    size_t i;
+
+    g_assert_cmpuint(vrmJobStatCount(), ==, G_N_ELEMENTS(published));
+    for (i = 0; i < G_N_ELEMENTS(published); i++) {
+        g_autofree char *field = g_strdup_printf("rdma.%s", vrmJobStatGet(i)->name);
+
+        g_assert_cmpstr(field, ==, published[i]);
+        g_assert_cmpuint(strlen(field), <, VIR_TYPED_PARAM_FIELD_LENGTH);
+        g_assert_true(vrmJobStatGet(i)->label && *vrmJobStatGet(i)->label);
+    }
+    g_assert_null(vrmJobStatGet(vrmJobStatCount()));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -284,5 +310,6 @@ main(int argc, char **argv)
     }
     g_test_add_func("/jobfmt/virsh/random", testVirshRandom);
     g_test_add_func("/jobfmt/json", testJSON);
+    g_test_add_func("/jobfmt/stat-names", testStatNames);
     return g_test_run();
 }

@@ -13,6 +13,8 @@
 
 #include "virt-rdma.h"
 #include "vrmclijobfmt.h"
+#include "vrmcapability.h"
+#include "vrmjobstat.h"
 #include "vrmi18n.h"
 #include "vrmlog.h"
 
@@ -325,35 +327,6 @@ vrmJobFormatRaw(int type, virTypedParameterPtr params, int nparams)
     return g_string_free(out, FALSE);
 }
 
-/* Our statistics, one row each: the typed parameter, its label (N_()), how
- * it is shown. The unit is named in every line. */
-typedef enum {
-    VRM_RDMA_SIZE,          /* bytes, shown scaled */
-    VRM_RDMA_COUNT,
-    VRM_RDMA_MBPS,          /* Mbit/s */
-    VRM_RDMA_NS_AS_MS,      /* nanoseconds, shown in ms */
-    VRM_RDMA_TEXT,
-} vrmRDMAShow;
-
-typedef struct {
-    const char *field;
-    const char *label;
-    vrmRDMAShow show;
-} vrmRDMALine;
-
-static const vrmRDMALine vrmJobRDMALines[] = {
-    { VRM_JOB_STATS_RECOVERY_OF, N_("RDMA recovers job:"), VRM_RDMA_COUNT },
-    { VRM_JOB_STATS_BYTES_SENT, N_("RDMA bytes sent:"), VRM_RDMA_SIZE },
-    { VRM_JOB_STATS_BYTES_RECEIVED, N_("RDMA bytes received:"), VRM_RDMA_SIZE },
-    { VRM_JOB_STATS_MBPS, N_("RDMA rate:"), VRM_RDMA_MBPS },
-    { VRM_JOB_STATS_CHUNKS, N_("RDMA chunks:"), VRM_RDMA_COUNT },
-    { VRM_JOB_STATS_PINNED_BYTES, N_("RDMA pinned:"), VRM_RDMA_SIZE },
-    { VRM_JOB_STATS_REGISTRATION_NS, N_("RDMA registration:"), VRM_RDMA_NS_AS_MS },
-    { VRM_JOB_STATS_CHANNELS, N_("RDMA channels:"), VRM_RDMA_COUNT },
-    { VRM_JOB_STATS_CPU_NS, N_("RDMA engine CPU:"), VRM_RDMA_NS_AS_MS },
-    { VRM_JOB_STATS_ERROR, N_("RDMA error:"), VRM_RDMA_TEXT },
-};
-
 /* A number whatever its integer type */
 static bool
 vrmJobParamNumber(virTypedParameterPtr params, int nparams, const char *field,
@@ -376,12 +349,49 @@ vrmJobParamNumber(virTypedParameterPtr params, int nparams, const char *field,
     return false;
 }
 
+/* One line of a number, as its kind says; the unit is named in every line */
+static void
+vrmJobFormatRDMANumber(GString *out, const char *label, vrmJobStatKind kind,
+                       unsigned long long v)
+{
+    g_autofree char *names = NULL;
+    const char *unit;
+    double d;
+
+    switch (kind) {
+    case VRM_JOB_STAT_SIZE:
+        d = vrmJobFormatPrettySize(v, &unit);
+        g_string_append_printf(out, "%-17s %-.3lf %s\n", label, d, unit);
+        return;
+    case VRM_JOB_STAT_COUNT:
+    case VRM_JOB_STAT_CHANNELS:
+        g_string_append_printf(out, "%-17s %-12llu\n", label, v);
+        return;
+    case VRM_JOB_STAT_MBPS:
+        g_string_append_printf(out, "%-17s %-12llu Mbit/s\n", label, v);
+        return;
+    case VRM_JOB_STAT_NS:
+        g_string_append_printf(out, "%-17s %-12llu ms\n", label, v / 1000000);
+        return;
+    case VRM_JOB_STAT_CAPS:
+        names = vrmCapabilityFormat((guint32)v);
+        g_string_append_printf(out, "%-17s %s\n", label, names);
+        return;
+    case VRM_JOB_STAT_KIND_LAST:
+        break;
+    }
+}
+
+/* Our lines: the job, the one it recovers, each statistic of the table
+ * (xml/vrmjobstat.c) the helper sent, the error */
 char *
 vrmJobFormatRDMA(virTypedParameterPtr params, int nparams)
 {
     GString *out = g_string_new(NULL);
     unsigned long long id;
+    unsigned long long v;
     const char *state = NULL;
+    const char *text;
     size_t i;
 
     if (!vrmJobParamNumber(params, nparams, VRM_JOB_STATS_ID, &id)) {
@@ -392,42 +402,19 @@ vrmJobFormatRDMA(virTypedParameterPtr params, int nparams)
     virTypedParamsGetString(params, nparams, VRM_JOB_STATS_STATE, &state);
     g_string_append_printf(out, "%-17s %llu (%s)\n", _("RDMA job:"), id,
                            state ? state : "?");
-    for (i = 0; i < G_N_ELEMENTS(vrmJobRDMALines); i++) {
-        const vrmRDMALine *line = &vrmJobRDMALines[i];
-        const char *label = _(line->label);
-        unsigned long long v;
-        const char *unit;
-        const char *text;
-        double d;
+    if (vrmJobParamNumber(params, nparams, VRM_JOB_STATS_RECOVERY_OF, &v))
+        vrmJobFormatRDMANumber(out, _("RDMA recovers job:"), VRM_JOB_STAT_COUNT, v);
+    for (i = 0; i < vrmJobStatCount(); i++) {
+        const vrmJobStatInfo *row = vrmJobStatGet(i);
+        g_autofree char *field = g_strdup_printf("rdma.%s", row->name);
 
-        if (line->show == VRM_RDMA_TEXT) {
-            g_autofree char *safe = NULL;
+        if (vrmJobParamNumber(params, nparams, field, &v))
+            vrmJobFormatRDMANumber(out, _(row->label), row->kind, v);
+    }
+    if (virTypedParamsGetString(params, nparams, VRM_JOB_STATS_ERROR, &text) == 1) {
+        g_autofree char *safe = vrmLogSanitize(text);
 
-            if (virTypedParamsGetString(params, nparams, line->field, &text) == 1) {
-                safe = vrmLogSanitize(text);
-                g_string_append_printf(out, "%-17s %s\n", label, safe);
-            }
-            continue;
-        }
-        if (!vrmJobParamNumber(params, nparams, line->field, &v))
-            continue;
-        switch (line->show) {
-        case VRM_RDMA_SIZE:
-            d = vrmJobFormatPrettySize(v, &unit);
-            g_string_append_printf(out, "%-17s %-.3lf %s\n", label, d, unit);
-            break;
-        case VRM_RDMA_COUNT:
-            g_string_append_printf(out, "%-17s %-12llu\n", label, v);
-            break;
-        case VRM_RDMA_MBPS:
-            g_string_append_printf(out, "%-17s %-12llu Mbit/s\n", label, v);
-            break;
-        case VRM_RDMA_NS_AS_MS:
-            g_string_append_printf(out, "%-17s %-12llu ms\n", label, v / 1000000);
-            break;
-        case VRM_RDMA_TEXT:
-            break;
-        }
+        g_string_append_printf(out, "%-17s %s\n", _("RDMA error:"), safe);
     }
     return g_string_free(out, FALSE);
 }

@@ -73,6 +73,8 @@ extern "C" {
 #define VRM_JOB_STATS_REGISTRATION_NS "rdma.registration-ns" /* ullong */
 #define VRM_JOB_STATS_CHANNELS "rdma.channels"            /* uint */
 #define VRM_JOB_STATS_CPU_NS "rdma.cpu-ns"                /* ullong, the engine's user+system time */
+#define VRM_JOB_STATS_CAPABILITIES "rdma.capabilities"  /* uint, the capability bits the
+                                                          * engines agreed (docs/protocol.rst) */
 #define VRM_JOB_STATS_ERROR "rdma.error"                  /* string */
 #define VRM_JOB_STATS_RECOVERY_OF "rdma.recovery-of"      /* ullong, the job whose broken post-copy migration it recovers */
 

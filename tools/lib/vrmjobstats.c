@@ -13,6 +13,8 @@ static int
 vrmJobStatsAddRecord(virTypedParameterPtr *params, int *nparams, int *maxparams,
                      const vrmJobRecord *rec)
 {
+    size_t i;
+
     if (virTypedParamsAddULLong(params, nparams, maxparams, VRM_JOB_STATS_ID, rec->id) < 0 ||
         virTypedParamsAddString(params, nparams, maxparams, VRM_JOB_STATS_STATE,
                                 vrmJobStateTypeToString(rec->state)) < 0)
@@ -21,27 +23,20 @@ vrmJobStatsAddRecord(virTypedParameterPtr *params, int *nparams, int *maxparams,
         virTypedParamsAddULLong(params, nparams, maxparams, VRM_JOB_STATS_RECOVERY_OF,
                                 rec->recoveryOf) < 0)
         return -1;
-    if (rec->hasStats) {
-        const vrmJobStats *s = &rec->stats;
+    for (i = 0; rec->hasStats && i < vrmJobStatCount(); i++) {
+        const vrmJobStatInfo *row = vrmJobStatGet(i);
+        g_autofree char *field = g_strdup_printf("rdma.%s", row->name);
+        unsigned long long v;
+        int rc;
 
-        if (virTypedParamsAddULLong(params, nparams, maxparams,
-                                    VRM_JOB_STATS_BYTES_SENT, s->bytesSent) < 0 ||
-            virTypedParamsAddULLong(params, nparams, maxparams,
-                                    VRM_JOB_STATS_BYTES_RECEIVED, s->bytesReceived) < 0 ||
-            virTypedParamsAddUInt(params, nparams, maxparams,
-                                  VRM_JOB_STATS_MBPS, s->mbps) < 0 ||
-            virTypedParamsAddULLong(params, nparams, maxparams,
-                                    VRM_JOB_STATS_CHUNKS, s->chunks) < 0 ||
-            virTypedParamsAddULLong(params, nparams, maxparams,
-                                    VRM_JOB_STATS_PINNED_BYTES, s->pinnedBytes) < 0 ||
-            virTypedParamsAddULLong(params, nparams, maxparams,
-                                    VRM_JOB_STATS_REGISTRATION_NS, s->registrationNs) < 0 ||
-            virTypedParamsAddUInt(params, nparams, maxparams,
-                                  VRM_JOB_STATS_CHANNELS, s->channels) < 0)
-            return -1;
-        if (s->hasCpu &&
-            virTypedParamsAddULLong(params, nparams, maxparams,
-                                    VRM_JOB_STATS_CPU_NS, s->cpuNs) < 0)
+        if (!vrmJobStatGetValue(&rec->stats, row, &v))
+            continue;
+        /* virTypedParamsAdd* copies the name */
+        if (vrmJobStatIsUInt(row))
+            rc = virTypedParamsAddUInt(params, nparams, maxparams, field, (unsigned int)v);
+        else
+            rc = virTypedParamsAddULLong(params, nparams, maxparams, field, v);
+        if (rc < 0)
             return -1;
     }
     if (rec->error &&
