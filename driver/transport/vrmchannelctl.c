@@ -98,10 +98,10 @@ vrmChannelSendAnnouncements(vrmChannel *ch, bool *progress)
     return 0;
 }
 
-/* Everything except data WRITEs: a switch on our direction's state, then
- * the answers the peer's direction is owed, while there is room */
-int
-vrmChannelPumpControl(vrmChannel *ch, bool *progress)
+/* The messages of the channel's phase (ch->tx): AUTH, the ring's
+ * description, the announcements, CHANNEL_OPEN */
+static int
+vrmChannelPumpPhase(vrmChannel *ch, bool *progress)
 {
     bool source = ch->cfg.role == VRM_ENGINE_ROLE_SOURCE;
     size_t len;
@@ -166,6 +166,14 @@ vrmChannelPumpControl(vrmChannel *ch, bool *progress)
     case VRM_CHANNEL_TX_LAST:
         break;
     }
+    return 0;
+}
+
+/* What the peer is owed in any phase: registrations, credits, EOF_ACK */
+static int
+vrmChannelPumpReplies(vrmChannel *ch, bool *progress)
+{
+    size_t len;
 
     /* registrations the peer asked for */
     if (ch->nRegRes && vrmChannelSqFree(ch) > 0) {
@@ -211,6 +219,16 @@ vrmChannelPumpControl(vrmChannel *ch, bool *progress)
         VRM_DEBUG("channel %u: EOF_ACK %" G_GUINT64_FORMAT " sent",
                   ch->cfg.index, ch->rxf.bytes);
     }
+    return 0;
+}
+
+/* Everything except data WRITEs: a switch on our direction's state, then
+ * the answers the peer's direction is owed, while there is room */
+int
+vrmChannelPumpControl(vrmChannel *ch, bool *progress)
+{
+    if (vrmChannelPumpPhase(ch, progress) < 0 || vrmChannelPumpReplies(ch, progress) < 0)
+        return -1;
     return vrmChannelFaults(ch, progress);
 }
 
