@@ -193,6 +193,53 @@ vrmEngineStaleRequest(vrmEngine *e, vrmEngineSlot *slot)
     return -1;
 }
 
+/* Everything about the peer's request, checked before any resource
+ * exists: VRM_REJECT_NONE and the request's slot, or the reason to refuse
+ * it (the error reported) */
+static int
+vrmEngineCheckRequest(vrmEngine *e, struct rdma_cm_event *ev, vrmProtoConnReq *req,
+                      vrmEngineSlot **slotOut)
+{
+    guint32 channels = e->agreed ? e->agreed : e->s.channels;
+    vrmEngineSlot *slot;
+    int reason;
+
+    if (e->s.fault == VRM_ENGINE_FAULT_VERSION) {
+        vrmReportError(VRM_ERR_VERSION,
+                       _("test hook: refusing every peer as a version 1 engine would"));
+        return VRM_REJECT_VERSION;
+    }
+    if (vrmProtoConnReqDecode(ev->param.conn.private_data,
+                              ev->param.conn.private_data_len, req) < 0)
+        return VRM_REJECT_MALFORMED;
+    reason = vrmProtoConnReqCheck(req, channels,
+                                  (e->caps & VRM_CAP_DISKS) ? e->s.diskChannels : 0);
+    if (reason != VRM_REJECT_NONE)
+        return reason;
+    slot = vrmEngineSlotOf(e, req->channel);
+    g_assert(slot);
+    if (e->agreed && req->channels < e->agreed) {
+        vrmReportError(VRM_ERR_PROTOCOL,
+                       _("the peer asked for channel %1$u with a maximum of %2$u channels after %3$u were agreed"),
+                       req->channel, req->channels, e->agreed);
+        return VRM_REJECT_CHANNEL;
+    }
+    if (!slot->wanted && req->channel != 0) {
+        /* lazily: only what QEMU opened, announced by CHANNEL_CONNECT */
+        vrmReportError(VRM_ERR_PROTOCOL,
+                       _("the peer asked for channel %1$u, which QEMU has not opened"),
+                       req->channel);
+        return VRM_REJECT_CHANNEL;
+    }
+    if (slot->id) {
+        vrmReportError(VRM_ERR_PROTOCOL, _("channel %1$u is already connected"),
+                       req->channel);
+        return VRM_REJECT_BUSY;
+    }
+    *slotOut = slot;
+    return VRM_REJECT_NONE;
+}
+
 /* Source: a connect request */
 static vrmEngineAcceptResult
 vrmEngineAccept(vrmEngine *e, struct rdma_cm_event *ev)
@@ -210,42 +257,8 @@ vrmEngineAccept(vrmEngine *e, struct rdma_cm_event *ev)
     };
     vrmEngineSlot *slot = NULL;
     vrmToken key = e->token;
-    guint32 channels;
-    int reason;
+    int reason = vrmEngineCheckRequest(e, ev, &req, &slot);
 
-    /* Everything about the peer is checked before any resource exists. */
-    if (e->s.fault == VRM_ENGINE_FAULT_VERSION) {
-        vrmReportError(VRM_ERR_VERSION,
-                       _("test hook: refusing every peer as a version 1 engine would"));
-        reason = VRM_REJECT_VERSION;
-    } else if (vrmProtoConnReqDecode(ev->param.conn.private_data,
-                                     ev->param.conn.private_data_len, &req) < 0) {
-        reason = VRM_REJECT_MALFORMED;
-    } else {
-        channels = e->agreed ? e->agreed : e->s.channels;
-        reason = vrmProtoConnReqCheck(&req, channels,
-                                      (e->caps & VRM_CAP_DISKS) ? e->s.diskChannels : 0);
-    }
-    if (reason == VRM_REJECT_NONE) {
-        slot = vrmEngineSlotOf(e, req.channel);
-        g_assert(slot);
-        if (e->agreed && req.channels < e->agreed) {
-            vrmReportError(VRM_ERR_PROTOCOL,
-                           _("the peer asked for channel %1$u with a maximum of %2$u channels after %3$u were agreed"),
-                           req.channel, req.channels, e->agreed);
-            reason = VRM_REJECT_CHANNEL;
-        } else if (!slot->wanted && req.channel != 0) {
-            /* lazily: only what QEMU opened, announced by CHANNEL_CONNECT */
-            vrmReportError(VRM_ERR_PROTOCOL,
-                           _("the peer asked for channel %1$u, which QEMU has not opened"),
-                           req.channel);
-            reason = VRM_REJECT_CHANNEL;
-        } else if (slot->id) {
-            vrmReportError(VRM_ERR_PROTOCOL, _("channel %1$u is already connected"),
-                           req.channel);
-            reason = VRM_REJECT_BUSY;
-        }
-    }
     if (reason != VRM_REJECT_NONE) {
         g_autofree char *peer = vrmEnginePeerName(ev->id);
 
@@ -409,6 +422,150 @@ vrmEngineRejected(vrmEngine *e, vrmEngineSlot *slot, int reason, guint32 version
     vrmEngineFailLast(e);
 }
 
+/* A failed job still answers, with its record: a destination stops at
+ * once instead of retrying for its deadline */
+static void
+vrmEngineCMAfterFailure(vrmEngine *e, struct rdma_cm_event *ev)
+{
+    struct rdma_cm_id *destroy = NULL;
+
+    if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+        vrmEngineReject(e, ev->id, VRM_REJECT_JOB_ENDED, false);
+        destroy = ev->id;
+    }
+    rdma_ack_cm_event(ev);
+    if (destroy)
+        rdma_destroy_id(destroy);
+}
+
+static int
+vrmEngineCMConnectRequest(vrmEngine *e, struct rdma_cm_event *ev)
+{
+    vrmEngineAcceptResult accepted = vrmEngineAccept(e, ev);
+    struct rdma_cm_id *id = ev->id;
+    vrmEngineSlot *slot = id->context;
+
+    rdma_ack_cm_event(ev);
+    /* ids go only once their events are acked */
+    if (accepted == VRM_ENGINE_ACCEPT_REFUSED)
+        rdma_destroy_id(id);
+    if (accepted == VRM_ENGINE_ACCEPT_DROPPED) {
+        g_autofree char *why = g_strdup(vrmGetLastErrorMessage());
+
+        vrmEngineSlotReset(e, slot, VRM_REJECT_NONE, why);
+        vrmResetLastError();
+    }
+    return accepted == VRM_ENGINE_ACCEPT_FAILED ? -1 : 0;
+}
+
+static void
+vrmEngineCMRejected(vrmEngine *e, vrmEngineSlot *slot, struct rdma_cm_event *ev)
+{
+    guint32 version = 0;
+    int reason;
+    int status = ev->status;
+
+    if (e->s.role == VRM_ENGINE_ROLE_SOURCE) {
+        /* the peer refused our accept: that connection is over */
+        rdma_ack_cm_event(ev);
+        if (slot && slot->state < VRM_ENGINE_SLOT_ESTABLISHED)
+            vrmEngineSlotReset(e, slot, VRM_REJECT_NONE,
+                               _("the peer refused the accept"));
+        return;
+    }
+    reason = vrmProtoRejectDecode(ev->param.conn.private_data,
+                                  ev->param.conn.private_data_len, &version);
+    rdma_ack_cm_event(ev);
+    vrmEngineRejected(e, slot, reason, version, status);
+}
+
+/* ADDR_ERROR, ROUTE_ERROR, UNREACHABLE, CONNECT_ERROR (acked) */
+static int
+vrmEngineCMConnectError(vrmEngine *e, vrmEngineSlot *slot, enum rdma_cm_event_type type)
+{
+    bool source = e->s.role == VRM_ENGINE_ROLE_SOURCE;
+
+    if (!source && slot && slot->state < VRM_ENGINE_SLOT_ESTABLISHED) {
+        vrmEngineScheduleRetry(e, slot, vrmRdmaCMEventName(type));
+        return 0;
+    }
+    if (source && slot && slot->state < VRM_ENGINE_SLOT_AUTHENTICATED) {
+        /* a connection that never became ours: listen again */
+        vrmEngineSlotReset(e, slot, VRM_REJECT_NONE, vrmRdmaCMEventName(type));
+        return 0;
+    }
+    vrmReportError(VRM_ERR_PEER, _("channel %1$u: connection error (%2$s)"),
+                   slot ? slot->index : 0, vrmRdmaCMEventName(type));
+    return -1;
+}
+
+/* DISCONNECTED (acked) */
+static int
+vrmEngineCMDisconnected(vrmEngine *e, vrmEngineSlot *slot)
+{
+    if (!slot)
+        return 0;
+    if (slot->state >= VRM_ENGINE_SLOT_ESTABLISHED) {
+        vrmChannelPeerGone(slot->ch);
+        return 0;
+    }
+    if (e->s.role == VRM_ENGINE_ROLE_SOURCE) {
+        vrmEngineSlotReset(e, slot, VRM_REJECT_NONE,
+                           _("the peer disconnected before it authenticated"));
+        return 0;
+    }
+    vrmReportError(VRM_ERR_PEER,
+                   _("the peer closed channel %1$u before the end of the stream"),
+                   slot->index);
+    return -1;
+}
+
+/* One event of a running job; each case acks it (some must read it
+ * first, some must ack it before they destroy its id). -1: the job fails. */
+static int
+vrmEngineCMDispatch(vrmEngine *e, struct rdma_cm_event *ev)
+{
+    vrmEngineSlot *slot = ev->id ? ev->id->context : NULL;
+    enum rdma_cm_event_type type = ev->event;
+    int rc;
+
+    switch (type) {
+    case RDMA_CM_EVENT_CONNECT_REQUEST:
+        return vrmEngineCMConnectRequest(e, ev);
+    case RDMA_CM_EVENT_ADDR_RESOLVED:
+        rdma_ack_cm_event(ev);
+        if (rdma_resolve_route(slot->id, VRM_RDMA_RESOLVE_TIMEOUT_MS) < 0)
+            vrmEngineScheduleRetry(e, slot, g_strerror(errno));
+        return 0;
+    case RDMA_CM_EVENT_ROUTE_RESOLVED:
+        rdma_ack_cm_event(ev);
+        return vrmEngineSendConnect(e, slot);
+    case RDMA_CM_EVENT_ESTABLISHED:
+        rc = vrmEngineEstablished(e, slot, ev);
+        rdma_ack_cm_event(ev);
+        return rc;
+    case RDMA_CM_EVENT_REJECTED:
+        vrmEngineCMRejected(e, slot, ev);
+        return 0;
+    case RDMA_CM_EVENT_ADDR_ERROR:
+    case RDMA_CM_EVENT_ROUTE_ERROR:
+    case RDMA_CM_EVENT_UNREACHABLE:
+    case RDMA_CM_EVENT_CONNECT_ERROR:
+        rdma_ack_cm_event(ev);
+        return vrmEngineCMConnectError(e, slot, type);
+    case RDMA_CM_EVENT_DISCONNECTED:
+        rdma_ack_cm_event(ev);
+        return vrmEngineCMDisconnected(e, slot);
+    case RDMA_CM_EVENT_DEVICE_REMOVAL:
+        rdma_ack_cm_event(ev);
+        vrmReportError(VRM_ERR_NO_DEVICE, _("the RDMA device was removed"));
+        return -1;
+    default:
+        rdma_ack_cm_event(ev);
+        return 0;
+    }
+}
+
 gboolean
 vrmEngineCMEvent(gint fd, GIOCondition cond, gpointer opaque)
 {
@@ -417,123 +574,12 @@ vrmEngineCMEvent(gint fd, GIOCondition cond, gpointer opaque)
 
     while (rdma_get_cm_event(e->cm, &ev) == 0) {
         vrmEngineSlot *slot = ev->id ? ev->id->context : NULL;
-        struct rdma_cm_id *destroy = NULL;
-        enum rdma_cm_event_type type = ev->event;
-        bool source = e->s.role == VRM_ENGINE_ROLE_SOURCE;
-        int rc = 0;
 
         VRM_DEBUG("rdma_cm event %s status %d channel %d",
-                  vrmRdmaCMEventName(type), ev->status, slot ? (int)slot->index : -1);
-        if (vrmEngineFailed(e)) {
-            /* a failed job still answers, with its record: a destination
-             * stops at once instead of retrying for its deadline */
-            if (type == RDMA_CM_EVENT_CONNECT_REQUEST) {
-                vrmEngineReject(e, ev->id, VRM_REJECT_JOB_ENDED, false);
-                destroy = ev->id;
-            }
-            rdma_ack_cm_event(ev);
-            if (destroy)
-                rdma_destroy_id(destroy);
-            continue;
-        }
-
-        switch (type) {
-        case RDMA_CM_EVENT_CONNECT_REQUEST: {
-            vrmEngineAcceptResult accepted = vrmEngineAccept(e, ev);
-
-            if (accepted == VRM_ENGINE_ACCEPT_REFUSED)
-                destroy = ev->id;
-            slot = ev->id->context;
-            rdma_ack_cm_event(ev);
-            /* ids go only once their events are acked */
-            if (destroy)
-                rdma_destroy_id(destroy);
-            if (accepted == VRM_ENGINE_ACCEPT_DROPPED) {
-                g_autofree char *why = g_strdup(vrmGetLastErrorMessage());
-
-                vrmEngineSlotReset(e, slot, VRM_REJECT_NONE, why);
-                vrmResetLastError();
-            }
-            rc = accepted == VRM_ENGINE_ACCEPT_FAILED ? -1 : 0;
-            break;
-        }
-        case RDMA_CM_EVENT_ADDR_RESOLVED:
-            rdma_ack_cm_event(ev);
-            if (rdma_resolve_route(slot->id, VRM_RDMA_RESOLVE_TIMEOUT_MS) < 0)
-                vrmEngineScheduleRetry(e, slot, g_strerror(errno));
-            break;
-        case RDMA_CM_EVENT_ROUTE_RESOLVED:
-            rdma_ack_cm_event(ev);
-            rc = vrmEngineSendConnect(e, slot);
-            break;
-        case RDMA_CM_EVENT_ESTABLISHED:
-            rc = vrmEngineEstablished(e, slot, ev);
-            rdma_ack_cm_event(ev);
-            break;
-        case RDMA_CM_EVENT_REJECTED:
-            if (source) {
-                /* the peer refused our accept: that connection is over */
-                rdma_ack_cm_event(ev);
-                if (slot && slot->state < VRM_ENGINE_SLOT_ESTABLISHED)
-                    vrmEngineSlotReset(e, slot, VRM_REJECT_NONE,
-                                       _("the peer refused the accept"));
-                break;
-            }
-            {
-                guint32 version = 0;
-                int reason = vrmProtoRejectDecode(ev->param.conn.private_data,
-                                                  ev->param.conn.private_data_len,
-                                                  &version);
-                int status = ev->status;
-
-                rdma_ack_cm_event(ev);
-                vrmEngineRejected(e, slot, reason, version, status);
-            }
-            break;
-        case RDMA_CM_EVENT_ADDR_ERROR:
-        case RDMA_CM_EVENT_ROUTE_ERROR:
-        case RDMA_CM_EVENT_UNREACHABLE:
-        case RDMA_CM_EVENT_CONNECT_ERROR:
-            rdma_ack_cm_event(ev);
-            if (!source && slot && slot->state < VRM_ENGINE_SLOT_ESTABLISHED) {
-                vrmEngineScheduleRetry(e, slot, vrmRdmaCMEventName(type));
-            } else if (source && slot && slot->state < VRM_ENGINE_SLOT_AUTHENTICATED) {
-                /* a connection that never became ours: listen again */
-                vrmEngineSlotReset(e, slot, VRM_REJECT_NONE, vrmRdmaCMEventName(type));
-            } else {
-                vrmReportError(VRM_ERR_PEER, _("channel %1$u: connection error (%2$s)"),
-                               slot ? slot->index : 0, vrmRdmaCMEventName(type));
-                rc = -1;
-            }
-            break;
-        case RDMA_CM_EVENT_DISCONNECTED:
-            rdma_ack_cm_event(ev);
-            if (!slot)
-                break;
-            if (slot->state < VRM_ENGINE_SLOT_ESTABLISHED) {
-                if (source) {
-                    vrmEngineSlotReset(e, slot, VRM_REJECT_NONE,
-                                       _("the peer disconnected before it authenticated"));
-                } else {
-                    vrmReportError(VRM_ERR_PEER,
-                                   _("the peer closed channel %1$u before the end of the stream"),
-                                   slot->index);
-                    rc = -1;
-                }
-                break;
-            }
-            vrmChannelPeerGone(slot->ch);
-            break;
-        case RDMA_CM_EVENT_DEVICE_REMOVAL:
-            rdma_ack_cm_event(ev);
-            vrmReportError(VRM_ERR_NO_DEVICE, _("the RDMA device was removed"));
-            rc = -1;
-            break;
-        default:
-            rdma_ack_cm_event(ev);
-            break;
-        }
-        if (rc < 0)
+                  vrmRdmaCMEventName(ev->event), ev->status, slot ? (int)slot->index : -1);
+        if (vrmEngineFailed(e))
+            vrmEngineCMAfterFailure(e, ev);
+        else if (vrmEngineCMDispatch(e, ev) < 0)
             vrmEngineFailLast(e);
     }
     if (errno != EAGAIN && errno != EWOULDBLOCK) {
