@@ -513,6 +513,9 @@ PY
         arrived_on_a "virsh --rdma-pin-all b->a" 5
         remote "grep -l 'capabilities=\"0x0000000[13]\"' \$(ls -t /var/lib/virt-rdma/job-*.xml | head -1)" ||
             fail "the pin-all flag of virsh did not reach the offer"
+        # and what the engines agreed reaches jobinfo (issue 38)
+        remote "grep -qE '^RDMA capabilities: +pin-all' /tmp/jobinfo.txt" ||
+            fail "virt-rdma jobinfo on b does not show pin-all: $(remote 'grep ^RDMA /tmp/jobinfo.txt')"
         no_token
         leftovers_both
     fi
