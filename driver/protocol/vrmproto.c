@@ -500,12 +500,12 @@ vrmProtoTcpOpenCheck(const guint8 *p)
     return 0;
 }
 
-int
-vrmProtoMsgDecode(const void *buf, size_t received, vrmProtoMsg *msg)
+/* The framing: the header against what arrived, a known type, the limits */
+static int
+vrmProtoMsgDecodeHeader(const void *buf, size_t received, vrmProtoMsg *msg)
 {
     const guint8 *p = buf;
     guint32 padding;
-    size_t esz;
 
     if (received < VRM_PROTO_HEADER_LEN) {
         vrmReportError(VRM_ERR_PROTOCOL,
@@ -548,6 +548,14 @@ vrmProtoMsgDecode(const void *buf, size_t received, vrmProtoMsg *msg)
                        msg->hdr.repeat, VRM_PROTO_MAX_REPEAT);
         return -1;
     }
+    return 0;
+}
+
+/* The entries against their type */
+static int
+vrmProtoMsgCheckPayload(const vrmProtoMsg *msg)
+{
+    size_t esz;
 
     switch ((vrmProtoMsgType)msg->hdr.type) {
     case VRM_MSG_NONE:
@@ -602,6 +610,14 @@ vrmProtoMsgDecode(const void *buf, size_t received, vrmProtoMsg *msg)
     if (msg->hdr.type == VRM_MSG_CHANNEL_OPEN_TCP)
         return vrmProtoTcpOpenCheck(msg->payload);
     return 0;
+}
+
+int
+vrmProtoMsgDecode(const void *buf, size_t received, vrmProtoMsg *msg)
+{
+    if (vrmProtoMsgDecodeHeader(buf, received, msg) < 0)
+        return -1;
+    return vrmProtoMsgCheckPayload(msg);
 }
 
 static size_t

@@ -619,23 +619,13 @@ vrmEngineRun(vrmEngine *e)
     return ret;
 }
 
+/* The loop's own descriptors: its wake-up eventfd, rdma_cm's events
+ * (non-blocking), the stats socket */
 static int
-vrmEngineRunInner(vrmEngine *e)
+vrmEngineOpenEvents(vrmEngine *e)
 {
-    guint sources[10];
-    guint nsources = 0;
-    guint32 i;
     int flags;
 
-    e->startUs = e->lastProgressUs = g_get_monotonic_time();
-    e->loop = g_main_loop_new(NULL, FALSE);
-    /* channel 0 is wanted from the start: the destination connects it at
-     * once (the helper's "connected" point) */
-    e->slots[0].wanted = true;
-    e->slots[0].connectDeadline = e->startUs + (gint64)e->s.deadlineConnect * G_USEC_PER_SEC;
-
-    if (vrmEngineSettingsValidate(&e->s) < 0 || vrmEngineCheckPinned(&e->s) < 0)
-        return -1;
     if ((e->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
         vrmReportSystemError(errno, _("cannot create an eventfd"));
         return -1;
@@ -652,34 +642,65 @@ vrmEngineRunInner(vrmEngine *e)
     if (e->s.statsSocket &&
         (e->statsFd = vrmEngineUnixListen(e->s.statsSocket)) < 0)
         return -1;
+    return 0;
+}
+
+/* Source: the rdma_cm listener, and QEMU's listeners as the helper handed
+ * them (their sources added to SOURCES) */
+static int
+vrmEngineSourceListen(vrmEngine *e, guint *sources, guint *nsources)
+{
+    if (vrmEngineListenRdma(e) < 0)
+        return -1;
+    if (e->s.tcpListenFd >= 0) {
+        /* the transparent mode: QEMU's TCP connections, steered here */
+        if (vrmEngineTakeListener(&e->s.tcpListenFd, NULL, &e->tcpFd, NULL) < 0)
+            return -1;
+        sources[(*nsources)++] = g_unix_fd_add(e->tcpFd, G_IO_IN, vrmEngineTcpAccept, e);
+    }
+    if (e->s.qemuListenFd >= 0 || e->s.qemuPath) {
+        /* the per-domain path (with a TCP listener too, the helper's
+         * jobs: the hook cannot tell which URI libvirt was given) */
+        if (vrmEngineTakeListener(&e->s.qemuListenFd, e->s.qemuPath,
+                                  &e->unixFd, &e->unixOwn) < 0)
+            return -1;
+        sources[(*nsources)++] = g_unix_fd_add(e->unixFd, G_IO_IN, vrmEngineUnixAccept, e);
+    }
+    if (e->s.diskChannels) {
+        if (vrmEngineTakeListener(&e->s.diskListenFd, e->s.diskPath,
+                                  &e->diskFd, &e->diskOwn) < 0)
+            return -1;
+        sources[(*nsources)++] = g_unix_fd_add(e->diskFd, G_IO_IN, vrmEngineDiskAccept, e);
+    }
+    if (e->s.fault == VRM_ENGINE_FAULT_FAIL) {
+        vrmReportError(VRM_ERR_INTERNAL, _("test hook: failing right after listening"));
+        vrmEngineFailLast(e);
+    }
+    return 0;
+}
+
+static int
+vrmEngineRunInner(vrmEngine *e)
+{
+    guint sources[10];
+    guint nsources = 0;
+    guint32 i;
+
+    e->startUs = e->lastProgressUs = g_get_monotonic_time();
+    e->loop = g_main_loop_new(NULL, FALSE);
+    /* channel 0 is wanted from the start: the destination connects it at
+     * once (the helper's "connected" point) */
+    e->slots[0].wanted = true;
+    e->slots[0].connectDeadline = e->startUs + (gint64)e->s.deadlineConnect * G_USEC_PER_SEC;
+
+    if (vrmEngineSettingsValidate(&e->s) < 0 || vrmEngineCheckPinned(&e->s) < 0)
+        return -1;
+    if (vrmEngineOpenEvents(e) < 0)
+        return -1;
 
     if (e->s.role == VRM_ENGINE_ROLE_SOURCE) {
-        if (vrmEngineListenRdma(e) < 0)
+        if (vrmEngineSourceListen(e, sources, &nsources) < 0)
             return -1;
-        if (e->s.tcpListenFd >= 0) {
-            /* the transparent mode: QEMU's TCP connections, steered here */
-            if (vrmEngineTakeListener(&e->s.tcpListenFd, NULL, &e->tcpFd, NULL) < 0)
-                return -1;
-            sources[nsources++] = g_unix_fd_add(e->tcpFd, G_IO_IN, vrmEngineTcpAccept, e);
-        }
-        if (e->s.qemuListenFd >= 0 || e->s.qemuPath) {
-            /* the per-domain path (with a TCP listener too, the helper's
-             * jobs: the hook cannot tell which URI libvirt was given) */
-            if (vrmEngineTakeListener(&e->s.qemuListenFd, e->s.qemuPath,
-                                      &e->unixFd, &e->unixOwn) < 0)
-                return -1;
-            sources[nsources++] = g_unix_fd_add(e->unixFd, G_IO_IN, vrmEngineUnixAccept, e);
-        }
-        if (e->s.diskChannels) {
-            if (vrmEngineTakeListener(&e->s.diskListenFd, e->s.diskPath,
-                                      &e->diskFd, &e->diskOwn) < 0)
-                return -1;
-            sources[nsources++] = g_unix_fd_add(e->diskFd, G_IO_IN, vrmEngineDiskAccept, e);
-        }
-        if (e->s.fault == VRM_ENGINE_FAULT_FAIL) {
-            vrmReportError(VRM_ERR_INTERNAL, _("test hook: failing right after listening"));
-            vrmEngineFailLast(e);
-        }
     } else if (vrmEngineConnectChannel(e, &e->slots[0]) < 0) {
         return -1;
     }
