@@ -37,6 +37,8 @@ static const vrmEngineStatKey vrmEngineStatKeys[] = {
       N_("pin-all as agreed with the peer") },
     { "write-imm", VRM_ENGINE_STAT_BOOL, OFF(writeImm), false,
       N_("WRITE_WITH_IMM as agreed with the peer") },
+    { "capabilities", VRM_ENGINE_STAT_UINT, OFF(capabilities), false,
+      N_("every capability bit agreed with the peer on the first channel") },
     { "channels", VRM_ENGINE_STAT_UINT, OFF(channels), true,
       N_("most channels the job may use (agreed with the peer)") },
     { "established", VRM_ENGINE_STAT_UINT, OFF(established), true,

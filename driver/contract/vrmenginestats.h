@@ -52,6 +52,7 @@ typedef struct {
     guint64 protocolVersion;
     bool pinAll;                        /* as agreed on channel 0 */
     bool writeImm;
+    guint64 capabilities;               /* all the bits agreed on channel 0 */
     guint64 channels;                   /* the agreed maximum */
     guint64 established;                /* channels connected and authenticated */
     guint64 qemuConnections;            /* QEMU sockets joined */

@@ -209,8 +209,7 @@ vrmHelperEngineStatsParse(const char *json, vrmEngineSnapshot *es)
     es->stats.hasCpu = true;
     /* the record's flags are channel 0's agreement: none before it */
     if (st.established > 0) {
-        es->stats.capabilities = (st.pinAll ? VRM_CAP_PIN_ALL : 0) |
-                                 (st.writeImm ? VRM_CAP_WRITE_IMM : 0);
+        es->stats.capabilities = st.capabilities & vrmCapabilityKnownMask();
         es->stats.hasCapabilities = true;
     }
     return 0;

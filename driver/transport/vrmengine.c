@@ -72,6 +72,7 @@ vrmEngineGetStats(vrmEngine *e, vrmEngineStats *st)
     st->protocolVersion = VRM_PROTOCOL_VERSION;
     st->pinAll = caps & VRM_CAP_PIN_ALL;
     st->writeImm = caps & VRM_CAP_WRITE_IMM;
+    st->capabilities = caps;
     st->channels = e->agreed ? e->agreed : e->s.channels;
     st->established = e->established;
     st->qemuConnections = e->s.role == VRM_ENGINE_ROLE_SOURCE ?
