@@ -730,21 +730,23 @@ vrmXMLPropYesNo(xmlNodePtr node, const char *name, bool required,
     return rc;
 }
 
-int
-vrmXMLPropName(xmlNodePtr node, const char *name, bool required,
-               char **value)
+/* A string attribute that VALID accepts; EXPECTED (translated) says what
+ * it must be */
+static int
+vrmXMLPropChecked(xmlNodePtr node, const char *name, bool required, char **value,
+                  bool (*valid)(const char *str), const char *expected)
 {
     g_autofree char *str = vrmXMLGetAttr(node, name);
 
     if (!str)
         return vrmXMLMissing(node, name, required);
-    if (!vrmValidName(str)) {
+    if (!valid(str)) {
         g_autofree char *elem = vrmXMLNodeName(node);
         g_autofree char *bad = vrmXMLQuote(str);
 
         vrmReportError(VRM_ERR_XML,
-                       _("attribute '%1$s' of element '%2$s' has invalid value '%3$s'; expected 1 to %4$d letters, digits, '_', '.' or '-'"),
-                       name, elem, bad, VRM_NAME_MAX);
+                       _("attribute '%1$s' of element '%2$s' has invalid value '%3$s'; expected %4$s"),
+                       name, elem, bad, expected);
         return -1;
     }
     g_free(*value);
@@ -753,25 +755,21 @@ vrmXMLPropName(xmlNodePtr node, const char *name, bool required,
 }
 
 int
+vrmXMLPropName(xmlNodePtr node, const char *name, bool required,
+               char **value)
+{
+    g_autofree char *expected =
+        g_strdup_printf(_("1 to %1$d letters, digits, '_', '.' or '-'"), VRM_NAME_MAX);
+
+    return vrmXMLPropChecked(node, name, required, value, vrmValidName, expected);
+}
+
+int
 vrmXMLPropAddress(xmlNodePtr node, const char *name, bool required,
                   char **value)
 {
-    g_autofree char *str = vrmXMLGetAttr(node, name);
-
-    if (!str)
-        return vrmXMLMissing(node, name, required);
-    if (!vrmValidAddress(str)) {
-        g_autofree char *elem = vrmXMLNodeName(node);
-        g_autofree char *bad = vrmXMLQuote(str);
-
-        vrmReportError(VRM_ERR_XML,
-                       _("attribute '%1$s' of element '%2$s' has invalid value '%3$s'; expected an IPv4 or IPv6 address"),
-                       name, elem, bad);
-        return -1;
-    }
-    g_free(*value);
-    *value = g_steal_pointer(&str);
-    return 1;
+    return vrmXMLPropChecked(node, name, required, value, vrmValidAddress,
+                             _("an IPv4 or IPv6 address"));
 }
 
 int
@@ -785,22 +783,11 @@ int
 vrmXMLPropHostName(xmlNodePtr node, const char *name, bool required,
                    char **value)
 {
-    g_autofree char *str = vrmXMLGetAttr(node, name);
+    g_autofree char *expected =
+        g_strdup_printf(_("a host name of at most %1$d letters, digits, '-' and dots"),
+                        VRM_HOST_NAME_MAX);
 
-    if (!str)
-        return vrmXMLMissing(node, name, required);
-    if (!vrmValidHostName(str)) {
-        g_autofree char *elem = vrmXMLNodeName(node);
-        g_autofree char *bad = vrmXMLQuote(str);
-
-        vrmReportError(VRM_ERR_XML,
-                       _("attribute '%1$s' of element '%2$s' has invalid value '%3$s'; expected a host name of at most %4$d letters, digits, '-' and dots"),
-                       name, elem, bad, VRM_HOST_NAME_MAX);
-        return -1;
-    }
-    g_free(*value);
-    *value = g_steal_pointer(&str);
-    return 1;
+    return vrmXMLPropChecked(node, name, required, value, vrmValidHostName, expected);
 }
 
 int
