@@ -74,41 +74,60 @@ vrmCapabilityGetInfo(vrmCapability cap)
     return &vrmCapabilityTable[cap];
 }
 
-guint32
-vrmCapabilityKnownMask(void)
+/* The bits of the rows that WANT picks */
+static guint32
+vrmCapabilityMaskOf(bool (*want)(const vrmCapabilityInfo *info, int arg), int arg)
 {
     guint32 mask = 0;
     size_t i;
 
-    for (i = 0; i < G_N_ELEMENTS(vrmCapabilityTable); i++)
-        mask |= vrmCapabilityTable[i].bit;
+    for (i = 0; i < G_N_ELEMENTS(vrmCapabilityTable); i++) {
+        if (want(&vrmCapabilityTable[i], arg))
+            mask |= vrmCapabilityTable[i].bit;
+    }
     return mask;
+}
+
+static bool
+vrmCapabilityAny(const vrmCapabilityInfo *info G_GNUC_UNUSED, int arg G_GNUC_UNUSED)
+{
+    return true;
+}
+
+static bool
+vrmCapabilityInScope(const vrmCapabilityInfo *info, int scope)
+{
+    return info->scope == (vrmCapabilityScope)scope;
+}
+
+static bool
+vrmCapabilityOnByDefault(const vrmCapabilityInfo *info, int arg G_GNUC_UNUSED)
+{
+    return info->defaultOn;
+}
+
+static bool
+vrmCapabilityActsOn(const vrmCapabilityInfo *info, int side)
+{
+    return (info->side & side) != 0;
+}
+
+guint32
+vrmCapabilityKnownMask(void)
+{
+    return vrmCapabilityMaskOf(vrmCapabilityAny, 0);
 }
 
 guint32
 vrmCapabilityMigrationMask(void)
 {
-    guint32 mask = 0;
-    size_t i;
-
-    for (i = 0; i < G_N_ELEMENTS(vrmCapabilityTable); i++) {
-        if (vrmCapabilityTable[i].scope == VRM_CAPABILITY_SCOPE_MIGRATION)
-            mask |= vrmCapabilityTable[i].bit;
-    }
-    return mask;
+    return vrmCapabilityMaskOf(vrmCapabilityInScope, VRM_CAPABILITY_SCOPE_MIGRATION);
 }
 
 guint32
 vrmCapabilityDefaultMask(void)
 {
-    guint32 mask = 0;
-    size_t i;
-
-    for (i = 0; i < G_N_ELEMENTS(vrmCapabilityTable); i++) {
-        if (vrmCapabilityTable[i].defaultOn)
-            mask |= vrmCapabilityTable[i].bit;
-    }
-    return mask;
+    return vrmCapabilityMaskOf(vrmCapabilityOnByDefault, 0);
 }
 
 guint32
@@ -120,14 +139,7 @@ vrmCapabilityIntersect(guint32 source, guint32 destination)
 guint32
 vrmCapabilityForSide(guint32 flags, vrmSide side)
 {
-    guint32 mask = 0;
-    size_t i;
-
-    for (i = 0; i < G_N_ELEMENTS(vrmCapabilityTable); i++) {
-        if (vrmCapabilityTable[i].side & side)
-            mask |= vrmCapabilityTable[i].bit;
-    }
-    return flags & mask;
+    return flags & vrmCapabilityMaskOf(vrmCapabilityActsOn, side);
 }
 
 char *

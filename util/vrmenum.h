@@ -7,6 +7,8 @@
  *   VRM_ENUM_IMPL(vrmFoo, VRM_FOO_LAST, ...) defines them; the table size is
  *                                            checked against _LAST statically
  *   vrmEnumAllowedValues(toString, last)     "'a', 'b', 'c'" for error messages
+ *   VRM_TABLE_IMPL(type, table, count, get)  a table's rows for its users:
+ *                                            count() and get(i), NULL past the end
  */
 #pragma once
 
@@ -32,6 +34,20 @@
     { \
         return vrmEnumFromString(name##TypeList, \
                                  G_N_ELEMENTS(name##TypeList), str); \
+    }
+
+/* The two accessors of a static table of rows (the settings, the stats
+ * keys, the typed parameters): how many, and row I or NULL */
+#define VRM_TABLE_IMPL(type, table, countFunc, getFunc) \
+    size_t \
+    countFunc(void) \
+    { \
+        return G_N_ELEMENTS(table); \
+    } \
+    const type * \
+    getFunc(size_t i) \
+    { \
+        return i < G_N_ELEMENTS(table) ? &table[i] : NULL; \
     }
 
 const char *vrmEnumToString(const char *const *names, size_t n, int type);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "vrmjobstat.h"
+#include "vrmenum.h"
 #include "vrmlimits.h"
 #include "vrmxmlutil.h"
 #include "vrmi18n.h"
@@ -29,17 +30,7 @@ static const vrmJobStatInfo vrmJobStatTable[] = {
       N_("RDMA capabilities:") },
 };
 
-size_t
-vrmJobStatCount(void)
-{
-    return G_N_ELEMENTS(vrmJobStatTable);
-}
-
-const vrmJobStatInfo *
-vrmJobStatGet(size_t i)
-{
-    return i < G_N_ELEMENTS(vrmJobStatTable) ? &vrmJobStatTable[i] : NULL;
-}
+VRM_TABLE_IMPL(vrmJobStatInfo, vrmJobStatTable, vrmJobStatCount, vrmJobStatGet);
 
 bool
 vrmJobStatIsUInt(const vrmJobStatInfo *row)

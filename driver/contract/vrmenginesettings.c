@@ -157,17 +157,7 @@ static const vrmEngineOption vrmEngineOptions[] = {
 
 #undef OFF
 
-size_t
-vrmEngineOptionCount(void)
-{
-    return G_N_ELEMENTS(vrmEngineOptions);
-}
-
-const vrmEngineOption *
-vrmEngineOptionGet(size_t i)
-{
-    return i < G_N_ELEMENTS(vrmEngineOptions) ? &vrmEngineOptions[i] : NULL;
-}
+VRM_TABLE_IMPL(vrmEngineOption, vrmEngineOptions, vrmEngineOptionCount, vrmEngineOptionGet);
 
 void
 vrmEngineSettingsInit(vrmEngineSettings *s)

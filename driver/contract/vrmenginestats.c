@@ -103,17 +103,7 @@ static const vrmEngineStatKey vrmEngineStatKeys[] = {
 
 #undef OFF
 
-size_t
-vrmEngineStatsKeyCount(void)
-{
-    return G_N_ELEMENTS(vrmEngineStatKeys);
-}
-
-const vrmEngineStatKey *
-vrmEngineStatsKeyGet(size_t i)
-{
-    return i < G_N_ELEMENTS(vrmEngineStatKeys) ? &vrmEngineStatKeys[i] : NULL;
-}
+VRM_TABLE_IMPL(vrmEngineStatKey, vrmEngineStatKeys, vrmEngineStatsKeyCount, vrmEngineStatsKeyGet);
 
 void
 vrmEngineStatsInit(vrmEngineStats *st)

@@ -27,6 +27,7 @@
 #include "vrmdomainxml.h"
 #include "vrmerror.h"
 #include "vrmi18n.h"
+#include "vrmenum.h"
 #include "vrmlog.h"
 #include "vrmhelperclient.h"
 #include "vrmlibpriv.h"
@@ -79,17 +80,7 @@ static const vrmMigrateParamInfo vrmMigrateParamTable[] = {
       NULL, NULL, NULL, VRM_MIGRATE_NOT_A_PARAM },
 };
 
-size_t
-vrmMigrateParamCount(void)
-{
-    return G_N_ELEMENTS(vrmMigrateParamTable);
-}
-
-const vrmMigrateParamInfo *
-vrmMigrateParamGet(size_t i)
-{
-    return i < G_N_ELEMENTS(vrmMigrateParamTable) ? &vrmMigrateParamTable[i] : NULL;
-}
+VRM_TABLE_IMPL(vrmMigrateParamInfo, vrmMigrateParamTable, vrmMigrateParamCount, vrmMigrateParamGet);
 
 /* The public codes are the internal ones, frozen */
 G_STATIC_ASSERT(VRM_ERROR_NONE == (int)VRM_ERR_OK);
