@@ -177,14 +177,26 @@ vrmVirtSetStatus(vrmHelperVirt *v, bool connected, const char *error)
     g_mutex_unlock(&v->lock);
 }
 
+/* A task for the worker; a query names the callback of its answer */
 static void
-vrmVirtPush(vrmHelperVirt *v, vrmVirtTaskType type, const char *uuid)
+vrmVirtPushTask(vrmHelperVirt *v, vrmVirtTaskType type, const char *uuid,
+                vrmDomainFactsFunc factsDone, vrmOutcomeFunc outcomeDone,
+                gpointer opaque)
 {
     vrmVirtTask *task = g_new0(vrmVirtTask, 1);
 
     task->type = type;
     task->uuid = g_strdup(uuid);
+    task->factsDone = factsDone;
+    task->outcomeDone = outcomeDone;
+    task->opaque = opaque;
     g_async_queue_push(v->queue, task);
+}
+
+static void
+vrmVirtPush(vrmHelperVirt *v, vrmVirtTaskType type, const char *uuid)
+{
+    vrmVirtPushTask(v, type, uuid, NULL, NULL, NULL);
 }
 
 /* main loop (libvirt's event): a domain started or resumed */
@@ -749,24 +761,12 @@ void
 vrmHelperVirtQueryDomain(vrmHelperVirt *v, const char *uuid,
                          vrmDomainFactsFunc done, gpointer opaque)
 {
-    vrmVirtTask *task = g_new0(vrmVirtTask, 1);
-
-    task->type = VRM_VIRT_TASK_DOMAIN;
-    task->uuid = g_strdup(uuid);
-    task->factsDone = done;
-    task->opaque = opaque;
-    g_async_queue_push(v->queue, task);
+    vrmVirtPushTask(v, VRM_VIRT_TASK_DOMAIN, uuid, done, NULL, opaque);
 }
 
 void
 vrmHelperVirtQueryOutcome(vrmHelperVirt *v, const char *uuid,
                           vrmOutcomeFunc done, gpointer opaque)
 {
-    vrmVirtTask *task = g_new0(vrmVirtTask, 1);
-
-    task->type = VRM_VIRT_TASK_OUTCOME;
-    task->uuid = g_strdup(uuid);
-    task->outcomeDone = done;
-    task->opaque = opaque;
-    g_async_queue_push(v->queue, task);
+    vrmVirtPushTask(v, VRM_VIRT_TASK_OUTCOME, uuid, NULL, done, opaque);
 }
