@@ -127,27 +127,21 @@ vrmDestFailLast(vrmHelperDaemon *d, vrmHelperJob *job)
     vrmDestFail(d, job, vrmGetLastErrorCode(), why);
 }
 
-static gboolean
-vrmDestExpired(gpointer opaque)
+static void
+vrmDestExpired(vrmHelperDaemon *d, vrmHelperJob *job)
 {
-    vrmHelperJobRef *ref = opaque;
-    vrmHelperJob *job = vrmHelperJobsGet(ref->d, ref->id);
-
-    if (!job)
-        return G_SOURCE_REMOVE;
     if (job->phase == VRM_PHASE_DST_STARTING) {
         g_autofree char *why =
             g_strdup_printf(_("the destination engine could not connect to the source engine at %1$s port %2$u within %3$u seconds"),
                             job->record->migration->offer->address,
                             job->record->migration->offer->port,
-                            ref->d->connectTimeout);
+                            d->connectTimeout);
 
-        vrmDestFail(ref->d, job, VRM_ERR_TIMEOUT, why);
+        vrmDestFail(d, job, VRM_ERR_TIMEOUT, why);
     } else {
-        vrmDestFail(ref->d, job, VRM_ERR_TIMEOUT,
+        vrmDestFail(d, job, VRM_ERR_TIMEOUT,
                     _("the source host's virt-rdmad did not answer in time"));
     }
-    return G_SOURCE_REMOVE;
 }
 
 /* Channel 0 connected and authenticated (version 1 engines connect every

@@ -196,9 +196,10 @@ unsigned long long vrmHelperJobsPinned(vrmHelperDaemon *d);
 int vrmHelperJobsReserve(vrmHelperDaemon *d, vrmHelperJob *job,
                          unsigned long long allowance);
 void vrmHelperJobsSave(vrmHelperDaemon *d, vrmHelperJob *job);
-/* @expired gets a vrmHelperJobRef * (valid during the call) */
+/* A phase's time ran out, and @job is still there */
+typedef void (*vrmHelperPhaseExpiredFunc)(vrmHelperDaemon *d, vrmHelperJob *job);
 void vrmHelperJobsSetPhase(vrmHelperDaemon *d, vrmHelperJob *job, vrmHelperPhase phase,
-                           unsigned int timeoutS, GSourceFunc expired);
+                           unsigned int timeoutS, vrmHelperPhaseExpiredFunc expired);
 vrmHelperJob *vrmHelperJobsOfPeer(vrmHelperDaemon *d, vrmPeerConn *pc);
 int vrmHelperJobsSpawn(vrmHelperDaemon *d, vrmHelperJob *job,
                        const vrmOffer *offer, const vrmAnswer *answer,

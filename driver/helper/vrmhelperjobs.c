@@ -267,7 +267,7 @@ vrmHelperJobsPrune(vrmHelperDaemon *d)
 
 typedef struct {
     vrmHelperJobRef ref;
-    GSourceFunc expired;
+    vrmHelperPhaseExpiredFunc expired;
 } vrmHelperPhaseRef;
 
 static gboolean
@@ -279,8 +279,7 @@ vrmHelperJobsPhaseTimeout(gpointer opaque)
     if (!job)
         return G_SOURCE_REMOVE;
     job->phaseTimer = 0;
-    /* the flow's function takes a vrmHelperJobRef-shaped pointer */
-    p->expired(&p->ref);
+    p->expired(p->ref.d, job);
     return G_SOURCE_REMOVE;
 }
 
@@ -323,7 +322,7 @@ vrmHelperPhaseExpects(vrmHelperPhase phase)
 
 void
 vrmHelperJobsSetPhase(vrmHelperDaemon *d, vrmHelperJob *job, vrmHelperPhase phase,
-                      unsigned int timeoutS, GSourceFunc expired)
+                      unsigned int timeoutS, vrmHelperPhaseExpiredFunc expired)
 {
     if (job->phaseTimer) {
         g_source_remove(job->phaseTimer);

@@ -106,28 +106,18 @@ vrmSourceFailLast(vrmHelperDaemon *d, vrmHelperJob *job)
     vrmSourceFail(d, job, vrmGetLastErrorCode(), why);
 }
 
-static gboolean
-vrmSourceListenExpired(gpointer opaque)
+static void
+vrmSourceListenExpired(vrmHelperDaemon *d, vrmHelperJob *job)
 {
-    vrmHelperJobRef *ref = opaque;
-    vrmHelperJob *job = vrmHelperJobsGet(ref->d, ref->id);
-
-    if (job)
-        vrmSourceFail(ref->d, job, VRM_ERR_TIMEOUT,
-                      _("the source engine did not start listening in time"));
-    return G_SOURCE_REMOVE;
+    vrmSourceFail(d, job, VRM_ERR_TIMEOUT,
+                  _("the source engine did not start listening in time"));
 }
 
-static gboolean
-vrmSourceAnswerExpired(gpointer opaque)
+static void
+vrmSourceAnswerExpired(vrmHelperDaemon *d, vrmHelperJob *job)
 {
-    vrmHelperJobRef *ref = opaque;
-    vrmHelperJob *job = vrmHelperJobsGet(ref->d, ref->id);
-
-    if (job)
-        vrmSourceFail(ref->d, job, VRM_ERR_TIMEOUT,
-                      _("the destination's helper did not answer the offer in time"));
-    return G_SOURCE_REMOVE;
+    vrmSourceFail(d, job, VRM_ERR_TIMEOUT,
+                  _("the destination's helper did not answer the offer in time"));
 }
 
 /* The engine answered: once it listens (on the port the kernel chose),
