@@ -24,7 +24,6 @@
  */
 #include <config.h>
 
-#include <signal.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -105,26 +104,13 @@ vrmDestOverTcp(vrmHelperDaemon *d, vrmHelperJob *job, int code, const char *why)
 static void
 vrmDestFail(vrmHelperDaemon *d, vrmHelperJob *job, int code, const char *why)
 {
-    if (job->peer) {
-        g_autoptr(vrmPeerMessage) res = vrmPeerResultNewError(code, why);
-
-        vrmPeerConnSend(job->peer, res);
-    }
-    vrmHelperJobsKill(job, SIGTERM);
+    vrmHelperJobsAbort(job, code, why);
     if (vrmDestMayFallBack(d, job, code)) {
         vrmDestOverTcp(d, job, code, why);
         return;
     }
     vrmDestReplyWaiter(job, code, why);
     vrmHelperJobsFinish(d, job, VRM_JOB_STATE_FAILED, why);
-}
-
-static void
-vrmDestFailLast(vrmHelperDaemon *d, vrmHelperJob *job)
-{
-    g_autofree char *why = g_strdup(vrmGetLastErrorMessage());
-
-    vrmDestFail(d, job, vrmGetLastErrorCode(), why);
 }
 
 static void
@@ -162,7 +148,7 @@ vrmDestStats(vrmHelperDaemon *d, vrmHelperJob *job)
     msg = vrmPeerMessageNew(VRM_PEER_MIGRATION_ANSWER);
     msg->answer = vrmAnswerCopy(answer);
     if (vrmPeerConnSend(job->peer, msg) < 0) {
-        vrmDestFailLast(d, job);
+        vrmHelperJobsFailLast(d, job, vrmDestFail);
         return;
     }
     vrmHelperJobsSetPhase(d, job, VRM_PHASE_DST_ANSWERED, VRM_DEST_RESULT_TIMEOUT_S,
@@ -236,7 +222,7 @@ vrmDestPeerReady(vrmPeerConn *pc, gpointer opaque)
     req->maxChannels = d->conf->maxChannels;
     req->recoveryOf = job->recoveryOf;
     if (vrmPeerConnSend(pc, req) < 0) {
-        vrmDestFailLast(d, job);
+        vrmHelperJobsFailLast(d, job, vrmDestFail);
         return;
     }
     /* the source asks its libvirt and starts its engine meanwhile */
@@ -271,7 +257,7 @@ vrmDestPeerMessage(vrmPeerConn *pc, vrmPeerMessage *msg, gpointer opaque)
     }
     if (m->type == VRM_PEER_MIGRATION_OFFER) {
         if (vrmDestTakeOffer(d, job, m) < 0) {
-            vrmDestFailLast(d, job);
+            vrmHelperJobsFailLast(d, job, vrmDestFail);
             return;
         }
         vrmHelperJobsSetPhase(d, job, VRM_PHASE_DST_STARTING, d->connectTimeout + 1,
@@ -463,7 +449,7 @@ vrmHelperDestIncoming(vrmHelperDaemon *d, vrmControlMessage *msg,
                           vrmDestExpired);
     if (!(job->peer = vrmPeerConnConnect(d->peerCreds, msg->migration->locator,
                                          d->conf->peerTimeout, &vrmDestCallbacks, d))) {
-        vrmDestFailLast(d, job);
+        vrmHelperJobsFailLast(d, job, vrmDestFail);
         return;
     }
     vrmHelperJobLog(job, VRM_LOG_INFO, VRM_JOB_LOG_STARTED,
@@ -516,7 +502,7 @@ vrmDestRecoveryStart(vrmHelperDaemon *d, vrmHelperJob *broken)
                           vrmDestExpired);
     if (!(job->peer = vrmPeerConnConnect(d->peerCreds, job->sourceLocator,
                                          d->conf->peerTimeout, &vrmDestCallbacks, d))) {
-        vrmDestFailLast(d, job);
+        vrmHelperJobsFailLast(d, job, vrmDestFail);
         return;
     }
     VRM_INFO("job %llu: recovery of job %llu, the post-copy migration of %s (%s) from %s",

@@ -205,6 +205,15 @@ int vrmHelperJobsSpawn(vrmHelperDaemon *d, vrmHelperJob *job,
                        const vrmOffer *offer, const vrmAnswer *answer,
                        const char *device);
 void vrmHelperJobsKill(vrmHelperJob *job, int sig);
+/* The negotiation failed: tell the peer helper why (if it still listens)
+ * and end the engine; the flow ends the job */
+void vrmHelperJobsAbort(vrmHelperJob *job, int code, const char *why);
+/* How a flow fails a job (vrmSourceFail, vrmDestFail) */
+typedef void (*vrmHelperJobFailFunc)(vrmHelperDaemon *d, vrmHelperJob *job,
+                                     int code, const char *why);
+/* @fail with this thread's last error */
+void vrmHelperJobsFailLast(vrmHelperDaemon *d, vrmHelperJob *job,
+                           vrmHelperJobFailFunc fail);
 /* The engine has exited and its end was heard: no watch, no pid; the job
  * goes on (libvirt is asked how the migration went) */
 void vrmHelperJobsEngineGone(vrmHelperJob *job);

@@ -604,6 +604,27 @@ vrmHelperJobsKill(vrmHelperJob *job, int sig)
         kill(job->pid, sig);
 }
 
+void
+vrmHelperJobsAbort(vrmHelperJob *job, int code, const char *why)
+{
+    if (job->peer) {
+        g_autoptr(vrmPeerMessage) res = vrmPeerResultNewError(code, why);
+
+        vrmPeerConnSend(job->peer, res);
+    }
+    vrmHelperJobsKill(job, SIGTERM);
+}
+
+void
+vrmHelperJobsFailLast(vrmHelperDaemon *d, vrmHelperJob *job,
+                      vrmHelperJobFailFunc fail)
+{
+    /* a copy: failing may report errors of its own */
+    g_autofree char *why = g_strdup(vrmGetLastErrorMessage());
+
+    fail(d, job, vrmGetLastErrorCode(), why);
+}
+
 /* The engine has ended: its record says how; the flow decides the rest */
 static void
 vrmHelperJobsEngineEnded(vrmHelperDaemon *d, vrmHelperJob *job, int status,

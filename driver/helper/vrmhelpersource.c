@@ -21,7 +21,6 @@
 #include <config.h>
 
 #include <errno.h>
-#include <signal.h>
 #include <string.h>
 #include <unistd.h>
 #include <arpa/inet.h>
@@ -89,21 +88,8 @@ static const vrmPeerConnCallbacks vrmSourceJobCallbacks = {
 static void
 vrmSourceFail(vrmHelperDaemon *d, vrmHelperJob *job, int code, const char *why)
 {
-    if (job->peer) {
-        g_autoptr(vrmPeerMessage) res = vrmPeerResultNewError(code, why);
-
-        vrmPeerConnSend(job->peer, res);
-    }
-    vrmHelperJobsKill(job, SIGTERM);
+    vrmHelperJobsAbort(job, code, why);
     vrmHelperJobsFinish(d, job, VRM_JOB_STATE_FAILED, why);
-}
-
-static void
-vrmSourceFailLast(vrmHelperDaemon *d, vrmHelperJob *job)
-{
-    g_autofree char *why = g_strdup(vrmGetLastErrorMessage());
-
-    vrmSourceFail(d, job, vrmGetLastErrorCode(), why);
 }
 
 static void
@@ -136,7 +122,7 @@ vrmSourceStats(vrmHelperDaemon *d, vrmHelperJob *job)
     msg->socketPath = g_strdup(job->record->socketPath);
     msg->offer = vrmOfferCopy(offer);
     if (vrmPeerConnSend(job->peer, msg) < 0) {
-        vrmSourceFailLast(d, job);
+        vrmHelperJobsFailLast(d, job, vrmSourceFail);
         return;
     }
     /* the token has gone where it had to: not kept here any longer */
@@ -156,7 +142,7 @@ vrmSourceAnswer(vrmHelperDaemon *d, vrmHelperJob *job, vrmAnswer *answer)
 
     job->record->migration->answer = vrmAnswerCopy(answer);
     if (vrmNegotiationCheckAnswer(job->record->migration->offer, answer) < 0) {
-        vrmSourceFailLast(d, job);
+        vrmHelperJobsFailLast(d, job, vrmSourceFail);
         return;
     }
     vrmPeerConnSend(job->peer, ok);
