@@ -338,10 +338,8 @@ vrmDestEnded(vrmHelperDaemon *d, vrmHelperJob *job, vrmJobState state,
         return;
     }
     if (job->phase != VRM_PHASE_DST_RUNNING && job->phase != VRM_PHASE_NONE) {
-        /* a set-up that failed before exec keeps its own code (the
-         * locked-memory limit is the host's resource, not the peer's) */
-        vrmDestFail(d, job, job->engineSetupError ? job->engineSetupCode : VRM_ERR_PEER,
-                    reason ? reason : _("the destination engine ended during the negotiation"));
+        vrmHelperJobsFailEnded(d, job, vrmDestFail, reason,
+                               _("the destination engine ended during the negotiation"));
         return;
     }
     vrmHelperJobsFinish(d, job, state, reason);

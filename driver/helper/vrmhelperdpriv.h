@@ -214,6 +214,11 @@ typedef void (*vrmHelperJobFailFunc)(vrmHelperDaemon *d, vrmHelperJob *job,
 /* @fail with this thread's last error */
 void vrmHelperJobsFailLast(vrmHelperDaemon *d, vrmHelperJob *job,
                            vrmHelperJobFailFunc fail);
+/* The engine ended during the negotiation: @fail with its @reason, or
+ * @otherwise if it gave none */
+void vrmHelperJobsFailEnded(vrmHelperDaemon *d, vrmHelperJob *job,
+                            vrmHelperJobFailFunc fail, const char *reason,
+                            const char *otherwise);
 /* The engine has exited and its end was heard: no watch, no pid; the job
  * goes on (libvirt is asked how the migration went) */
 void vrmHelperJobsEngineGone(vrmHelperJob *job);

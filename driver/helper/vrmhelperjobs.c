@@ -625,6 +625,17 @@ vrmHelperJobsFailLast(vrmHelperDaemon *d, vrmHelperJob *job,
     fail(d, job, vrmGetLastErrorCode(), why);
 }
 
+void
+vrmHelperJobsFailEnded(vrmHelperDaemon *d, vrmHelperJob *job,
+                       vrmHelperJobFailFunc fail, const char *reason,
+                       const char *otherwise)
+{
+    /* a set-up that failed before exec keeps its own code (the
+     * locked-memory limit is the host's resource, not the peer's) */
+    fail(d, job, job->engineSetupError ? job->engineSetupCode : VRM_ERR_PEER,
+         reason ? reason : otherwise);
+}
+
 /* The engine has ended: its record says how; the flow decides the rest */
 static void
 vrmHelperJobsEngineEnded(vrmHelperDaemon *d, vrmHelperJob *job, int status,

@@ -326,10 +326,8 @@ vrmSourceEnded(vrmHelperDaemon *d, vrmHelperJob *job, vrmJobState state,
         return;
     }
     if (job->phase == VRM_PHASE_SRC_STARTING || job->phase == VRM_PHASE_SRC_OFFERED) {
-        /* a set-up that failed before exec keeps its own code (the
-         * locked-memory limit is the host's resource, not the peer's) */
-        vrmSourceFail(d, job, job->engineSetupError ? job->engineSetupCode : VRM_ERR_PEER,
-                      reason ? reason : _("the source engine ended during the negotiation"));
+        vrmHelperJobsFailEnded(d, job, vrmSourceFail, reason,
+                               _("the source engine ended during the negotiation"));
         return;
     }
     vrmHelperJobsFinish(d, job, state, reason);
