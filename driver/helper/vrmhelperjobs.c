@@ -79,38 +79,35 @@ vrmHelperJobsSorted(vrmHelperDaemon *d)
     return all;
 }
 
+static gboolean
+vrmHelperJobHasPeer(gpointer id G_GNUC_UNUSED, gpointer value, gpointer pc)
+{
+    const vrmHelperJob *job = value;
+
+    return job->peer == pc;
+}
+
 vrmHelperJob *
 vrmHelperJobsOfPeer(vrmHelperDaemon *d, vrmPeerConn *pc)
 {
-    GHashTableIter it;
-    gpointer v;
+    return g_hash_table_find(d->jobs, vrmHelperJobHasPeer, pc);
+}
 
-    g_hash_table_iter_init(&it, d->jobs);
-    while (g_hash_table_iter_next(&it, NULL, &v)) {
-        vrmHelperJob *job = v;
+static gboolean
+vrmHelperJobIsLiveOf(gpointer id G_GNUC_UNUSED, gpointer value, gpointer uuid)
+{
+    const vrmHelperJob *job = value;
 
-        if (job->peer == pc)
-            return job;
-    }
-    return NULL;
+    return !vrmJobStateIsFinal(job->record->state) &&
+        g_ascii_strcasecmp(job->record->domainUUID ? job->record->domainUUID : "",
+                           uuid) == 0;
 }
 
 vrmHelperJob *
 vrmHelperJobsLiveOfDomain(vrmHelperDaemon *d, const char *uuid)
 {
-    GHashTableIter it;
-    gpointer v;
-
-    g_hash_table_iter_init(&it, d->jobs);
-    while (g_hash_table_iter_next(&it, NULL, &v)) {
-        vrmHelperJob *job = v;
-
-        if (!vrmJobStateIsFinal(job->record->state) &&
-            g_ascii_strcasecmp(job->record->domainUUID ? job->record->domainUUID : "",
-                               uuid) == 0)
-            return job;
-    }
-    return NULL;
+    /* the uuid is only read */
+    return g_hash_table_find(d->jobs, vrmHelperJobIsLiveOf, (gpointer)uuid);
 }
 
 vrmHelperJob *

@@ -518,21 +518,19 @@ vrmSourceSteerAdded(const vrmSteerRules *rules, const char *error, gpointer opaq
 /* Another live job that steers: libvirt's daemon connects the main stream
  * of every migration that is not parallel, and nothing in its
  * connections tells the domain, so one job at a time steers them */
+static gboolean
+vrmSourceSteersBeside(gpointer id G_GNUC_UNUSED, gpointer value, gpointer job)
+{
+    const vrmHelperJob *other = value;
+
+    return other != job && other->steer != VRM_JOB_STEER_NONE &&
+        !vrmJobStateIsFinal(other->record->state);
+}
+
 static vrmHelperJob *
 vrmSourceSteerConflict(vrmHelperDaemon *d, vrmHelperJob *job)
 {
-    GHashTableIter it;
-    gpointer v;
-
-    g_hash_table_iter_init(&it, d->jobs);
-    while (g_hash_table_iter_next(&it, NULL, &v)) {
-        vrmHelperJob *other = v;
-
-        if (other != job && other->steer != VRM_JOB_STEER_NONE &&
-            !vrmJobStateIsFinal(other->record->state))
-            return other;
-    }
-    return NULL;
+    return g_hash_table_find(d->jobs, vrmSourceSteersBeside, job);
 }
 
 /* libvirt's daemon: its uid and its own cgroup (NULL: none). false: not
