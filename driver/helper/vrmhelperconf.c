@@ -148,6 +148,29 @@ static const char *const vrmConfGroups[] = {
 
 #define FIELD(conf, type, row) ((type *)((char *)(conf) + (row)->offset))
 
+/* Does the row's field hold a string of its own (char *, NULL or owned)? */
+static bool
+vrmConfHoldsString(const vrmConfKey *row)
+{
+    switch (row->type) {
+    case VRM_CONF_NAME:
+    case VRM_CONF_HOST_NAME:
+    case VRM_CONF_ADDRESS:
+    case VRM_CONF_PATH:
+    case VRM_CONF_PATH_OR_OFF:
+    case VRM_CONF_STRING:
+    case VRM_CONF_NETWORKS:
+        return true;
+    case VRM_CONF_UINT:
+    case VRM_CONF_ULLONG:
+    case VRM_CONF_SIZE:
+    case VRM_CONF_ENUM:
+    case VRM_CONF_CHUNK_SIZES:
+        break;
+    }
+    return false;
+}
+
 vrmHelperConfig *
 vrmHelperConfigNew(void)
 {
@@ -196,29 +219,15 @@ vrmHelperConfigNew(void)
 void
 vrmHelperConfigFree(vrmHelperConfig *conf)
 {
+    const vrmConfKey *row;
+
     if (!conf)
         return;
-    g_free(conf->device);
-    g_free(conf->address);
-    g_free(conf->runDir);
-    g_free(conf->stateDir);
-    g_free(conf->group);
-    g_free(conf->peerKeyFile);
-    g_free(conf->peerCACert);
-    g_free(conf->peerCRL);
-    g_free(conf->peerServerCert);
-    g_free(conf->peerServerKey);
-    g_free(conf->peerClientCert);
-    g_free(conf->peerClientKey);
-    g_free(conf->peerHost);
-    g_free(conf->peerAddress);
-    g_free(conf->peerListen);
-    g_free(conf->peerAllow);
-    g_free(conf->peerAllowedDN);
-    g_free(conf->engineUser);
-    g_free(conf->qemuUser);
-    g_free(conf->libvirtURI);
-    g_free(conf->metricsDir);
+    /* every string of the configuration is a key's */
+    for (row = vrmConfKeys; row < vrmConfKeys + G_N_ELEMENTS(vrmConfKeys); row++) {
+        if (vrmConfHoldsString(row))
+            g_free(*FIELD(conf, char *, row));
+    }
     g_free(conf);
 }
 

@@ -100,6 +100,8 @@ VRM_ENUM_DECL(vrmFallback);
 #define VRM_HELPER_MAX_RECOVERY_WINDOW 3600
 
 typedef struct _vrmHelperConfig vrmHelperConfig;
+/* Every string here is a key's: vrmHelperConfigFree frees them by the
+ * table of keys */
 struct _vrmHelperConfig {
     /* [rdma] */
     char *device;                   /* NULL: the first active device */
