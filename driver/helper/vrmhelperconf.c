@@ -314,6 +314,15 @@ vrmConfParseChunkSizes(const char *name, const vrmConfKey *row,
     return 0;
 }
 
+/* A string key's value replaces the default; 0 */
+static int
+vrmConfSetString(vrmHelperConfig *conf, const vrmConfKey *row, const char *value)
+{
+    g_free(*FIELD(conf, char *, row));
+    *FIELD(conf, char *, row) = g_strdup(value);
+    return 0;
+}
+
 static int
 vrmConfParseValue(vrmHelperConfig *conf, const char *name,
                   const vrmConfKey *row, const char *value)
@@ -329,9 +338,7 @@ vrmConfParseValue(vrmHelperConfig *conf, const char *name,
 
             return vrmConfInvalid(name, row, value, expected);
         }
-        g_free(*FIELD(conf, char *, row));
-        *FIELD(conf, char *, row) = g_strdup(value);
-        return 0;
+        return vrmConfSetString(conf, row, value);
 
     case VRM_CONF_HOST_NAME:
         if (!vrmValidHostName(value)) {
@@ -341,17 +348,13 @@ vrmConfParseValue(vrmHelperConfig *conf, const char *name,
 
             return vrmConfInvalid(name, row, value, expected);
         }
-        g_free(*FIELD(conf, char *, row));
-        *FIELD(conf, char *, row) = g_strdup(value);
-        return 0;
+        return vrmConfSetString(conf, row, value);
 
     case VRM_CONF_STRING:
         if (!*value || strchr(value, '\n') || strlen(value) >= VRM_HELPER_URI_MAX ||
             !g_utf8_validate(value, -1, NULL))
             return vrmConfInvalid(name, row, value, _("one line of text"));
-        g_free(*FIELD(conf, char *, row));
-        *FIELD(conf, char *, row) = g_strdup(value);
-        return 0;
+        return vrmConfSetString(conf, row, value);
 
     case VRM_CONF_ENUM: {
         int e = row->enumFromString(value);
@@ -380,9 +383,7 @@ vrmConfParseValue(vrmHelperConfig *conf, const char *name,
         if (!vrmValidAddress(value))
             return vrmConfInvalid(name, row, value,
                                   _("an IPv4 or IPv6 address"));
-        g_free(*FIELD(conf, char *, row));
-        *FIELD(conf, char *, row) = g_strdup(value);
-        return 0;
+        return vrmConfSetString(conf, row, value);
 
     case VRM_CONF_NETWORKS: {
         g_autofree char *bad = NULL;
@@ -411,9 +412,7 @@ vrmConfParseValue(vrmHelperConfig *conf, const char *name,
             return vrmConfInvalid(name, row, value,
                                   row->type == VRM_CONF_PATH ? _("an absolute path") :
                                   _("an absolute path, or nothing to turn it off"));
-        g_free(*FIELD(conf, char *, row));
-        *FIELD(conf, char *, row) = g_strdup(value);
-        return 0;
+        return vrmConfSetString(conf, row, value);
 
     case VRM_CONF_UINT:
     case VRM_CONF_ULLONG:
