@@ -67,10 +67,8 @@ vrmHelperConnFree(vrmHelperConn *c)
 {
     if (!c)
         return;
-    if (c->watch)
-        g_source_remove(c->watch);
-    if (c->timer)
-        g_source_remove(c->timer);
+    g_clear_handle_id(&c->watch, g_source_remove);
+    g_clear_handle_id(&c->timer, g_source_remove);
     if (c->fd >= 0)
         close(c->fd);
     if (c->in)
@@ -94,14 +92,8 @@ vrmHelperConnClose(vrmHelperConn *c)
 static void
 vrmHelperConnClearSources(vrmHelperConn *c)
 {
-    if (c->watch) {
-        g_source_remove(c->watch);
-        c->watch = 0;
-    }
-    if (c->timer) {
-        g_source_remove(c->timer);
-        c->timer = 0;
-    }
+    g_clear_handle_id(&c->watch, g_source_remove);
+    g_clear_handle_id(&c->timer, g_source_remove);
 }
 
 static gboolean
@@ -269,8 +261,7 @@ vrmHelperConnStreamIO(gint fd, GIOCondition cond, gpointer opaque)
 static void
 vrmHelperConnStreamWatch(vrmHelperConn *c)
 {
-    if (c->watch)
-        g_source_remove(c->watch);
+    g_clear_handle_id(&c->watch, g_source_remove);
     c->watchCond = G_IO_IN | G_IO_HUP | G_IO_ERR | (c->out->len ? G_IO_OUT : 0);
     c->watch = g_unix_fd_add(c->fd, c->watchCond, vrmHelperConnStreamIO, c);
 }
@@ -432,10 +423,7 @@ vrmHelperConnReadable(gint fd, GIOCondition cond, gpointer opaque)
         vrmHelperConnReplyLastError(c);
         return G_SOURCE_REMOVE;
     }
-    if (c->timer) {
-        g_source_remove(c->timer);
-        c->timer = 0;
-    }
+    g_clear_handle_id(&c->timer, g_source_remove);
     c->state = VRM_CONN_WAITING;
     g_byte_array_append(c->in, (const guint8 *)"", 1);
     vrmResetLastError();
@@ -488,10 +476,7 @@ vrmHelperServerRetry(gpointer opaque)
 static void
 vrmHelperServerUnwatch(vrmHelperServer *srv)
 {
-    if (srv->watch) {
-        g_source_remove(srv->watch);
-        srv->watch = 0;
-    }
+    g_clear_handle_id(&srv->watch, g_source_remove);
 }
 
 static gboolean
@@ -567,8 +552,7 @@ vrmHelperServerFree(vrmHelperServer *srv)
     if (!srv)
         return;
     vrmHelperServerUnwatch(srv);
-    if (srv->retry)
-        g_source_remove(srv->retry);
+    g_clear_handle_id(&srv->retry, g_source_remove);
     g_hash_table_iter_init(&it, srv->conns);
     while (g_hash_table_iter_next(&it, &c, NULL))
         vrmHelperConnFree(c);

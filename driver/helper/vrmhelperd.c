@@ -919,16 +919,11 @@ vrmHelperDaemonFree(vrmHelperDaemon *d)
         if (job->pid > 0 && !vrmJobStateIsFinal(job->record->state))
             vrmHelperJobsSave(d, job);
     }
-    if (d->pollTimer)
-        g_source_remove(d->pollTimer);
-    if (d->waitTimer)
-        g_source_remove(d->waitTimer);
-    if (d->intentTimer)
-        g_source_remove(d->intentTimer);
-    if (d->sigterm)
-        g_source_remove(d->sigterm);
-    if (d->sigint)
-        g_source_remove(d->sigint);
+    g_clear_handle_id(&d->pollTimer, g_source_remove);
+    g_clear_handle_id(&d->waitTimer, g_source_remove);
+    g_clear_handle_id(&d->intentTimer, g_source_remove);
+    g_clear_handle_id(&d->sigterm, g_source_remove);
+    g_clear_handle_id(&d->sigint, g_source_remove);
     vrmHelperServerFree(d->server);
     if (d->listenFd >= 0)
         close(d->listenFd);

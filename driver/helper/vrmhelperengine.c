@@ -322,10 +322,8 @@ struct _vrmStatsProbe {
 static void
 vrmStatsProbeFree(vrmStatsProbe *p)
 {
-    if (p->watch)
-        g_source_remove(p->watch);
-    if (p->timer)
-        g_source_remove(p->timer);
+    g_clear_handle_id(&p->watch, g_source_remove);
+    g_clear_handle_id(&p->timer, g_source_remove);
     if (p->fd >= 0)
         close(p->fd);
     g_byte_array_unref(p->buf);

@@ -50,19 +50,15 @@ vrmHelperJobFree(vrmHelperJob *job)
 {
     if (!job)
         return;
-    if (job->childWatch)
-        g_source_remove(job->childWatch);
-    if (job->engineSetupWatch)
-        g_source_remove(job->engineSetupWatch);
+    g_clear_handle_id(&job->childWatch, g_source_remove);
+    g_clear_handle_id(&job->engineSetupWatch, g_source_remove);
     if (job->engineSetupFd >= 0)
         close(job->engineSetupFd);
     g_free(job->engineSetupError);
     if (job->pid > 0 && !job->adopted)
         g_spawn_close_pid(job->pid);
-    if (job->phaseTimer)
-        g_source_remove(job->phaseTimer);
-    if (job->outcomeTimer)
-        g_source_remove(job->outcomeTimer);
+    g_clear_handle_id(&job->phaseTimer, g_source_remove);
+    g_clear_handle_id(&job->outcomeTimer, g_source_remove);
     vrmStatsProbeCancel(job->probe);
     vrmPeerConnFree(job->peer);
     vrmTokenClear(&job->token);

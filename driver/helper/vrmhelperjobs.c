@@ -321,10 +321,7 @@ void
 vrmHelperJobsSetPhase(vrmHelperDaemon *d, vrmHelperJob *job, vrmHelperPhase phase,
                       unsigned int timeoutS, vrmHelperPhaseExpiredFunc expired)
 {
-    if (job->phaseTimer) {
-        g_source_remove(job->phaseTimer);
-        job->phaseTimer = 0;
-    }
+    g_clear_handle_id(&job->phaseTimer, g_source_remove);
     if (job->phase != (int)phase)
         VRM_DEBUG("job %llu: phase %s -> %s", job->record->id,
                   vrmHelperPhaseTypeToString(job->phase), vrmHelperPhaseTypeToString(phase));
@@ -439,10 +436,7 @@ vrmHelperJobsMetricsWrite(vrmHelperDaemon *d)
 static void
 vrmHelperJobsSetupClose(vrmHelperJob *job)
 {
-    if (job->engineSetupWatch) {
-        g_source_remove(job->engineSetupWatch);
-        job->engineSetupWatch = 0;
-    }
+    g_clear_handle_id(&job->engineSetupWatch, g_source_remove);
     if (job->engineSetupFd >= 0) {
         close(job->engineSetupFd);
         job->engineSetupFd = -1;
@@ -557,10 +551,7 @@ vrmHelperJobsFinish(vrmHelperDaemon *d, vrmHelperJob *job, vrmJobState state,
     vrmHelperJobsSetupClose(job);
     /* what was sent to the peer still goes out */
     g_clear_pointer(&job->peer, vrmPeerConnFinish);
-    if (job->outcomeTimer) {
-        g_source_remove(job->outcomeTimer);
-        job->outcomeTimer = 0;
-    }
+    g_clear_handle_id(&job->outcomeTimer, g_source_remove);
     vrmHelperJobsDropToken(job);
     if (job->steer == VRM_JOB_STEER_ACTIVE) {
         /* one that is still being added goes when nft has answered
@@ -585,10 +576,7 @@ vrmHelperJobsFinish(vrmHelperDaemon *d, vrmHelperJob *job, vrmJobState state,
 void
 vrmHelperJobsEngineGone(vrmHelperJob *job)
 {
-    if (job->childWatch) {
-        g_source_remove(job->childWatch);
-        job->childWatch = 0;
-    }
+    g_clear_handle_id(&job->childWatch, g_source_remove);
     if (job->pid > 0 && !job->adopted)
         g_spawn_close_pid(job->pid);
     job->pid = 0;

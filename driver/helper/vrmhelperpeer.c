@@ -454,14 +454,8 @@ vrmPeerConnNew(vrmPeerCreds *creds, int fd, bool client, const char *name)
 static void
 vrmPeerConnStop(vrmPeerConn *pc)
 {
-    if (pc->watch) {
-        g_source_remove(pc->watch);
-        pc->watch = 0;
-    }
-    if (pc->timer) {
-        g_source_remove(pc->timer);
-        pc->timer = 0;
-    }
+    g_clear_handle_id(&pc->watch, g_source_remove);
+    g_clear_handle_id(&pc->timer, g_source_remove);
 }
 
 static void
@@ -598,8 +592,7 @@ vrmPeerConnTimeout(gpointer opaque)
 static void
 vrmPeerConnSetTimer(vrmPeerConn *pc, unsigned int seconds)
 {
-    if (pc->timer)
-        g_source_remove(pc->timer);
+    g_clear_handle_id(&pc->timer, g_source_remove);
     pc->timer = seconds ? g_timeout_add_seconds(seconds, vrmPeerConnTimeout, pc) : 0;
 }
 
@@ -1040,8 +1033,7 @@ vrmPeerConnUpdateWatch(vrmPeerConn *pc)
     }
     if (pc->watch && cond == pc->watchCond)
         return;
-    if (pc->watch)
-        g_source_remove(pc->watch);
+    g_clear_handle_id(&pc->watch, g_source_remove);
     pc->watchCond = cond;
     pc->watch = g_unix_fd_add(pc->fd, cond, vrmPeerConnReady, pc);
 }
@@ -1398,10 +1390,8 @@ vrmPeerServerFree(vrmPeerServer *srv)
 
     if (!srv)
         return;
-    if (srv->watch)
-        g_source_remove(srv->watch);
-    if (srv->retry)
-        g_source_remove(srv->retry);
+    g_clear_handle_id(&srv->watch, g_source_remove);
+    g_clear_handle_id(&srv->retry, g_source_remove);
     /* connections still in their handshake are ours; the others are
      * their owners', who only lose the back pointer */
     g_hash_table_iter_init(&it, srv->conns);

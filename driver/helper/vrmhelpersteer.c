@@ -59,8 +59,7 @@ vrmSteerRunDone(GObject *obj, GAsyncResult *res, gpointer opaque)
     g_autofree char *why = NULL;
     int status = -1;
 
-    if (run->timer)
-        g_source_remove(run->timer);
+    g_clear_handle_id(&run->timer, g_source_remove);
     if (!g_subprocess_communicate_utf8_finish(G_SUBPROCESS(obj), res, &out, &err, &error))
         why = g_strdup(error->message);
     else if (run->timedOut)
