@@ -379,14 +379,9 @@ static void
 vrmHelperHostDevices(vrmHostInfo *info)
 {
     g_autofree char *dir = g_strdup_printf("%s/class/infiniband", vrmHelperSysfsRoot());
-    g_autoptr(GDir) devs = g_dir_open(dir, 0, NULL);
-    g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
-    const char *name;
+    g_autoptr(GPtrArray) names = vrmHelperDeviceNames();
     guint i;
 
-    while (devs && (name = g_dir_read_name(devs)))
-        g_ptr_array_add(names, g_strdup(name));
-    g_ptr_array_sort(names, (GCompareFunc)g_ascii_strcasecmp);
     for (i = 0; i < names->len; i++) {
         const char *dev = names->pdata[i];
         g_autofree char *ports = g_strdup_printf("%s/%s/ports", dir, dev);

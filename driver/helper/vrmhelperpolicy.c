@@ -107,6 +107,22 @@ vrmHelperSysfsRoot(void)
     return env && *env ? env : "/sys";
 }
 
+GPtrArray *
+vrmHelperDeviceNames(void)
+{
+    g_autofree char *dir = g_strdup_printf("%s/class/infiniband", vrmHelperSysfsRoot());
+    g_autoptr(GDir) devs = g_dir_open(dir, 0, NULL);
+    GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
+    const char *name;
+
+    while (devs && (name = g_dir_read_name(devs)))
+        g_ptr_array_add(names, g_strdup(name));
+    /* as it always was; g_ptr_array_sort passes pointers to the elements,
+     * so this orders the pointers' bytes, not the names */
+    g_ptr_array_sort(names, (GCompareFunc)g_ascii_strcasecmp);
+    return names;
+}
+
 static bool
 vrmHelperPortActive(const char *device, unsigned int port)
 {
@@ -130,14 +146,9 @@ vrmHelperDeviceCheck(const char *device, unsigned int port, char **name)
     if (port == 0)
         port = 1;
     if (!device) {
-        g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
-        g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
-        const char *n;
+        g_autoptr(GPtrArray) names = vrmHelperDeviceNames();
         guint i;
 
-        while (d && (n = g_dir_read_name(d)))
-            g_ptr_array_add(names, g_strdup(n));
-        g_ptr_array_sort(names, (GCompareFunc)g_ascii_strcasecmp);
         for (i = 0; i < names->len; i++) {
             if (vrmHelperPortActive(names->pdata[i], port)) {
                 *name = g_strdup(names->pdata[i]);

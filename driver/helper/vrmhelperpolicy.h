@@ -7,6 +7,7 @@
  *   vrmHelperPeerCheck(fd, group)                  SO_PEERCRED of a client,
  *                                                  -1 + VRM_ERR_AUTH if refused
  *   vrmHelperSysfsRoot()                           $VRM_SYSFS_ROOT or "/sys"
+ *   vrmHelperDeviceNames()                         the RDMA devices in sysfs
  *   vrmHelperDeviceCheck(device, port, &name)      device present, port ACTIVE;
  *                                                  NULL device: the first active
  *   vrmHelperDeviceAddress(device, port)           an IP address of its netdev
@@ -32,6 +33,9 @@ bool vrmHelperPeerAllowed(const vrmHelperPeer *peer, uid_t self,
 int vrmHelperPeerCheck(int fd, const char *group);
 
 const char *vrmHelperSysfsRoot(void);
+/* The names of the host's RDMA devices, in the order the first active one
+ * is picked (an empty array if sysfs has none) */
+GPtrArray *vrmHelperDeviceNames(void);
 int vrmHelperDeviceCheck(const char *device, unsigned int port, char **name);
 char *vrmHelperDeviceAddress(const char *device, unsigned int port);
 
