@@ -392,7 +392,7 @@ vrmHelperJobLoad(const char *dir, const char *name)
     return g_steal_pointer(&job);
 }
 
-static gint
+gint
 vrmHelperJobCompareId(gconstpointer a, gconstpointer b)
 {
     const vrmHelperJob *ja = *(vrmHelperJob *const *)a;

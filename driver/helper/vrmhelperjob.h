@@ -29,6 +29,7 @@
  *   vrmHelperJobSave(job, dir)                job-<id>.xml (+ .run if live)
  *   vrmHelperJobRemoveFiles(dir, id)
  *   vrmHelperJobLoadDir(dir)                  every job-*.xml, oldest first
+ *   vrmHelperJobCompareId(a, b)               oldest first, for g_ptr_array_sort
  *   vrmHelperJobLog(job, level, event, fmt, ...)
  *                                             a job's important event, with
  *                                             its journal fields (vrmlog.h):
@@ -170,3 +171,5 @@ char *vrmHelperJobKey(const vrmToken *token);
 int vrmHelperJobSave(const vrmHelperJob *job, const char *dir);
 void vrmHelperJobRemoveFiles(const char *dir, unsigned long long id);
 GPtrArray *vrmHelperJobLoadDir(const char *dir);
+/* GCompareFunc of g_ptr_array_sort on vrmHelperJob *: by id, oldest first */
+gint vrmHelperJobCompareId(gconstpointer a, gconstpointer b);

@@ -56,15 +56,6 @@ vrmHelperJobsGet(vrmHelperDaemon *d, unsigned long long id)
     return g_hash_table_lookup(d->jobs, &id);
 }
 
-static gint
-vrmHelperJobCmp(gconstpointer a, gconstpointer b)
-{
-    const vrmHelperJob *ja = *(vrmHelperJob *const *)a;
-    const vrmHelperJob *jb = *(vrmHelperJob *const *)b;
-
-    return ja->record->id < jb->record->id ? -1 : ja->record->id > jb->record->id;
-}
-
 GPtrArray *
 vrmHelperJobsSorted(vrmHelperDaemon *d)
 {
@@ -75,7 +66,7 @@ vrmHelperJobsSorted(vrmHelperDaemon *d)
     g_hash_table_iter_init(&it, d->jobs);
     while (g_hash_table_iter_next(&it, NULL, &v))
         g_ptr_array_add(all, v);
-    g_ptr_array_sort(all, vrmHelperJobCmp);
+    g_ptr_array_sort(all, vrmHelperJobCompareId);
     return all;
 }
 
