@@ -8,6 +8,7 @@
 
 #include <grp.h>
 #include <pwd.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -282,6 +283,19 @@ vrmConfInvalid(const char *name, const vrmConfKey *row, const char *value,
     return -1;
 }
 
+static int G_GNUC_PRINTF(4, 5)
+vrmConfInvalidf(const char *name, const vrmConfKey *row, const char *value,
+                const char *fmt, ...)
+{
+    g_autofree char *expected = NULL;
+    va_list ap;
+
+    va_start(ap, fmt);
+    expected = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    return vrmConfInvalid(name, row, value, expected);
+}
+
 static int
 vrmConfParseChunkSizes(const char *name, const vrmConfKey *row,
                        const char *value, guint32 *mask)
@@ -297,11 +311,9 @@ vrmConfParseChunkSizes(const char *name, const vrmConfKey *row,
             continue;
         if (!vrmParseUInt64(items[i], &v) || v < VRM_CHUNK_SIZE_MIN ||
             v > VRM_CHUNK_SIZE_MAX || (v & (v - 1)) != 0) {
-            g_autofree char *expected =
-                g_strdup_printf(_("a list of powers of two from %1$u to %2$u, separated by ';'"),
-                                VRM_CHUNK_SIZE_MIN, VRM_CHUNK_SIZE_MAX);
-
-            return vrmConfInvalid(name, row, items[i], expected);
+            return vrmConfInvalidf(name, row, items[i],
+                                   _("a list of powers of two from %1$u to %2$u, separated by ';'"),
+                                   VRM_CHUNK_SIZE_MIN, VRM_CHUNK_SIZE_MAX);
         }
         if (vrmHostPolicyAllowChunkSize(&policy, v) < 0)
             return -1;
@@ -332,21 +344,17 @@ vrmConfParseValue(vrmHelperConfig *conf, const char *name,
     switch (row->type) {
     case VRM_CONF_NAME:
         if (!vrmValidName(value)) {
-            g_autofree char *expected =
-                g_strdup_printf(_("1 to %1$d letters, digits, '_', '.' or '-'"),
-                                VRM_NAME_MAX);
-
-            return vrmConfInvalid(name, row, value, expected);
+            return vrmConfInvalidf(name, row, value,
+                                   _("1 to %1$d letters, digits, '_', '.' or '-'"),
+                                   VRM_NAME_MAX);
         }
         return vrmConfSetString(conf, row, value);
 
     case VRM_CONF_HOST_NAME:
         if (!vrmValidHostName(value)) {
-            g_autofree char *expected =
-                g_strdup_printf(_("a host name of at most %1$d letters, digits, '-' and dots"),
-                                VRM_HOST_NAME_MAX);
-
-            return vrmConfInvalid(name, row, value, expected);
+            return vrmConfInvalidf(name, row, value,
+                                   _("a host name of at most %1$d letters, digits, '-' and dots"),
+                                   VRM_HOST_NAME_MAX);
         }
         return vrmConfSetString(conf, row, value);
 
@@ -370,11 +378,9 @@ vrmConfParseValue(vrmHelperConfig *conf, const char *name,
 
     case VRM_CONF_SIZE:
         if (!vrmParseSize(value, &v) || v < row->min || v > row->max) {
-            g_autofree char *expected =
-                g_strdup_printf(_("a size from %1$llu to %2$llu bytes (%3$s)"),
-                                row->min, row->max, vrmSizeSyntaxHelp());
-
-            return vrmConfInvalid(name, row, value, expected);
+            return vrmConfInvalidf(name, row, value,
+                                   _("a size from %1$llu to %2$llu bytes (%3$s)"),
+                                   row->min, row->max, vrmSizeSyntaxHelp());
         }
         *FIELD(conf, unsigned long long, row) = v;
         return 0;
@@ -390,11 +396,9 @@ vrmConfParseValue(vrmHelperConfig *conf, const char *name,
         g_autoptr(GArray) nets = vrmNetworkListParse(value, &bad);
 
         if (!nets) {
-            g_autofree char *expected =
-                g_strdup_printf(_("networks such as 10.0.0.0/8;fd00::/8;192.0.2.7 ('%1$s' is not one)"),
-                                bad);
-
-            return vrmConfInvalid(name, row, value, expected);
+            return vrmConfInvalidf(name, row, value,
+                                   _("networks such as 10.0.0.0/8;fd00::/8;192.0.2.7 ('%1$s' is not one)"),
+                                   bad);
         }
         g_free(*FIELD(conf, char *, row));
         *FIELD(conf, char *, row) = vrmNetworkListFormat(nets);
@@ -417,11 +421,9 @@ vrmConfParseValue(vrmHelperConfig *conf, const char *name,
     case VRM_CONF_UINT:
     case VRM_CONF_ULLONG:
         if (!vrmParseUInt64(value, &v) || v < row->min || v > row->max) {
-            g_autofree char *expected =
-                g_strdup_printf(_("an integer from %1$llu to %2$llu"),
-                                row->min, row->max);
-
-            return vrmConfInvalid(name, row, value, expected);
+            return vrmConfInvalidf(name, row, value,
+                                   _("an integer from %1$llu to %2$llu"),
+                                   row->min, row->max);
         }
         if (row->type == VRM_CONF_UINT)
             *FIELD(conf, unsigned int, row) = v;
