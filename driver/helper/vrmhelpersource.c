@@ -268,12 +268,8 @@ vrmSourceOutcome(vrmOutcome outcome, const char *detail, gpointer opaque)
 static void
 vrmSourceAskOutcome(vrmHelperDaemon *d, vrmHelperJob *job)
 {
-    vrmHelperJobRef *ref = g_new0(vrmHelperJobRef, 1);
-
-    ref->d = d;
-    ref->id = job->record->id;
     vrmHelperVirtQueryOutcome(d->virt, job->record->domainUUID,
-                              vrmSourceOutcome, ref);
+                              vrmSourceOutcome, vrmHelperJobRefNew(d, job));
 }
 
 /* libvirt moved the domain without the engine: QEMU's URI was neither
