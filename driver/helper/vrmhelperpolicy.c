@@ -107,6 +107,13 @@ vrmHelperSysfsRoot(void)
     return env && *env ? env : "/sys";
 }
 
+/* g_ptr_array_sort passes pointers to the elements, not the elements */
+static gint
+vrmHelperDeviceNameCompare(gconstpointer a, gconstpointer b)
+{
+    return g_ascii_strcasecmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 GPtrArray *
 vrmHelperDeviceNames(void)
 {
@@ -117,9 +124,8 @@ vrmHelperDeviceNames(void)
 
     while (devs && (name = g_dir_read_name(devs)))
         g_ptr_array_add(names, g_strdup(name));
-    /* as it always was; g_ptr_array_sort passes pointers to the elements,
-     * so this orders the pointers' bytes, not the names */
-    g_ptr_array_sort(names, (GCompareFunc)g_ascii_strcasecmp);
+    /* the first active one by name, whatever order the directory lists */
+    g_ptr_array_sort(names, vrmHelperDeviceNameCompare);
     return names;
 }
 

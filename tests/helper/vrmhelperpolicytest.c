@@ -120,6 +120,20 @@ testDevice(void)
     g_assert_cmpstr(vrmGetLastErrorMessage(), ==,
                     "the RDMA device 'rxe7' does not exist on this host");
 
+    /* several active: the first by name, not by where the directory or
+     * the heap put it (the sort once compared the pointers' bytes) */
+    {
+        static const char *const active[] = { "zz9", "rxe9", "qib0", "mlx5_1", "hfi1_0",
+                                              "bnxt_re0", "ionic_0", "efa_0" };
+        size_t i;
+
+        for (i = 0; i < G_N_ELEMENTS(active); i++)
+            makePort(active[i], 1, "4: ACTIVE\n");
+        g_assert_cmpint(vrmHelperDeviceCheck(NULL, 1, &name), ==, 0);
+        g_assert_cmpstr(name, ==, "bnxt_re0");
+        g_clear_pointer(&name, g_free);
+    }
+
     /* no netdev known: the message says what to configure */
     vrmResetLastError();
     g_assert_null(vrmHelperDeviceAddress("rxe0", 1));
