@@ -78,6 +78,49 @@ assertNoTokenInState(Helper *h)
 }
 
 
+/* A destination helper, not started yet (cases tune it first), and a FAKE
+ * source peer acting @mode for OTHER_UUID, the domain's XML pointing at
+ * it: the set-up most incoming cases share */
+typedef struct {
+    Helper *h;
+    char *key;
+    char *path;                 /* what the source offers */
+    vrmFakeSource *fs;
+    char *xml;
+} Incoming;
+
+static void
+incomingInit(Incoming *in, Helper *h, vrmFakeSourceMode mode)
+{
+    in->h = h;
+    in->key = g_build_filename(h->dir, "cluster.key", NULL);
+    /* only an offer names a socket the destination must listen on */
+    in->path = mode == FAKE_SOURCE_OFFER ? domainPath(h, OTHER_UUID) : g_strdup("/x");
+    in->fs = vrmFakeSourceNew(in->key, mode, in->path);
+    in->xml = domainXML(OTHER_UUID, in->fs->port, NULL);
+}
+
+/* A new source of the same offer (the last one is done), and its XML */
+static void
+incomingReoffer(Incoming *in)
+{
+    vrmFakeSourceFree(in->fs);
+    in->fs = vrmFakeSourceNew(in->key, FAKE_SOURCE_OFFER, in->path);
+    g_free(in->xml);
+    in->xml = domainXML(OTHER_UUID, in->fs->port, NULL);
+}
+
+static void
+incomingClear(Incoming *in)
+{
+    g_clear_pointer(&in->fs, vrmFakeSourceFree);
+    g_clear_pointer(&in->h, helperFree);
+    g_clear_pointer(&in->key, g_free);
+    g_clear_pointer(&in->path, g_free);
+    g_clear_pointer(&in->xml, g_free);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Incoming, incomingClear);
+
 /* ---- tests ---------------------------------------------------------------- */
 
 static void
@@ -98,21 +141,28 @@ testListEmpty(void)
 static void
 testIncomingAccepted(void)
 {
-    Helper *h = helperNew(NULL, NULL);
-    g_autofree char *key = g_build_filename(h->dir, "cluster.key", NULL);
-    g_autofree char *path = domainPath(h, OTHER_UUID);
-    vrmFakeSource *fs = vrmFakeSourceNew(key, FAKE_SOURCE_OFFER, path);
-    g_autofree char *xml = domainXML(OTHER_UUID, fs->port, "<offer version='1' capabilities='0x1' token='00000000000000000000000000000000'><endpoint address='192.0.2.1' port='1'/><channels count='1'/><chunk size='65536'/><ring depth='2'/><bandwidth max='0'/></offer>");
+    g_auto(Incoming) in = { 0 };
+    Helper *h;
+    vrmFakeSource *fs;
+    const char *path;
     g_auto(HookResult) r = { 0 };
     g_autoptr(vrmControlMessage) list = NULL;
     g_autoptr(vrmMigrationDef) def = NULL;
     g_autofree char *log = NULL;
-    g_autofree char *dir = g_path_get_dirname(path);
+    g_autofree char *dir = NULL;
     const vrmJobRecord *job;
     struct stat st;
 
+    incomingInit(&in, helperNew(NULL, NULL), FAKE_SOURCE_OFFER);
+    h = in.h;
+    fs = in.fs;
+    path = in.path;
+    dir = g_path_get_dirname(path);
+    /* an old offer in the XML: it must leave */
+    g_free(in.xml);
+    in.xml = domainXML(OTHER_UUID, fs->port, "<offer version='1' capabilities='0x1' token='00000000000000000000000000000000'><endpoint address='192.0.2.1' port='1'/><channels count='1'/><chunk size='65536'/><ring depth='2'/><bandwidth max='0'/></offer>");
     helperStart(h);
-    runHook(h, xml, &r);
+    runHook(h, in.xml, &r);
     g_test_message("hook stderr: %s", r.err);
     g_assert_true(WIFEXITED(r.status));
     g_assert_cmpint(WEXITSTATUS(r.status), ==, 0);
@@ -167,8 +217,6 @@ testIncomingAccepted(void)
     g_assert_nonnull(job->migration->offer);
     g_assert_false(job->migration->offer->hasToken);
     assertNoTokenInState(h);
-    vrmFakeSourceFree(fs);
-    helperFree(h);
 }
 
 /* The fake engines' log stayed empty: none was started */
@@ -413,23 +461,19 @@ testDestDown(void)
 static void
 testSourceRefuses(void)
 {
-    Helper *h = helperNew(NULL, NULL);
-    g_autofree char *key = g_build_filename(h->dir, "cluster.key", NULL);
-    vrmFakeSource *fs = vrmFakeSourceNew(key, FAKE_SOURCE_REFUSE, "/x");
-    g_autofree char *xml = domainXML(OTHER_UUID, fs->port, NULL);
+    g_auto(Incoming) in = { 0 };
     g_auto(HookResult) r = { 0 };
     g_autoptr(vrmControlMessage) list = NULL;
 
-    helperStart(h);
-    runHook(h, xml, &r);
-    assertHookRefused(h, &r, "virt-rdmad on the source host (127.0.0.1:");
+    incomingInit(&in, helperNew(NULL, NULL), FAKE_SOURCE_REFUSE);
+    helperStart(in.h);
+    runHook(in.h, in.xml, &r);
+    assertHookRefused(in.h, &r, "virt-rdmad on the source host (127.0.0.1:");
     g_assert_nonnull(strstr(r.err, "refused: fake refusal"));
-    list = helperCall(h, vrmControlMessageNew(VRM_CONTROL_JOB_LIST));
+    list = helperCall(in.h, vrmControlMessageNew(VRM_CONTROL_JOB_LIST));
     g_assert_cmpuint(list->jobs->len, ==, 1);
     g_assert_cmpint(((vrmJobRecord *)g_ptr_array_index(list->jobs, 0))->state, ==,
                     VRM_JOB_STATE_FAILED);
-    vrmFakeSourceFree(fs);
-    helperFree(h);
 }
 
 /* A peer that skips a turn (a result ok where the offer belongs: the
@@ -438,18 +482,14 @@ testSourceRefuses(void)
 static void
 testSourceOutOfTurn(void)
 {
-    Helper *h = helperNew(NULL, NULL);
-    g_autofree char *key = g_build_filename(h->dir, "cluster.key", NULL);
-    vrmFakeSource *fs = vrmFakeSourceNew(key, FAKE_SOURCE_OUT_OF_TURN, "/x");
-    g_autofree char *xml = domainXML(OTHER_UUID, fs->port, NULL);
+    g_auto(Incoming) in = { 0 };
     g_auto(HookResult) r = { 0 };
 
-    helperStart(h);
-    runHook(h, xml, &r);
-    assertHookRefused(h, &r, "the source host's virt-rdmad sent a message out of turn");
-    assertNoEngineStarted(h);
-    vrmFakeSourceFree(fs);
-    helperFree(h);
+    incomingInit(&in, helperNew(NULL, NULL), FAKE_SOURCE_OUT_OF_TURN);
+    helperStart(in.h);
+    runHook(in.h, in.xml, &r);
+    assertHookRefused(in.h, &r, "the source host's virt-rdmad sent a message out of turn");
+    assertNoEngineStarted(in.h);
 }
 
 /* The host's pinned-memory budget across jobs: the second job does not fit
@@ -460,13 +500,10 @@ testSourceOutOfTurn(void)
 static void
 testBudgetRefused(void)
 {
-    Helper *h = helperNew(NULL, "[limits]\nmax-pinned-bytes = 8M\n");
-    g_autofree char *key = g_build_filename(h->dir, "cluster.key", NULL);
-    g_autofree char *path1 = domainPath(h, OTHER_UUID);
-    g_autofree char *path2 = domainPath(h, THIRD_UUID);
-    vrmFakeSource *fs1 = vrmFakeSourceNew(key, FAKE_SOURCE_OFFER, path1);
+    g_auto(Incoming) in = { 0 };
+    g_auto(Incoming) small = { 0 };
+    g_autofree char *path2 = NULL;
     vrmFakeSource *fs2 = NULL;
-    g_autofree char *xml1 = domainXML(OTHER_UUID, fs1->port, NULL);
     g_autofree char *xml2 = NULL;
     g_autofree char *log = NULL;
     g_auto(HookResult) r1 = { 0 };
@@ -474,55 +511,45 @@ testBudgetRefused(void)
     g_auto(HookResult) r3 = { 0 };
     g_auto(GStrv) lines = NULL;
 
-    helperStart(h);
-    runHook(h, xml1, &r1);
+    incomingInit(&in, helperNew(NULL, "[limits]\nmax-pinned-bytes = 8M\n"), FAKE_SOURCE_OFFER);
+    path2 = domainPath(in.h, THIRD_UUID);
+    helperStart(in.h);
+    runHook(in.h, in.xml, &r1);
     g_assert_cmpint(WEXITSTATUS(r1.status), ==, 0);
-    vrmFakeSourceFree(fs1);
-    fs2 = vrmFakeSourceNew(key, FAKE_SOURCE_OFFER, path2);
+    g_clear_pointer(&in.fs, vrmFakeSourceFree);
+    fs2 = vrmFakeSourceNew(in.key, FAKE_SOURCE_OFFER, path2);
     xml2 = domainXML(THIRD_UUID, fs2->port, NULL);
-    runHook(h, xml2, &r2);
+    runHook(in.h, xml2, &r2);
     g_test_message("second job: %s", r2.err);
     g_assert_cmpint(WEXITSTATUS(r2.status), ==, 1);
     g_assert_nonnull(strstr(r2.err, "but this host's budget ([limits] max-pinned-bytes = 8388608) has"));
     /* one engine: the first job's */
-    g_assert_true(g_file_get_contents(h->log, &log, NULL, NULL));
+    g_assert_true(g_file_get_contents(in.h->log, &log, NULL, NULL));
     lines = g_strsplit(log, "\n", -1);
     g_assert_cmpuint(g_strv_length(lines), ==, 2);
     vrmFakeSourceFree(fs2);
-    helperFree(h);
+    incomingClear(&in);
 
-    h = helperNew(NULL, "[limits]\nmax-pinned-bytes = 1M\n");
-    g_free(key);
-    key = g_build_filename(h->dir, "cluster.key", NULL);
-    g_free(path1);
-    path1 = domainPath(h, OTHER_UUID);
-    fs1 = vrmFakeSourceNew(key, FAKE_SOURCE_OFFER, path1);
-    g_free(xml1);
-    xml1 = domainXML(OTHER_UUID, fs1->port, NULL);
-    helperStart(h);
-    runHook(h, xml1, &r3);
-    assertHookRefused(h, &r3, "limit 'pinned-bytes' exceeded: asked for");
-    vrmFakeSourceFree(fs1);
-    helperFree(h);
+    incomingInit(&small, helperNew(NULL, "[limits]\nmax-pinned-bytes = 1M\n"), FAKE_SOURCE_OFFER);
+    helperStart(small.h);
+    runHook(small.h, small.xml, &r3);
+    assertHookRefused(small.h, &r3, "limit 'pinned-bytes' exceeded: asked for");
 }
 
 static void
 testSourceSilent(void)
 {
-    Helper *h = helperNew(NULL, NULL);
-    g_autofree char *key = g_build_filename(h->dir, "cluster.key", NULL);
-    vrmFakeSource *fs = vrmFakeSourceNew(key, FAKE_SOURCE_SILENT, "/x");
-    g_autofree char *xml = domainXML(OTHER_UUID, fs->port, NULL);
+    g_auto(Incoming) in = { 0 };
     g_auto(HookResult) r = { 0 };
-    gint64 start = g_get_monotonic_time();
+    gint64 start;
 
-    helperStart(h);
-    runHook(h, xml, &r);
-    assertHookRefused(h, &r, "did not answer in time");
+    incomingInit(&in, helperNew(NULL, NULL), FAKE_SOURCE_SILENT);
+    start = g_get_monotonic_time();
+    helperStart(in.h);
+    runHook(in.h, in.xml, &r);
+    assertHookRefused(in.h, &r, "did not answer in time");
     /* the peer timeout (3 s) + the source's own time (15 s) at most */
     g_assert_cmpint(g_get_monotonic_time() - start, <, 25 * G_USEC_PER_SEC);
-    vrmFakeSourceFree(fs);
-    helperFree(h);
 }
 
 static void
@@ -889,28 +916,25 @@ testFallback(gconstpointer data)
 static void
 testFallbackNotForEverything(void)
 {
-    Helper *h = helperNewFallback(NULL, NULL, NULL);
-    g_autofree char *key = g_build_filename(h->dir, "cluster.key", NULL);
-    g_autofree char *path = domainPath(h, OTHER_UUID);
-    vrmFakeSource *fs = vrmFakeSourceNew(key, FAKE_SOURCE_OFFER, path);
-    g_autofree char *xml = domainXML(OTHER_UUID, fs->port, NULL);
-    g_autofree char *down = domainXML(TEST_DOMAIN_UUID, freePort(), NULL);
+    g_auto(Incoming) in = { 0 };
+    g_autofree char *down = NULL;
     g_auto(HookResult) r1 = { 0 };
     g_auto(HookResult) r2 = { 0 };
     g_auto(HookResult) r3 = { 0 };
     Helper *strict;
 
-    helperStart(h);
-    runHook(h, xml, &r1);
+    incomingInit(&in, helperNewFallback(NULL, NULL, NULL), FAKE_SOURCE_OFFER);
+    down = domainXML(TEST_DOMAIN_UUID, freePort(), NULL);
+    helperStart(in.h);
+    runHook(in.h, in.xml, &r1);
     g_assert_cmpint(WEXITSTATUS(r1.status), ==, 0);
     g_assert_nonnull(strstr(r1.out, "<locator"));
-    runHook(h, xml, &r2);
+    runHook(in.h, in.xml, &r2);
     g_test_message("second: %s", r2.err);
     g_assert_cmpint(WEXITSTATUS(r2.status), ==, 1);
     g_assert_cmpstr(r2.out, ==, "");
     g_assert_nonnull(strstr(r2.err, "a migration job of the domain 'web1' already runs on this host (job 1)"));
-    vrmFakeSourceFree(fs);
-    helperFree(h);
+    incomingClear(&in);
 
     strict = helperNewFallback(NULL, NULL, "refuse");
     helperStart(strict);
@@ -1008,21 +1032,20 @@ testLogFlood(void)
 static void
 testStalledEngine(void)
 {
-    Helper *h = helperNew(NULL, NULL);
-    g_autofree char *key = g_build_filename(h->dir, "cluster.key", NULL);
-    g_autofree char *path = domainPath(h, OTHER_UUID);
-    vrmFakeSource *fs = vrmFakeSourceNew(key, FAKE_SOURCE_OFFER, path);
-    g_autofree char *xml = domainXML(OTHER_UUID, fs->port, NULL);
+    g_auto(Incoming) in = { 0 };
+    Helper *h;
     unsigned int served = 0;
     gint64 worst = 0;
     int out, er, status;
     g_autofree char *hookErr = NULL;
     GPid pid;
 
+    incomingInit(&in, helperNew(NULL, NULL), FAKE_SOURCE_OFFER);
+    h = in.h;
     g_free(h->mode);
     h->mode = g_strdup("stall");
     helperStart(h);
-    pid = hookSpawn(h->conf, xml, NULL, &out, &er);
+    pid = hookSpawn(h->conf, in.xml, NULL, &out, &er);
     while (waitpid(pid, &status, WNOHANG) == 0) {
         gint64 t0 = g_get_monotonic_time();
         g_autoptr(vrmControlMessage) list = NULL;
@@ -1041,8 +1064,6 @@ testStalledEngine(void)
     g_assert_cmpint(worst, <, 500 * 1000);
     g_assert_cmpint(WEXITSTATUS(status), ==, 1);
     g_assert_nonnull(strstr(hookErr, "could not connect to the source engine"));
-    vrmFakeSourceFree(fs);
-    helperFree(h);
 }
 
 /* The engine fails during the negotiation: the hook names its reason, from
@@ -1050,22 +1071,17 @@ testStalledEngine(void)
 static void
 testEngineFails(void)
 {
-    Helper *h = helperNew(NULL, NULL);
-    g_autofree char *key = g_build_filename(h->dir, "cluster.key", NULL);
-    g_autofree char *path = domainPath(h, OTHER_UUID);
-    vrmFakeSource *fs = vrmFakeSourceNew(key, FAKE_SOURCE_OFFER, path);
-    g_autofree char *xml = domainXML(OTHER_UUID, fs->port, NULL);
+    g_auto(Incoming) in = { 0 };
     g_auto(HookResult) r = { 0 };
 
-    g_free(h->mode);
-    h->mode = g_strdup("fail");
-    helperStart(h);
-    runHook(h, xml, &r);
+    incomingInit(&in, helperNew(NULL, NULL), FAKE_SOURCE_OFFER);
+    g_free(in.h->mode);
+    in.h->mode = g_strdup("fail");
+    helperStart(in.h);
+    runHook(in.h, in.xml, &r);
     g_test_message("hook: %s", r.err);
     g_assert_cmpint(WEXITSTATUS(r.status), ==, 1);
     g_assert_nonnull(strstr(r.err, "fake failure"));
-    vrmFakeSourceFree(fs);
-    helperFree(h);
 }
 
 /* A field of /proc/self/status ("CapInh:" ...), as a number */
@@ -1108,11 +1124,9 @@ memlockCanBeCapped(void)
 static void
 testEngineSetupFails(void)
 {
-    Helper *h = helperNew(NULL, NULL);
-    g_autofree char *key = g_build_filename(h->dir, "cluster.key", NULL);
-    g_autofree char *path = domainPath(h, OTHER_UUID);
-    vrmFakeSource *fs = vrmFakeSourceNew(key, FAKE_SOURCE_OFFER, path);
-    g_autofree char *xml = domainXML(OTHER_UUID, fs->port, NULL);
+    g_auto(Incoming) in = { 0 };
+    Helper *h;
+    vrmFakeSource *fs;
     /* 9 channels of depth 2, chunks of 64 KiB: as the kernel counts it */
     g_autofree char *want =
         g_strdup_printf("cannot start the transport engine: setting its locked-memory limit to %llu bytes (the job's allowance) failed: Operation not permitted; raise virt-rdmad's own limit (LimitMEMLOCK= in its unit)",
@@ -1124,15 +1138,16 @@ testEngineSetupFails(void)
     gint64 deadline;
     int status;
 
+    incomingInit(&in, helperNew(NULL, NULL), FAKE_SOURCE_OFFER);
+    h = in.h;
+    fs = in.fs;
     if (!memlockCanBeCapped()) {
         g_test_skip("CAP_SYS_RESOURCE cannot be taken from the daemon here");
-        vrmFakeSourceFree(fs);
-        helperFree(h);
         return;
     }
     h->memlockMax = 64 * 1024;
     helperStart(h);
-    runHook(h, xml, &r);
+    runHook(h, in.xml, &r);
     assertHookRefused(h, &r, want);
     /* the source's helper heard the same reason */
     deadline = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
@@ -1155,8 +1170,6 @@ testEngineSetupFails(void)
     g_assert_cmpint(WEXITSTATUS(status), ==, 0);
     g_assert_nonnull(strstr(json, "\"state\":\"failed\",\"final\":true,"));
     g_assert_nonnull(strstr(json, "\"cause\":\"cannot start the transport engine: setting its locked-memory limit to "));
-    vrmFakeSourceFree(fs);
-    helperFree(h);
 }
 
 /* The state directory cannot take the job's record (issue 14, row 9: a
@@ -1166,31 +1179,24 @@ testEngineSetupFails(void)
 static void
 testRecordUnwritable(void)
 {
-    Helper *h = helperNew(NULL, NULL);
-    g_autofree char *key = g_build_filename(h->dir, "cluster.key", NULL);
-    g_autofree char *path = domainPath(h, OTHER_UUID);
-    g_autofree char *blocker = g_build_filename(h->state, "job-1.xml", NULL);
-    vrmFakeSource *fs = vrmFakeSourceNew(key, FAKE_SOURCE_OFFER, path);
-    g_autofree char *xml = domainXML(OTHER_UUID, fs->port, NULL);
+    g_auto(Incoming) in = { 0 };
+    g_autofree char *blocker = NULL;
     g_auto(HookResult) r1 = { 0 };
     g_auto(HookResult) r2 = { 0 };
 
+    incomingInit(&in, helperNew(NULL, NULL), FAKE_SOURCE_OFFER);
+    blocker = g_build_filename(in.h->state, "job-1.xml", NULL);
     g_assert_cmpint(g_mkdir_with_parents(blocker, 0700), ==, 0);
-    helperStart(h);
-    runHook(h, xml, &r1);
-    assertHookRefused(h, &r1, "cannot write the job record");
+    helperStart(in.h);
+    runHook(in.h, in.xml, &r1);
+    assertHookRefused(in.h, &r1, "cannot write the job record");
     g_assert_nonnull(strstr(r1.err, "job-1.xml"));
-    vrmFakeSourceFree(fs);
 
     g_assert_cmpint(rmdir(blocker), ==, 0);
-    fs = vrmFakeSourceNew(key, FAKE_SOURCE_OFFER, path);
-    g_free(xml);
-    xml = domainXML(OTHER_UUID, fs->port, NULL);
-    runHook(h, xml, &r2);
+    incomingReoffer(&in);
+    runHook(in.h, in.xml, &r2);
     g_test_message("second job: %s", r2.err);
     g_assert_cmpint(WEXITSTATUS(r2.status), ==, 0);
-    vrmFakeSourceFree(fs);
-    helperFree(h);
 }
 
 /* A job in flight, then the helper restarts: it follows its own engine
@@ -1199,12 +1205,9 @@ testRecordUnwritable(void)
 static void
 testRestart(void)
 {
-    Helper *h = helperNew(NULL, NULL);
-    g_autofree char *key = g_build_filename(h->dir, "cluster.key", NULL);
-    g_autofree char *path = domainPath(h, OTHER_UUID);
-    vrmFakeSource *fs = vrmFakeSourceNew(key, FAKE_SOURCE_OFFER, path);
-    g_autofree char *xml = domainXML(OTHER_UUID, fs->port, NULL);
-    g_autofree char *runPath = g_strdup_printf("%s/job-1.run", h->state);
+    g_auto(Incoming) in = { 0 };
+    Helper *h;
+    g_autofree char *runPath = NULL;
     g_auto(HookResult) r = { 0 };
     g_autoptr(vrmControlMessage) q = NULL;
     g_autoptr(vrmControlMessage) q2 = NULL;
@@ -1213,8 +1216,11 @@ testRestart(void)
     GPid impostor;
     gint64 enginePid;
 
+    incomingInit(&in, helperNew(NULL, NULL), FAKE_SOURCE_OFFER);
+    h = in.h;
+    runPath = g_strdup_printf("%s/job-1.run", h->state);
     helperStart(h);
-    runHook(h, xml, &r);
+    runHook(h, in.xml, &r);
     g_assert_cmpint(WEXITSTATUS(r.status), ==, 0);
     helperStop(h);
     g_assert_true(g_key_file_load_from_file(kf, runPath, 0, NULL));
@@ -1241,8 +1247,6 @@ testRestart(void)
     g_assert_cmpint(kill(impostor, 0), ==, 0);
     kill(impostor, SIGKILL);
     waitpid(impostor, NULL, 0);
-    vrmFakeSourceFree(fs);
-    helperFree(h);
 }
 
 /* In a child as @user: send @req to @h, return the reply's XML text */
@@ -1289,11 +1293,8 @@ callAs(Helper *h, const char *user, vrmControlMessage *req)
 static void
 testVisibility(void)
 {
+    g_auto(Incoming) in = { 0 };
     Helper *h;
-    g_autofree char *key = NULL;
-    g_autofree char *path = NULL;
-    vrmFakeSource *fs;
-    g_autofree char *xml = NULL;
     g_auto(HookResult) r = { 0 };
     g_autofree char *memberList = NULL;
     g_autofree char *memberQuery = NULL;
@@ -1308,14 +1309,11 @@ testVisibility(void)
         g_test_skip("needs root (CI runs the unit tests as root)");
         return;
     }
-    h = helperNew(NULL, NULL);
-    key = g_build_filename(h->dir, "cluster.key", NULL);
-    path = domainPath(h, OTHER_UUID);
-    fs = vrmFakeSourceNew(key, FAKE_SOURCE_OFFER, path);
-    xml = domainXML(OTHER_UUID, fs->port, NULL);
+    incomingInit(&in, helperNew(NULL, NULL), FAKE_SOURCE_OFFER);
+    h = in.h;
     helperStart(h);
     /* root's job (a plain virsh migration arriving) */
-    runHook(h, xml, &r);
+    runHook(h, in.xml, &r);
     g_assert_cmpint(WEXITSTATUS(r.status), ==, 0);
 
     memberList = callAs(h, "daemon", vrmControlMessageNew(VRM_CONTROL_JOB_LIST));
@@ -1377,8 +1375,6 @@ testVisibility(void)
 
         g_assert_false(containsToken(h, text));
     }
-    vrmFakeSourceFree(fs);
-    helperFree(h);
 }
 
 /*
