@@ -78,6 +78,17 @@ assertNoTokenInState(Helper *h)
 }
 
 
+/* What the helper has logged so far */
+static char *
+helperLog(Helper *h)
+{
+    g_autofree char *logPath = g_strdup_printf("%s/helper.log", h->dir);
+    char *log = NULL;
+
+    g_assert_true(g_file_get_contents(logPath, &log, NULL, NULL));
+    return log;
+}
+
 /* A destination helper, not started yet (cases tune it first), and a FAKE
  * source peer acting @mode for OTHER_UUID, the domain's XML pointing at
  * it: the set-up most incoming cases share */
@@ -229,25 +240,33 @@ assertNoEngineStarted(Helper *h)
     g_assert_cmpstr(log, ==, "");
 }
 
-/* One line from the hook, nothing left behind: no engine, no directory */
+/* The hook exited @code with no XML and left nothing behind: no engine,
+ * no directory (refused, or gone over TCP alike) */
 static void
-assertHookRefused(Helper *h, const HookResult *r, const char *want)
+assertHookLeftNothing(Helper *h, const HookResult *r, int code)
 {
     g_autofree char *qemu = g_strdup_printf("%s/qemu", h->run);
     g_autoptr(GDir) d = NULL;
 
     g_test_message("hook: %s", r->err);
     g_assert_true(WIFEXITED(r->status));
-    g_assert_cmpint(WEXITSTATUS(r->status), ==, 1);
+    g_assert_cmpint(WEXITSTATUS(r->status), ==, code);
     g_assert_cmpstr(r->out, ==, "");
+    assertNoEngineStarted(h);
+    if ((d = g_dir_open(qemu, 0, NULL)))
+        g_assert_null(g_dir_read_name(d));
+}
+
+/* One line from the hook, nothing left behind: no engine, no directory */
+static void
+assertHookRefused(Helper *h, const HookResult *r, const char *want)
+{
+    assertHookLeftNothing(h, r, 1);
     g_assert_true(g_str_has_prefix(r->err, "virt-rdma: "));
     g_assert_nonnull(strchr(r->err, '\n'));
     g_assert_cmpstr(strchr(r->err, '\n'), ==, "\n");
     if (!strstr(r->err, want))
         g_error("'%s' does not contain '%s'", r->err, want);
-    assertNoEngineStarted(h);
-    if ((d = g_dir_open(qemu, 0, NULL)))
-        g_assert_null(g_dir_read_name(d));
 }
 
 /* A real source helper asked for a domain that runs there (libvirt's test
@@ -262,7 +281,6 @@ testSourceNotMigrating(void)
     g_auto(HookResult) r = { 0 };
     g_autoptr(vrmControlMessage) list = NULL;
     g_autofree char *srcLog = NULL;
-    g_autofree char *logPath = g_strdup_printf("%s/helper.log", src->dir);
 
     helperStart(src);
     helperStart(dst);
@@ -271,7 +289,7 @@ testSourceNotMigrating(void)
     assertNoEngineStarted(src);
     list = helperCall(src, vrmControlMessageNew(VRM_CONTROL_JOB_LIST));
     g_assert_cmpuint(list->jobs->len, ==, 0);
-    g_assert_true(g_file_get_contents(logPath, &srcLog, NULL, NULL));
+    srcLog = helperLog(src);
     g_assert_nonnull(strstr(srcLog, "refused the request of the peer helper at 127.0.0.1:"));
     helperFree(dst);
     helperFree(src);
@@ -371,7 +389,6 @@ testImpersonation(void)
     g_autoptr(vrmHelperConfig) conf = vrmHelperConfigNew();
     g_autoptr(vrmPeerCreds) creds = NULL;
     g_autoptr(vrmLocator) to = NULL;
-    g_autofree char *logPath = g_strdup_printf("%s/helper.log", src->dir);
     g_autofree char *log = NULL;
     const char *const sources[] = { "127.0.0.2", "127.0.0.1" };
     size_t i;
@@ -407,7 +424,7 @@ testImpersonation(void)
         vrmPeerMessageFree(pr.reply);
     }
     assertNoEngineStarted(src);
-    g_assert_true(g_file_get_contents(logPath, &log, NULL, NULL));
+    log = helperLog(src);
     g_assert_nonnull(strstr(log, "a helper may ask only as itself"));
     helperFree(src);
 }
@@ -420,13 +437,12 @@ testWrongKey(void)
     g_autofree char *xml = domainXML(TEST_DOMAIN_UUID, src->peerPort, NULL);
     g_auto(HookResult) r = { 0 };
     g_autofree char *srcLog = NULL;
-    g_autofree char *logPath = g_strdup_printf("%s/helper.log", src->dir);
 
     helperStart(src);
     helperStart(dst);
     runHook(dst, xml, &r);
     assertHookRefused(dst, &r, "the TLS handshake with the virt-rdma helper at 127.0.0.1:");
-    g_assert_true(g_file_get_contents(logPath, &srcLog, NULL, NULL));
+    srcLog = helperLog(src);
     g_assert_nonnull(strstr(srcLog, "uses another cluster key"));
     helperFree(dst);
     helperFree(src);
@@ -590,16 +606,7 @@ testNotRdma(void)
 static void
 assertHookOverTcp(Helper *h, const HookResult *r, const char *want)
 {
-    g_autofree char *qemu = g_strdup_printf("%s/qemu", h->run);
-    g_autoptr(GDir) d = NULL;
-
-    g_test_message("hook: %s", r->err);
-    g_assert_true(WIFEXITED(r->status));
-    g_assert_cmpint(WEXITSTATUS(r->status), ==, 0);
-    g_assert_cmpstr(r->out, ==, "");
-    assertNoEngineStarted(h);
-    if ((d = g_dir_open(qemu, 0, NULL)))
-        g_assert_null(g_dir_read_name(d));
+    assertHookLeftNothing(h, r, 0);
     if (!want)
         return;
     if (!strstr(r->err, "migrates in over TCP, not RDMA ([migration] fallback = tcp): ") ||
@@ -671,7 +678,6 @@ static void
 assertRecordOverTcp(Helper *h, const char *want)
 {
     g_autoptr(vrmControlMessage) list = helperCall(h, vrmControlMessageNew(VRM_CONTROL_JOB_LIST));
-    g_autofree char *logPath = g_strdup_printf("%s/helper.log", h->dir);
     g_autofree char *log = NULL;
     const vrmJobRecord *job;
 
@@ -682,7 +688,7 @@ assertRecordOverTcp(Helper *h, const char *want)
     g_assert_cmpint(job->role, ==, VRM_JOB_ROLE_DESTINATION);
     g_assert_true(g_str_has_prefix(job->error, "over TCP: "));
     g_assert_nonnull(strstr(job->error, want));
-    g_assert_true(g_file_get_contents(logPath, &log, NULL, NULL));
+    log = helperLog(h);
     g_assert_nonnull(strstr(log, "migrates in over TCP, not RDMA ([migration] fallback = tcp): "));
     assertJobsCli(h, job->id, want);
 }
@@ -844,7 +850,6 @@ static void
 testMetricsNoDir(void)
 {
     Helper *h = helperNew(NULL, NULL);
-    g_autofree char *logPath = g_strdup_printf("%s/helper.log", h->dir);
     g_autofree char *log = NULL;
     g_autofree char *key = g_build_filename(h->dir, "cluster.key", NULL);
 
@@ -852,7 +857,7 @@ testMetricsNoDir(void)
     helperWriteConfig(h, key, NULL);
     helperStart(h);
     g_assert_false(g_file_test(h->metricsDir, G_FILE_TEST_EXISTS));
-    g_assert_true(g_file_get_contents(logPath, &log, NULL, NULL));
+    log = helperLog(h);
     g_assert_nonnull(strstr(log, "metrics for node-exporter are off: there is no directory"));
     g_assert_null(strstr(log, "metrics for node-exporter are not up to date"));
     helperFree(h);
