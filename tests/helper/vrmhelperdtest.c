@@ -269,29 +269,43 @@ assertHookRefused(Helper *h, const HookResult *r, const char *want)
         g_error("'%s' does not contain '%s'", r->err, want);
 }
 
-/* A real source helper asked for a domain that runs there (libvirt's test
- * driver) but does not migrate: refused, logged, no engine anywhere */
-static void
-testSourceNotMigrating(void)
+/* The hook of a destination helper asks a real source helper, of the
+ * same cluster key (@sameKey) or of another, for the domain "test" (there
+ * libvirt's test driver runs it, and it does not migrate): refused with
+ * @want, and the source logs @srcWant. The source, still running, for
+ * the caller's further checks */
+static Helper *
+hookRefusedBySource(bool sameKey, const char *want, const char *srcWant)
 {
     Helper *src = helperNew(NULL, NULL);
     g_autofree char *key = g_build_filename(src->dir, "cluster.key", NULL);
-    Helper *dst = helperNew(key, NULL);
+    Helper *dst = helperNew(sameKey ? key : NULL, NULL);
     g_autofree char *xml = domainXML(TEST_DOMAIN_UUID, src->peerPort, NULL);
     g_auto(HookResult) r = { 0 };
-    g_autoptr(vrmControlMessage) list = NULL;
     g_autofree char *srcLog = NULL;
 
     helperStart(src);
     helperStart(dst);
     runHook(dst, xml, &r);
-    assertHookRefused(dst, &r, "refused: the domain 'test' runs on localhost but is not migrating out of it");
+    assertHookRefused(dst, &r, want);
+    srcLog = helperLog(src);
+    g_assert_nonnull(strstr(srcLog, srcWant));
+    helperFree(dst);
+    return src;
+}
+
+/* A real source helper asked for a domain that runs there (libvirt's test
+ * driver) but does not migrate: refused, logged, no engine anywhere */
+static void
+testSourceNotMigrating(void)
+{
+    Helper *src = hookRefusedBySource(true, "refused: the domain 'test' runs on localhost but is not migrating out of it",
+                                      "refused the request of the peer helper at 127.0.0.1:");
+    g_autoptr(vrmControlMessage) list = NULL;
+
     assertNoEngineStarted(src);
     list = helperCall(src, vrmControlMessageNew(VRM_CONTROL_JOB_LIST));
     g_assert_cmpuint(list->jobs->len, ==, 0);
-    srcLog = helperLog(src);
-    g_assert_nonnull(strstr(srcLog, "refused the request of the peer helper at 127.0.0.1:"));
-    helperFree(dst);
     helperFree(src);
 }
 
@@ -432,45 +446,45 @@ testImpersonation(void)
 static void
 testWrongKey(void)
 {
-    Helper *src = helperNew(NULL, NULL);
-    Helper *dst = helperNew(NULL, NULL);     /* a key of its own */
-    g_autofree char *xml = domainXML(TEST_DOMAIN_UUID, src->peerPort, NULL);
-    g_auto(HookResult) r = { 0 };
-    g_autofree char *srcLog = NULL;
-
-    helperStart(src);
-    helperStart(dst);
-    runHook(dst, xml, &r);
-    assertHookRefused(dst, &r, "the TLS handshake with the virt-rdma helper at 127.0.0.1:");
-    srcLog = helperLog(src);
-    g_assert_nonnull(strstr(srcLog, "uses another cluster key"));
-    helperFree(dst);
-    helperFree(src);
+    /* the destination has a key of its own */
+    helperFree(hookRefusedBySource(false, "the TLS handshake with the virt-rdma helper at 127.0.0.1:",
+                                   "uses another cluster key"));
 }
 
+/* Refused with no source helper to talk to: the hook's one line */
+typedef struct {
+    const char *path;
+    bool started;               /* the destination's helper runs */
+    bool locator;               /* the domain names a source (nobody listens
+                                 * there); false: it carries no locator */
+    const char *want;
+    const char *also;           /* in the line too; NULL: nothing more */
+} RefusedCase;
+
+static const RefusedCase refusedCases[] = {
+    { "/helperd/source-down", true, true, "cannot reach the virt-rdma helper at 127.0.0.1:",
+      "Connection refused (is virt-rdmad running there" },
+    { "/helperd/dest-down", false, true,
+      "virt-rdma: the virt-rdma helper (virt-rdmad) is not running on this host: cannot connect to ",
+      NULL },
+    { "/helperd/no-locator", true, false, "carries no virt-rdma locator", NULL },
+};
+
 static void
-testSourceDown(void)
+testRefused(gconstpointer data)
 {
+    const RefusedCase *rc = data;
     Helper *dst = helperNew(NULL, NULL);
-    g_autofree char *xml = domainXML(TEST_DOMAIN_UUID, freePort(), NULL);
+    g_autofree char *xml = rc->locator ? domainXML(TEST_DOMAIN_UUID, freePort(), NULL) :
+                                         domainXML(OTHER_UUID, 0, NULL);
     g_auto(HookResult) r = { 0 };
 
-    helperStart(dst);
+    if (rc->started)
+        helperStart(dst);
     runHook(dst, xml, &r);
-    assertHookRefused(dst, &r, "cannot reach the virt-rdma helper at 127.0.0.1:");
-    g_assert_nonnull(strstr(r.err, "Connection refused (is virt-rdmad running there"));
-    helperFree(dst);
-}
-
-static void
-testDestDown(void)
-{
-    Helper *dst = helperNew(NULL, NULL);
-    g_autofree char *xml = domainXML(TEST_DOMAIN_UUID, freePort(), NULL);
-    g_auto(HookResult) r = { 0 };
-
-    runHook(dst, xml, &r);
-    assertHookRefused(dst, &r, "virt-rdma: the virt-rdma helper (virt-rdmad) is not running on this host: cannot connect to ");
+    assertHookRefused(dst, &r, rc->want);
+    if (rc->also)
+        g_assert_nonnull(strstr(r.err, rc->also));
     helperFree(dst);
 }
 
@@ -566,19 +580,6 @@ testSourceSilent(void)
     assertHookRefused(in.h, &r, "did not answer in time");
     /* the peer timeout (3 s) + the source's own time (15 s) at most */
     g_assert_cmpint(g_get_monotonic_time() - start, <, 25 * G_USEC_PER_SEC);
-}
-
-static void
-testNoLocator(void)
-{
-    Helper *h = helperNew(NULL, NULL);
-    g_autofree char *xml = domainXML(OTHER_UUID, 0, NULL);
-    g_auto(HookResult) r = { 0 };
-
-    helperStart(h);
-    runHook(h, xml, &r);
-    assertHookRefused(h, &r, "carries no virt-rdma locator");
-    helperFree(h);
 }
 
 static void
@@ -1911,6 +1912,8 @@ testEvents(void)
 int
 main(int argc, char **argv)
 {
+    size_t i;
+
     g_test_init(&argc, &argv, NULL);
     g_setenv("VRM_SCHEMA_DIR", VRM_SOURCE_SCHEMA_DIR, FALSE);
     signal(SIGPIPE, SIG_IGN);
@@ -1920,23 +1923,18 @@ main(int argc, char **argv)
     g_test_add_func("/helperd/recovery-refused", testRecoveryRefused);
     g_test_add_func("/helperd/wrong-key", testWrongKey);
     g_test_add_func("/helperd/impersonation", testImpersonation);
-    g_test_add_func("/helperd/source-down", testSourceDown);
-    g_test_add_func("/helperd/dest-down", testDestDown);
+    for (i = 0; i < G_N_ELEMENTS(refusedCases); i++)
+        g_test_add_data_func(refusedCases[i].path, &refusedCases[i], testRefused);
     g_test_add_func("/helperd/source-refuses", testSourceRefuses);
     g_test_add_func("/helperd/source-out-of-turn", testSourceOutOfTurn);
     g_test_add_func("/helperd/source-silent", testSourceSilent);
     g_test_add_func("/helperd/budget-refused", testBudgetRefused);
-    g_test_add_func("/helperd/no-locator", testNoLocator);
     g_test_add_func("/helperd/not-rdma", testNotRdma);
     g_test_add_func("/helperd/fallback-helper-down", testFallbackHelperDown);
     g_test_add_func("/helperd/metrics", testMetrics);
     g_test_add_func("/helperd/metrics-no-dir", testMetricsNoDir);
-    {
-        size_t i;
-
-        for (i = 0; i < G_N_ELEMENTS(fallbackCases); i++)
-            g_test_add_data_func(fallbackCases[i].path, &fallbackCases[i], testFallback);
-    }
+    for (i = 0; i < G_N_ELEMENTS(fallbackCases); i++)
+        g_test_add_data_func(fallbackCases[i].path, &fallbackCases[i], testFallback);
     g_test_add_func("/helperd/fallback-not-for-everything", testFallbackNotForEverything);
     g_test_add_func("/helperd/events", testEvents);
     g_test_add_func("/helperd/log-flood", testLogFlood);
