@@ -18,6 +18,7 @@
 #include "vrmflow.h"
 #include "vrmproto.h"
 #include "vrmerror.h"
+#include "vrmtestmain.h"
 
 typedef struct {
     GByteArray *out[2];         /* what each QEMU end writes */
@@ -1023,41 +1024,40 @@ testSpliceSlowReaderTcp(void)
     runSpliceSlowReader(true);
 }
 
+static const vrmTestFunc testFuncs[] = {
+    { "/channel/split-ignored", testSplitIgnored },
+    { "/channel/split-too-many", testSplitTooMany },
+    { "/channel/peer-silent/elsewhere-heard", testPeerSilentElsewhereHeard },
+    { "/channel/auth/refused", testAuthRefused },
+    { "/channel/auth/first", testAuthFirst },
+    { "/channel/announce", testAnnounce },
+    { "/channel/tcp-open", testTcpOpen },
+    { "/channel/tcp-open/not-agreed", testTcpOpenNotAgreed },
+    { "/channel/announce/after-end", testAnnounceAfterEnd },
+    { "/channel/stream-verdict", testStreamVerdict },
+    { "/channel/stream-verdict/qemu-gone", testStreamVerdictGone },
+    { "/channel/stream-verdict/qemu-gone-destination", testStreamVerdictGoneDestination },
+    { "/channel/illegal-in-every-state", testIllegal },
+    { "/channel/oversize", testOversize },
+    { "/channel/fault-injection", testFaultInjection },
+    { "/channel/port-down", testPortDown },
+    { "/channel/flushed/peer-gone", testFlushedPeerGone },
+    { "/channel/flushed/port-down", testFlushedPortDown },
+    { "/channel/flushed/alone", testFlushedAlone },
+    { "/channel/remote-access/peer-gone", testRemoteAccessPeerGone },
+    { "/channel/remote-access/alone", testRemoteAccessAlone },
+    { "/channel/doorbells", testDoorbells },
+    { "/channel/partial/alone", testPartialAlone },
+    { "/channel/partial/coalesced", testPartialCoalesced },
+    { "/channel/splice/slow-reader", testSpliceSlowReader },
+    { "/channel/splice/slow-reader-tcp", testSpliceSlowReaderTcp },
+};
+
 int
 main(int argc, char **argv)
 {
-    size_t i;
-
     g_test_init(&argc, &argv, NULL);
-    for (i = 0; i < G_N_ELEMENTS(streamCases); i++) {
-        g_autofree char *path = g_strdup_printf("/channel/stream/%s", streamCases[i].name);
-        g_test_add_data_func(path, &streamCases[i], testStream);
-    }
-    g_test_add_func("/channel/split-ignored", testSplitIgnored);
-    g_test_add_func("/channel/split-too-many", testSplitTooMany);
-    g_test_add_func("/channel/peer-silent/elsewhere-heard", testPeerSilentElsewhereHeard);
-    g_test_add_func("/channel/auth/refused", testAuthRefused);
-    g_test_add_func("/channel/auth/first", testAuthFirst);
-    g_test_add_func("/channel/announce", testAnnounce);
-    g_test_add_func("/channel/tcp-open", testTcpOpen);
-    g_test_add_func("/channel/tcp-open/not-agreed", testTcpOpenNotAgreed);
-    g_test_add_func("/channel/announce/after-end", testAnnounceAfterEnd);
-    g_test_add_func("/channel/stream-verdict", testStreamVerdict);
-    g_test_add_func("/channel/stream-verdict/qemu-gone", testStreamVerdictGone);
-    g_test_add_func("/channel/stream-verdict/qemu-gone-destination", testStreamVerdictGoneDestination);
-    g_test_add_func("/channel/illegal-in-every-state", testIllegal);
-    g_test_add_func("/channel/oversize", testOversize);
-    g_test_add_func("/channel/fault-injection", testFaultInjection);
-    g_test_add_func("/channel/port-down", testPortDown);
-    g_test_add_func("/channel/flushed/peer-gone", testFlushedPeerGone);
-    g_test_add_func("/channel/flushed/port-down", testFlushedPortDown);
-    g_test_add_func("/channel/flushed/alone", testFlushedAlone);
-    g_test_add_func("/channel/remote-access/peer-gone", testRemoteAccessPeerGone);
-    g_test_add_func("/channel/remote-access/alone", testRemoteAccessAlone);
-    g_test_add_func("/channel/doorbells", testDoorbells);
-    g_test_add_func("/channel/partial/alone", testPartialAlone);
-    g_test_add_func("/channel/partial/coalesced", testPartialCoalesced);
-    g_test_add_func("/channel/splice/slow-reader", testSpliceSlowReader);
-    g_test_add_func("/channel/splice/slow-reader-tcp", testSpliceSlowReaderTcp);
+    VRM_TEST_ADD_CASES("/channel/stream/", streamCases, testStream);
+    vrmTestAddFuncs(testFuncs, G_N_ELEMENTS(testFuncs));
     return g_test_run();
 }

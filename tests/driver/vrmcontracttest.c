@@ -12,6 +12,7 @@
 #include "vrmenginesettings.h"
 #include "vrmenginestats.h"
 #include "vrmerror.h"
+#include "vrmtestmain.h"
 
 /* Decode a NULL-terminated list of arguments (program name added) */
 static int
@@ -459,17 +460,21 @@ testStatsStrict(void)
     g_assert_cmpint(vrmEngineStatsParse(longstr, strlen(longstr), &st), ==, -1);
 }
 
+static const vrmTestFunc testFuncs[] = {
+    { "/contract/settings/source", testDecodeSource },
+    { "/contract/settings/destination", testDecodeDestination },
+    { "/contract/settings/errors", testDecodeErrors },
+    { "/contract/settings/round-trip", testRoundTrip },
+    { "/contract/settings/table", testTable },
+    { "/contract/token-pipe", testTokenPipe },
+    { "/contract/stats/round-trip", testStatsRoundTrip },
+    { "/contract/stats/strict", testStatsStrict },
+};
+
 int
 main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
-    g_test_add_func("/contract/settings/source", testDecodeSource);
-    g_test_add_func("/contract/settings/destination", testDecodeDestination);
-    g_test_add_func("/contract/settings/errors", testDecodeErrors);
-    g_test_add_func("/contract/settings/round-trip", testRoundTrip);
-    g_test_add_func("/contract/settings/table", testTable);
-    g_test_add_func("/contract/token-pipe", testTokenPipe);
-    g_test_add_func("/contract/stats/round-trip", testStatsRoundTrip);
-    g_test_add_func("/contract/stats/strict", testStatsStrict);
+    vrmTestAddFuncs(testFuncs, G_N_ELEMENTS(testFuncs));
     return g_test_run();
 }

@@ -11,6 +11,7 @@
 #include "vrmstats.h"
 #include "vrmtransport.h"
 #include "vrmerror.h"
+#include "vrmtestmain.h"
 
 static void
 testTxCredits(void)
@@ -265,18 +266,22 @@ testStatsCounters(void)
     g_assert_cmpfloat(vrmStatsMbps(5, 0), ==, 0);
 }
 
+static const vrmTestFunc testFuncs[] = {
+    { "/flow/tx/credits", testTxCredits },
+    { "/flow/rx/fill", testRxFill },
+    { "/flow/rx/tags", testRxTags },
+    { "/flow/rx/coalescing", testCreditCoalescing },
+    { "/flow/conservation", testConservation },
+    { "/flow/remote/requests", testRemoteRingRequests },
+    { "/flow/remote/checks", testRemoteRingChecks },
+    { "/settings/pinned", testPinnedBound },
+    { "/stats/counters", testStatsCounters },
+};
+
 int
 main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
-    g_test_add_func("/flow/tx/credits", testTxCredits);
-    g_test_add_func("/flow/rx/fill", testRxFill);
-    g_test_add_func("/flow/rx/tags", testRxTags);
-    g_test_add_func("/flow/rx/coalescing", testCreditCoalescing);
-    g_test_add_func("/flow/conservation", testConservation);
-    g_test_add_func("/flow/remote/requests", testRemoteRingRequests);
-    g_test_add_func("/flow/remote/checks", testRemoteRingChecks);
-    g_test_add_func("/settings/pinned", testPinnedBound);
-    g_test_add_func("/stats/counters", testStatsCounters);
+    vrmTestAddFuncs(testFuncs, G_N_ELEMENTS(testFuncs));
     return g_test_run();
 }

@@ -9,6 +9,7 @@
 #include "vrmcapability.h"
 #include "vrmproto.h"
 #include "vrmerror.h"
+#include "vrmtestmain.h"
 
 static const vrmToken testTokenValue = { {
     0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77,
@@ -625,29 +626,33 @@ testTruncations(void)
     }
 }
 
+static const vrmTestFunc testFuncs[] = {
+    { "/proto/req/roundtrip", testConnReqRoundTrip },
+    { "/proto/req/bounds", testConnReqBounds },
+    { "/proto/req/check", testConnReqCheck },
+    { "/proto/rep/roundtrip", testConnRepRoundTrip },
+    { "/proto/macs", testMacs },
+    { "/proto/auth-connect", testAuthMessage },
+    { "/proto/reject", testReject },
+    { "/proto/tcp-open", testTcpOpen },
+    { "/proto/negotiate", testNegotiate },
+    { "/proto/settings", testSettingsRanges },
+    { "/proto/header", testHeaderLayout },
+    { "/proto/numbering", testSeedNumbering },
+    { "/proto/ring/roundtrip", testRingRoundTrip },
+    { "/proto/ring/checks", testRingEntryChecks },
+    { "/proto/register", testRegisterRoundTrip },
+    { "/proto/data-eof", testDataAndEof },
+    { "/proto/error", testErrorMessage },
+    { "/proto/immediate", testImmediate },
+    { "/proto/corpus", testCorpus },
+    { "/proto/truncations", testTruncations },
+};
+
 int
 main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
-    g_test_add_func("/proto/req/roundtrip", testConnReqRoundTrip);
-    g_test_add_func("/proto/req/bounds", testConnReqBounds);
-    g_test_add_func("/proto/req/check", testConnReqCheck);
-    g_test_add_func("/proto/rep/roundtrip", testConnRepRoundTrip);
-    g_test_add_func("/proto/macs", testMacs);
-    g_test_add_func("/proto/auth-connect", testAuthMessage);
-    g_test_add_func("/proto/reject", testReject);
-    g_test_add_func("/proto/tcp-open", testTcpOpen);
-    g_test_add_func("/proto/negotiate", testNegotiate);
-    g_test_add_func("/proto/settings", testSettingsRanges);
-    g_test_add_func("/proto/header", testHeaderLayout);
-    g_test_add_func("/proto/numbering", testSeedNumbering);
-    g_test_add_func("/proto/ring/roundtrip", testRingRoundTrip);
-    g_test_add_func("/proto/ring/checks", testRingEntryChecks);
-    g_test_add_func("/proto/register", testRegisterRoundTrip);
-    g_test_add_func("/proto/data-eof", testDataAndEof);
-    g_test_add_func("/proto/error", testErrorMessage);
-    g_test_add_func("/proto/immediate", testImmediate);
-    g_test_add_func("/proto/corpus", testCorpus);
-    g_test_add_func("/proto/truncations", testTruncations);
+    vrmTestAddFuncs(testFuncs, G_N_ELEMENTS(testFuncs));
     return g_test_run();
 }

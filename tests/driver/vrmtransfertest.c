@@ -13,6 +13,7 @@
 #include "vrmcapability.h"
 #include "vrmproto.h"
 #include "vrmlimits.h"
+#include "vrmtestmain.h"
 
 static void
 testModeFor(void)
@@ -113,12 +114,16 @@ testWriteSend(void)
     g_assert_cmpuint(b.limit, ==, VRM_TRANSFER_BATCH_MAX);
 }
 
+static const vrmTestFunc testFuncs[] = {
+    { "/transfer/mode-for", testModeFor },
+    { "/transfer/write-imm", testWriteImm },
+    { "/transfer/write-send", testWriteSend },
+};
+
 int
 main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
-    g_test_add_func("/transfer/mode-for", testModeFor);
-    g_test_add_func("/transfer/write-imm", testWriteImm);
-    g_test_add_func("/transfer/write-send", testWriteSend);
+    vrmTestAddFuncs(testFuncs, G_N_ELEMENTS(testFuncs));
     return g_test_run();
 }

@@ -9,6 +9,7 @@
 
 #include "vrmhelperclient.h"
 #include "vrmerror.h"
+#include "vrmtestmain.h"
 
 static gint64
 soon(int ms)
@@ -150,15 +151,19 @@ testReplyCheck(void)
     g_assert_cmpstr(vrmGetLastErrorMessage(), ==, "too new");
 }
 
+static const vrmTestFunc testFuncs[] = {
+    { "/helper/client/round-trip", testRoundTrip },
+    { "/helper/client/big", testBig },
+    { "/helper/client/bad-frames", testBadFrames },
+    { "/helper/client/not-running", testNotRunning },
+    { "/helper/client/socket-path", testSocketPath },
+    { "/helper/client/reply-check", testReplyCheck },
+};
+
 int
 main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
-    g_test_add_func("/helper/client/round-trip", testRoundTrip);
-    g_test_add_func("/helper/client/big", testBig);
-    g_test_add_func("/helper/client/bad-frames", testBadFrames);
-    g_test_add_func("/helper/client/not-running", testNotRunning);
-    g_test_add_func("/helper/client/socket-path", testSocketPath);
-    g_test_add_func("/helper/client/reply-check", testReplyCheck);
+    vrmTestAddFuncs(testFuncs, G_N_ELEMENTS(testFuncs));
     return g_test_run();
 }

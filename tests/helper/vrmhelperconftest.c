@@ -12,6 +12,7 @@
 #include "vrmtestutils.h"
 #include "vrmerror.h"
 #include "vrmhelperconf.h"
+#include "vrmtestmain.h"
 
 static void
 testValid(gconstpointer opaque)
@@ -155,14 +156,18 @@ addDir(const char *sub, GTestDataFunc func)
     }
 }
 
+static const vrmTestFunc testFuncs[] = {
+    { "/helperconf/policy", testPolicy },
+    { "/helperconf/check-system", testCheckSystem },
+    { "/helperconf/domain-path", testDomainPath },
+};
+
 int
 main(int argc, char **argv)
 {
     vrmTestInit(&argc, &argv);
     addDir("helper/confdata", testValid);
     addDir("helper/confdata-invalid", testInvalid);
-    g_test_add_func("/helperconf/policy", testPolicy);
-    g_test_add_func("/helperconf/check-system", testCheckSystem);
-    g_test_add_func("/helperconf/domain-path", testDomainPath);
+    vrmTestAddFuncs(testFuncs, G_N_ELEMENTS(testFuncs));
     return g_test_run();
 }

@@ -39,6 +39,7 @@
 #include "vrmdomainxml.h"
 #include "vrmerror.h"
 #include "vrmlimits.h"
+#include "vrmtestmain.h"
 
 #define TEST_DOMAIN_UUID "6695eb01-f6a4-8304-79aa-97f2502e193f"  /* test:///default's "test" */
 #define OTHER_UUID "7b9c1a2e-3f4d-4e5f-8a6b-0c1d2e3f4a5b"
@@ -453,7 +454,7 @@ testWrongKey(void)
 
 /* Refused with no source helper to talk to: the hook's one line */
 typedef struct {
-    const char *path;
+    const char *name;
     bool started;               /* the destination's helper runs */
     bool locator;               /* the domain names a source (nobody listens
                                  * there); false: it carries no locator */
@@ -462,12 +463,12 @@ typedef struct {
 } RefusedCase;
 
 static const RefusedCase refusedCases[] = {
-    { "/helperd/source-down", true, true, "cannot reach the virt-rdma helper at 127.0.0.1:",
+    { "source-down", true, true, "cannot reach the virt-rdma helper at 127.0.0.1:",
       "Connection refused (is virt-rdmad running there" },
-    { "/helperd/dest-down", false, true,
+    { "dest-down", false, true,
       "virt-rdma: the virt-rdma helper (virt-rdmad) is not running on this host: cannot connect to ",
       NULL },
-    { "/helperd/no-locator", true, false, "carries no virt-rdma locator", NULL },
+    { "no-locator", true, false, "carries no virt-rdma locator", NULL },
 };
 
 static void
@@ -873,16 +874,16 @@ typedef enum {
 } FallbackCause;
 
 typedef struct {
-    const char *path;
+    const char *name;
     FallbackCause cause;
     const char *want;           /* in the record's error */
 } FallbackCase;
 
 static const FallbackCase fallbackCases[] = {
-    { "/helperd/fallback-source-down", FALLBACK_SOURCE_DOWN,
+    { "fallback-source-down", FALLBACK_SOURCE_DOWN,
       "cannot reach the virt-rdma helper at 127.0.0.1:" },
-    { "/helperd/fallback-source-refuses", FALLBACK_SOURCE_REFUSES, "refused: fake refusal" },
-    { "/helperd/fallback-no-locator", FALLBACK_NO_LOCATOR, "carries no virt-rdma locator" },
+    { "fallback-source-refuses", FALLBACK_SOURCE_REFUSES, "refused: fake refusal" },
+    { "fallback-no-locator", FALLBACK_NO_LOCATOR, "carries no virt-rdma locator" },
 };
 
 static void
@@ -1909,46 +1910,46 @@ testEvents(void)
     helperFree(dst);
 }
 
+static const vrmTestFunc testFuncs[] = {
+    { "/helperd/list-empty", testListEmpty },
+    { "/helperd/incoming-accepted", testIncomingAccepted },
+    { "/helperd/source-not-migrating", testSourceNotMigrating },
+    { "/helperd/recovery-refused", testRecoveryRefused },
+    { "/helperd/wrong-key", testWrongKey },
+    { "/helperd/impersonation", testImpersonation },
+    { "/helperd/source-refuses", testSourceRefuses },
+    { "/helperd/source-out-of-turn", testSourceOutOfTurn },
+    { "/helperd/source-silent", testSourceSilent },
+    { "/helperd/budget-refused", testBudgetRefused },
+    { "/helperd/not-rdma", testNotRdma },
+    { "/helperd/fallback-helper-down", testFallbackHelperDown },
+    { "/helperd/metrics", testMetrics },
+    { "/helperd/metrics-no-dir", testMetricsNoDir },
+    { "/helperd/fallback-not-for-everything", testFallbackNotForEverything },
+    { "/helperd/events", testEvents },
+    { "/helperd/log-flood", testLogFlood },
+    { "/helperd/stalled-engine", testStalledEngine },
+    { "/helperd/engine-fails", testEngineFails },
+    { "/helperd/engine-setup-fails", testEngineSetupFails },
+    { "/helperd/record-unwritable", testRecordUnwritable },
+    { "/helperd/restart", testRestart },
+    { "/helperd/visibility", testVisibility },
+    { "/helperd/impostor-socket", testImpostorSocket },
+    { "/helperd/host-info", testHostInfo },
+    { "/helperd/capabilities-cli", testCapabilitiesCli },
+    { "/helperd/peer-check", testPeerCheck },
+    { "/helperd/check-config", testCheckConfig },
+    { "/helperd/old-messages", testOldMessages },
+};
+
 int
 main(int argc, char **argv)
 {
-    size_t i;
-
     g_test_init(&argc, &argv, NULL);
     g_setenv("VRM_SCHEMA_DIR", VRM_SOURCE_SCHEMA_DIR, FALSE);
     signal(SIGPIPE, SIG_IGN);
-    g_test_add_func("/helperd/list-empty", testListEmpty);
-    g_test_add_func("/helperd/incoming-accepted", testIncomingAccepted);
-    g_test_add_func("/helperd/source-not-migrating", testSourceNotMigrating);
-    g_test_add_func("/helperd/recovery-refused", testRecoveryRefused);
-    g_test_add_func("/helperd/wrong-key", testWrongKey);
-    g_test_add_func("/helperd/impersonation", testImpersonation);
-    for (i = 0; i < G_N_ELEMENTS(refusedCases); i++)
-        g_test_add_data_func(refusedCases[i].path, &refusedCases[i], testRefused);
-    g_test_add_func("/helperd/source-refuses", testSourceRefuses);
-    g_test_add_func("/helperd/source-out-of-turn", testSourceOutOfTurn);
-    g_test_add_func("/helperd/source-silent", testSourceSilent);
-    g_test_add_func("/helperd/budget-refused", testBudgetRefused);
-    g_test_add_func("/helperd/not-rdma", testNotRdma);
-    g_test_add_func("/helperd/fallback-helper-down", testFallbackHelperDown);
-    g_test_add_func("/helperd/metrics", testMetrics);
-    g_test_add_func("/helperd/metrics-no-dir", testMetricsNoDir);
-    for (i = 0; i < G_N_ELEMENTS(fallbackCases); i++)
-        g_test_add_data_func(fallbackCases[i].path, &fallbackCases[i], testFallback);
-    g_test_add_func("/helperd/fallback-not-for-everything", testFallbackNotForEverything);
-    g_test_add_func("/helperd/events", testEvents);
-    g_test_add_func("/helperd/log-flood", testLogFlood);
-    g_test_add_func("/helperd/stalled-engine", testStalledEngine);
-    g_test_add_func("/helperd/engine-fails", testEngineFails);
-    g_test_add_func("/helperd/engine-setup-fails", testEngineSetupFails);
-    g_test_add_func("/helperd/record-unwritable", testRecordUnwritable);
-    g_test_add_func("/helperd/restart", testRestart);
-    g_test_add_func("/helperd/visibility", testVisibility);
-    g_test_add_func("/helperd/impostor-socket", testImpostorSocket);
-    g_test_add_func("/helperd/host-info", testHostInfo);
-    g_test_add_func("/helperd/capabilities-cli", testCapabilitiesCli);
-    g_test_add_func("/helperd/peer-check", testPeerCheck);
-    g_test_add_func("/helperd/check-config", testCheckConfig);
-    g_test_add_func("/helperd/old-messages", testOldMessages);
+    vrmTestAddFuncs(testFuncs, G_N_ELEMENTS(testFuncs));
+    VRM_TEST_ADD_CASES("/helperd/", refusedCases, testRefused);
+    VRM_TEST_ADD_CASES("/helperd/", fallbackCases, testFallback);
     return g_test_run();
 }

@@ -14,6 +14,7 @@
 
 #include "vrmhelperjob.h"
 #include "vrmerror.h"
+#include "vrmtestmain.h"
 
 #define N VRM_JOB_STATE_NEGOTIATING
 #define C VRM_JOB_STATE_CONNECTED
@@ -380,19 +381,23 @@ testJournalFields(void)
     rmdir(dir);
 }
 
+static const vrmTestFunc testFuncs[] = {
+    { "/helper/job/state-machine", testStateMachine },
+    { "/helper/job/state-error", testStateError },
+    { "/helper/job/stats-parse", testStatsParse },
+    { "/helper/job/stats-parse-final", testStatsParseFinal },
+    { "/helper/job/stats-parse-bad", testStatsParseBad },
+    { "/helper/job/apply-stats", testApplyStats },
+    { "/helper/job/key", testJobKey },
+    { "/helper/job/save-load", testSaveLoad },
+    { "/helper/job/load-missing-dir", testLoadMissingDir },
+    { "/helper/job/journal-fields", testJournalFields },
+};
+
 int
 main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
-    g_test_add_func("/helper/job/state-machine", testStateMachine);
-    g_test_add_func("/helper/job/state-error", testStateError);
-    g_test_add_func("/helper/job/stats-parse", testStatsParse);
-    g_test_add_func("/helper/job/stats-parse-final", testStatsParseFinal);
-    g_test_add_func("/helper/job/stats-parse-bad", testStatsParseBad);
-    g_test_add_func("/helper/job/apply-stats", testApplyStats);
-    g_test_add_func("/helper/job/key", testJobKey);
-    g_test_add_func("/helper/job/save-load", testSaveLoad);
-    g_test_add_func("/helper/job/load-missing-dir", testLoadMissingDir);
-    g_test_add_func("/helper/job/journal-fields", testJournalFields);
+    vrmTestAddFuncs(testFuncs, G_N_ELEMENTS(testFuncs));
     return g_test_run();
 }

@@ -11,6 +11,7 @@
 #include "vrmtestutils.h"
 #include "vrmerror.h"
 #include "vrmhelpermetrics.h"
+#include "vrmtestmain.h"
 
 /* Debian's interpreter: the one python3-prometheus-client installs into
  * (a python3 earlier in PATH may be another) */
@@ -244,13 +245,17 @@ testDocumented(void)
     }
 }
 
+static const vrmTestFunc testFuncs[] = {
+    { "/helpermetrics/format", testFormat },
+    { "/helpermetrics/escape", testEscape },
+    { "/helpermetrics/write", testWrite },
+    { "/helpermetrics/documented", testDocumented },
+};
+
 int
 main(int argc, char **argv)
 {
     vrmTestInit(&argc, &argv);
-    g_test_add_func("/helpermetrics/format", testFormat);
-    g_test_add_func("/helpermetrics/escape", testEscape);
-    g_test_add_func("/helpermetrics/write", testWrite);
-    g_test_add_func("/helpermetrics/documented", testDocumented);
+    vrmTestAddFuncs(testFuncs, G_N_ELEMENTS(testFuncs));
     return g_test_run();
 }

@@ -12,6 +12,7 @@
 
 #include "vrmhelperpolicy.h"
 #include "vrmerror.h"
+#include "vrmtestmain.h"
 
 typedef struct {
     const char *name;
@@ -184,20 +185,18 @@ testJobLimit(void)
                     "this host already runs 4 migration jobs, the most its virt-rdmad configuration allows (max-jobs = 4)");
 }
 
+static const vrmTestFunc testFuncs[] = {
+    { "/helper/policy/peer-socket", testPeerCheckSocket },
+    { "/helper/policy/device", testDevice },
+    { "/helper/policy/port-pick", testPortPick },
+    { "/helper/policy/job-limit", testJobLimit },
+};
+
 int
 main(int argc, char **argv)
 {
-    size_t i;
-
     g_test_init(&argc, &argv, NULL);
-    for (i = 0; i < G_N_ELEMENTS(peerCases); i++) {
-        g_autofree char *path = g_strdup_printf("/helper/policy/peer/%s", peerCases[i].name);
-
-        g_test_add_data_func(path, &peerCases[i], testPeer);
-    }
-    g_test_add_func("/helper/policy/peer-socket", testPeerCheckSocket);
-    g_test_add_func("/helper/policy/device", testDevice);
-    g_test_add_func("/helper/policy/port-pick", testPortPick);
-    g_test_add_func("/helper/policy/job-limit", testJobLimit);
+    VRM_TEST_ADD_CASES("/helper/policy/peer/", peerCases, testPeer);
+    vrmTestAddFuncs(testFuncs, G_N_ELEMENTS(testFuncs));
     return g_test_run();
 }

@@ -16,6 +16,7 @@
 #include "vrmtestutils.h"
 #include "vrmerror.h"
 #include "vrmhelpersteer.h"
+#include "vrmtestmain.h"
 
 static void
 testRuleText(void)
@@ -426,14 +427,18 @@ testRuns(void)
     g_assert_cmpint(rmdir(dir), ==, 0);
 }
 
+static const vrmTestFunc testFuncs[] = {
+    { "/steer/rule-text", testRuleText },
+    { "/steer/cgroup", testCgroup },
+    { "/steer/daemon", testDaemon },
+    { "/steer/handle", testHandle },
+    { "/steer/runs", testRuns },
+};
+
 int
 main(int argc, char **argv)
 {
     vrmTestInit(&argc, &argv);
-    g_test_add_func("/steer/rule-text", testRuleText);
-    g_test_add_func("/steer/cgroup", testCgroup);
-    g_test_add_func("/steer/daemon", testDaemon);
-    g_test_add_func("/steer/handle", testHandle);
-    g_test_add_func("/steer/runs", testRuns);
+    vrmTestAddFuncs(testFuncs, G_N_ELEMENTS(testFuncs));
     return g_test_run();
 }

@@ -20,6 +20,7 @@
 #include "vrmtestutils.h"
 #include "vrmerror.h"
 #include "vrmhelpervirt.h"
+#include "vrmtestmain.h"
 
 #define TEST_URI "test:///default"
 #define TEST_UUID "6695eb01-f6a4-8304-79aa-97f2502e193f"
@@ -260,13 +261,17 @@ testNoLibvirt(void)
     g_assert_nonnull(msg);
 }
 
+static const vrmTestFunc testFuncs[] = {
+    { "/virt/outcome-table", testOutcomeTable },
+    { "/virt/locator-and-facts", testLocatorAndFacts },
+    { "/virt/tag-all", testTagAll },
+    { "/virt/no-libvirt", testNoLibvirt },
+};
+
 int
 main(int argc, char **argv)
 {
     vrmTestInit(&argc, &argv);
-    g_test_add_func("/virt/outcome-table", testOutcomeTable);
-    g_test_add_func("/virt/locator-and-facts", testLocatorAndFacts);
-    g_test_add_func("/virt/tag-all", testTagAll);
-    g_test_add_func("/virt/no-libvirt", testNoLibvirt);
+    vrmTestAddFuncs(testFuncs, G_N_ELEMENTS(testFuncs));
     return g_test_run();
 }

@@ -9,6 +9,7 @@
 #include "vrmerror.h"
 #include "vrmlibpriv.h"
 #include "vrmnegotiation.h"
+#include "vrmtestmain.h"
 
 typedef struct {
     virTypedParameterPtr params;
@@ -114,17 +115,21 @@ testOutOfRange(void)
                 "migration parameter 'rdma.device-port' is 256; it takes 1 to 255");
 }
 
+static const vrmTestFunc testFuncs[] = {
+    { "/migrate-params/ours-and-flags", testOursAndFlags },
+    { "/migrate-params/parallel-default", testParallelDefault },
+    { "/migrate-params/unknown", testUnknownParam },
+    { "/migrate-params/channels-without-parallel", testChannelsWithoutParallel },
+    { "/migrate-params/channels-mismatch", testChannelsMismatch },
+    { "/migrate-params/out-of-range", testOutOfRange },
+};
+
 int
 main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     if (virInitialize() < 0)
         return 1;
-    g_test_add_func("/migrate-params/ours-and-flags", testOursAndFlags);
-    g_test_add_func("/migrate-params/parallel-default", testParallelDefault);
-    g_test_add_func("/migrate-params/unknown", testUnknownParam);
-    g_test_add_func("/migrate-params/channels-without-parallel", testChannelsWithoutParallel);
-    g_test_add_func("/migrate-params/channels-mismatch", testChannelsMismatch);
-    g_test_add_func("/migrate-params/out-of-range", testOutOfRange);
+    vrmTestAddFuncs(testFuncs, G_N_ELEMENTS(testFuncs));
     return g_test_run();
 }

@@ -6,6 +6,7 @@
 #include <errno.h>
 
 #include "vrmerror.h"
+#include "vrmtestmain.h"
 
 static void
 testReportKeepsMessageAndCode(void)
@@ -66,13 +67,17 @@ testCodeNames(void)
     g_assert_cmpint(vrmErrorCodeTypeFromString(NULL), ==, -1);
 }
 
+static const vrmTestFunc testFuncs[] = {
+    { "/error/report", testReportKeepsMessageAndCode },
+    { "/error/system", testSystemErrorAppendsStrerror },
+    { "/error/per-thread", testErrorsArePerThread },
+    { "/error/code-names", testCodeNames },
+};
+
 int
 main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
-    g_test_add_func("/error/report", testReportKeepsMessageAndCode);
-    g_test_add_func("/error/system", testSystemErrorAppendsStrerror);
-    g_test_add_func("/error/per-thread", testErrorsArePerThread);
-    g_test_add_func("/error/code-names", testCodeNames);
+    vrmTestAddFuncs(testFuncs, G_N_ELEMENTS(testFuncs));
     return g_test_run();
 }

@@ -14,6 +14,7 @@
 
 #include "vrmerror.h"
 #include "vrmtcp.h"
+#include "vrmtestmain.h"
 
 /* A listener on 127.0.0.1:6666 (uid 0), the connection it accepted from
  * 127.0.0.1:55884 (uid 107), and that client's socket, which believes it
@@ -133,12 +134,16 @@ testFormat(void)
     g_assert_cmpstr(b, ==, "[2001:db8::1]:49153");
 }
 
+static const vrmTestFunc testFuncs[] = {
+    { "/tcp/table-find", testTableFind },
+    { "/tcp/loopback", testLoopback },
+    { "/tcp/format", testFormat },
+};
+
 int
 main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
-    g_test_add_func("/tcp/table-find", testTableFind);
-    g_test_add_func("/tcp/loopback", testLoopback);
-    g_test_add_func("/tcp/format", testFormat);
+    vrmTestAddFuncs(testFuncs, G_N_ELEMENTS(testFuncs));
     return g_test_run();
 }

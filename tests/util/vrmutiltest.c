@@ -21,6 +21,7 @@
 #include "vrmnetwork.h"
 #include "vrmparse.h"
 #include "vrmtoken.h"
+#include "vrmtestmain.h"
 
 static void
 testUInt64(void)
@@ -386,18 +387,22 @@ testNetworks(void)
     g_assert_false(vrmNetworkAddressEqual("::", "0.0.0.0"));
 }
 
+static const vrmTestFunc testFuncs[] = {
+    { "/util/parse/uint64", testUInt64 },
+    { "/util/parse/sizes", testSizes },
+    { "/util/parse/names-addresses", testNamesAddresses },
+    { "/util/token", testToken },
+    { "/util/networks", testNetworks },
+    { "/util/limits/pinned", testPinned },
+    { "/util/log/sanitize", testSanitize },
+    { "/util/log/journal", testJournal },
+    { "/util/log/journal-fields", testJournalFields },
+};
+
 int
 main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
-    g_test_add_func("/util/parse/uint64", testUInt64);
-    g_test_add_func("/util/parse/sizes", testSizes);
-    g_test_add_func("/util/parse/names-addresses", testNamesAddresses);
-    g_test_add_func("/util/token", testToken);
-    g_test_add_func("/util/networks", testNetworks);
-    g_test_add_func("/util/limits/pinned", testPinned);
-    g_test_add_func("/util/log/sanitize", testSanitize);
-    g_test_add_func("/util/log/journal", testJournal);
-    g_test_add_func("/util/log/journal-fields", testJournalFields);
+    vrmTestAddFuncs(testFuncs, G_N_ELEMENTS(testFuncs));
     return g_test_run();
 }

@@ -9,6 +9,7 @@
 #include "vrmtestutils.h"
 #include "vrmcontrol.h"
 #include "vrmerror.h"
+#include "vrmtestmain.h"
 
 static void
 testErrorReply(void)
@@ -185,15 +186,19 @@ testThreads(void)
         g_assert_cmpint(GPOINTER_TO_INT(g_thread_join(threads[i])), ==, 1);
 }
 
+static const vrmTestFunc testFuncs[] = {
+    { "/control/error-reply", testErrorReply },
+    { "/control/job-reply", testJobReply },
+    { "/control/requests", testRequests },
+    { "/control/overrides-merge", testOverridesMerge },
+    { "/control/parse-xml-unknown-root", testParseXMLUnknownRoot },
+    { "/control/threads", testThreads },
+};
+
 int
 main(int argc, char **argv)
 {
     vrmTestInit(&argc, &argv);
-    g_test_add_func("/control/error-reply", testErrorReply);
-    g_test_add_func("/control/job-reply", testJobReply);
-    g_test_add_func("/control/requests", testRequests);
-    g_test_add_func("/control/overrides-merge", testOverridesMerge);
-    g_test_add_func("/control/parse-xml-unknown-root", testParseXMLUnknownRoot);
-    g_test_add_func("/control/threads", testThreads);
+    vrmTestAddFuncs(testFuncs, G_N_ELEMENTS(testFuncs));
     return g_test_run();
 }

@@ -18,6 +18,7 @@
 #include "vrmtestutils.h"
 #include "vrmdomainxml.h"
 #include "vrmerror.h"
+#include "vrmtestmain.h"
 
 static vrmLocator *
 testLocator(void)
@@ -222,6 +223,12 @@ testCountCopyDisks(void)
     g_assert_cmpuint(n, ==, 0);
 }
 
+static const vrmTestFunc testFuncs[] = {
+    { "/domainxml/anywhere-in-metadata", testAnywhereInMetadata },
+    { "/domainxml/outside-metadata-ignored", testOutsideMetadataIgnored },
+    { "/domainxml/count-copy-disks", testCountCopyDisks },
+};
+
 int
 main(int argc, char **argv)
 {
@@ -242,14 +249,7 @@ main(int argc, char **argv)
                                   g_build_filename(dir, g_ptr_array_index(files, i), NULL),
                                   testDomain, g_free);
     }
-    for (i = 0; i < G_N_ELEMENTS(errorCases); i++) {
-        g_autofree char *testPath = g_strdup_printf("/domainxml/error/%s",
-                                                    errorCases[i].name);
-
-        g_test_add_data_func(testPath, &errorCases[i], testDomainError);
-    }
-    g_test_add_func("/domainxml/anywhere-in-metadata", testAnywhereInMetadata);
-    g_test_add_func("/domainxml/outside-metadata-ignored", testOutsideMetadataIgnored);
-    g_test_add_func("/domainxml/count-copy-disks", testCountCopyDisks);
+    VRM_TEST_ADD_CASES("/domainxml/error/", errorCases, testDomainError);
+    vrmTestAddFuncs(testFuncs, G_N_ELEMENTS(testFuncs));
     return g_test_run();
 }

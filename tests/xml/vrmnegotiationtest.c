@@ -9,6 +9,7 @@
 #include "vrmtestutils.h"
 #include "vrmerror.h"
 #include "vrmnegotiation.h"
+#include "vrmtestmain.h"
 
 static vrmOffer *
 makeOffer(void)
@@ -391,19 +392,23 @@ testTokens(void)
     g_assert_true(vrmTokenEqual(&a, &b));
 }
 
+static const vrmTestFunc testFuncs[] = {
+    { "/negotiation/table", testTable },
+    { "/negotiation/intersection", testIntersection },
+    { "/negotiation/params", testParamsToCapabilities },
+    { "/negotiation/versions", testVersions },
+    { "/negotiation/limits-refused", testLimitsRefused },
+    { "/negotiation/each-limit", testEachLimit },
+    { "/negotiation/limits-clamped", testLimitsClamped },
+    { "/negotiation/check-answer", testCheckAnswer },
+    { "/negotiation/offer-from-params", testOfferFromParams },
+    { "/negotiation/tokens", testTokens },
+};
+
 int
 main(int argc, char **argv)
 {
     vrmTestInit(&argc, &argv);
-    g_test_add_func("/negotiation/table", testTable);
-    g_test_add_func("/negotiation/intersection", testIntersection);
-    g_test_add_func("/negotiation/params", testParamsToCapabilities);
-    g_test_add_func("/negotiation/versions", testVersions);
-    g_test_add_func("/negotiation/limits-refused", testLimitsRefused);
-    g_test_add_func("/negotiation/each-limit", testEachLimit);
-    g_test_add_func("/negotiation/limits-clamped", testLimitsClamped);
-    g_test_add_func("/negotiation/check-answer", testCheckAnswer);
-    g_test_add_func("/negotiation/offer-from-params", testOfferFromParams);
-    g_test_add_func("/negotiation/tokens", testTokens);
+    vrmTestAddFuncs(testFuncs, G_N_ELEMENTS(testFuncs));
     return g_test_run();
 }

@@ -12,6 +12,7 @@
 #include "vrmerror.h"
 #include "vrmmigrationdef.h"
 #include "vrmxmlutil.h"
+#include "vrmtestmain.h"
 
 /* parses and validates a document, NULL on error (vrmerror.h) */
 typedef void *(*vrmParseFunc)(const char *xml);
@@ -435,14 +436,18 @@ addDir(const char *sub, vrmXMLSchema schema, vrmParseFunc parse,
     g_assert_cmpuint(files->len, >, 0);
 }
 
+static const vrmTestFunc testFuncs[] = {
+    { "/schema/load", testSchemasLoad },
+    { "/schema/missing-dir", testMissingSchemaDir },
+    { "/schema/addresses", testAddresses },
+    { "/schema/host-names", testHostNames },
+};
+
 int
 main(int argc, char **argv)
 {
     vrmTestInit(&argc, &argv);
-    g_test_add_func("/schema/load", testSchemasLoad);
-    g_test_add_func("/schema/missing-dir", testMissingSchemaDir);
-    g_test_add_func("/schema/addresses", testAddresses);
-    g_test_add_func("/schema/host-names", testHostNames);
+    vrmTestAddFuncs(testFuncs, G_N_ELEMENTS(testFuncs));
     addDir("xml/migrationdata", VRM_XML_SCHEMA_MIGRATION, parseMigration,
            (GDestroyNotify)vrmMigrationDefFree);
     addDir("xml/migrationdata-invalid", VRM_XML_SCHEMA_MIGRATION, NULL, NULL);
