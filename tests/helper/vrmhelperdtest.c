@@ -350,6 +350,37 @@ static const vrmPeerConnCallbacks peerReplyCallbacks = {
     .failed = peerReplyFailed,
 };
 
+/* The credentials of a peer holding @src's cluster key */
+static vrmPeerCreds *
+peerCredsOf(Helper *src)
+{
+    g_autofree char *key = g_build_filename(src->dir, "cluster.key", NULL);
+    g_autoptr(vrmHelperConfig) conf = vrmHelperConfigNew();
+    vrmPeerCreds *creds = NULL;
+
+    g_free(conf->peerKeyFile);
+    conf->peerKeyFile = g_strdup(key);
+    conf->peerAuth = VRM_PEER_AUTH_PSK;
+    g_assert_cmpint(vrmPeerCredsLoad(conf, &creds), ==, 0);
+    return creds;
+}
+
+/* The request of peerReplyReady, with @creds, to the helper at @to: its
+ * reply; NULL if the connection failed or none came in 20 s */
+static vrmPeerMessage *
+peerRequest(vrmPeerCreds *creds, vrmLocator *to)
+{
+    PeerReply pr = { 0 };
+    gint64 deadline = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;
+    vrmPeerConn *pc = vrmPeerConnConnect(creds, to, 5, &peerReplyCallbacks, &pr);
+
+    g_assert_nonnull(pc);
+    while (!pr.reply && !pr.failed && g_get_monotonic_time() < deadline)
+        g_main_context_iteration(NULL, TRUE);
+    vrmPeerConnFree(pc);
+    return pr.reply;
+}
+
 /* A peer asks a real source helper to recover the post-copy migration of
  * a domain that runs there and has no migration at all: refused at once
  * (no waiting for a break that is not there), no engine, no job */
@@ -357,38 +388,27 @@ static void
 testRecoveryRefused(void)
 {
     Helper *src = helperNew(NULL, NULL);
-    g_autofree char *key = g_build_filename(src->dir, "cluster.key", NULL);
-    g_autoptr(vrmHelperConfig) conf = vrmHelperConfigNew();
     g_autoptr(vrmPeerCreds) creds = NULL;
     g_autoptr(vrmLocator) to = NULL;
     g_autoptr(vrmControlMessage) list = NULL;
-    PeerReply pr = { 0 };
-    vrmPeerConn *pc;
-    gint64 start, deadline;
+    vrmPeerMessage *reply;
+    gint64 start;
 
     helperStart(src);
-    g_free(conf->peerKeyFile);
-    conf->peerKeyFile = g_strdup(key);
-    conf->peerAuth = VRM_PEER_AUTH_PSK;
-    g_assert_cmpint(vrmPeerCredsLoad(conf, &creds), ==, 0);
+    creds = peerCredsOf(src);
     to = vrmLocatorNew("localhost", "127.0.0.1", src->peerPort);
     start = g_get_monotonic_time();
-    deadline = start + 20 * G_USEC_PER_SEC;
-    pc = vrmPeerConnConnect(creds, to, 5, &peerReplyCallbacks, &pr);
-    g_assert_nonnull(pc);
-    while (!pr.reply && !pr.failed && g_get_monotonic_time() < deadline)
-        g_main_context_iteration(NULL, TRUE);
-    g_assert_nonnull(pr.reply);
-    g_assert_cmpint(pr.reply->type, ==, VRM_PEER_MIGRATION_RESULT);
-    g_assert_cmpint(pr.reply->errorCode, ==, VRM_ERR_POLICY);
-    g_assert_cmpstr(pr.reply->errorMessage, ==,
+    reply = peerRequest(creds, to);
+    g_assert_nonnull(reply);
+    g_assert_cmpint(reply->type, ==, VRM_PEER_MIGRATION_RESULT);
+    g_assert_cmpint(reply->errorCode, ==, VRM_ERR_POLICY);
+    g_assert_cmpstr(reply->errorMessage, ==,
                     "the domain 'test' on localhost is not paused in a post-copy migration that failed: nothing to recover");
     g_assert_cmpint(g_get_monotonic_time() - start, <, 5 * G_USEC_PER_SEC);
     assertNoEngineStarted(src);
     list = helperCall(src, vrmControlMessageNew(VRM_CONTROL_JOB_LIST));
     g_assert_cmpuint(list->jobs->len, ==, 0);
-    vrmPeerConnFree(pc);
-    vrmPeerMessageFree(pr.reply);
+    vrmPeerMessageFree(reply);
     helperFree(src);
 }
 
@@ -400,8 +420,6 @@ static void
 testImpersonation(void)
 {
     Helper *src = helperNew(NULL, NULL);
-    g_autofree char *key = g_build_filename(src->dir, "cluster.key", NULL);
-    g_autoptr(vrmHelperConfig) conf = vrmHelperConfigNew();
     g_autoptr(vrmPeerCreds) creds = NULL;
     g_autoptr(vrmLocator) to = NULL;
     g_autofree char *log = NULL;
@@ -409,34 +427,24 @@ testImpersonation(void)
     size_t i;
 
     helperStart(src);
-    g_free(conf->peerKeyFile);
-    conf->peerKeyFile = g_strdup(key);
-    conf->peerAuth = VRM_PEER_AUTH_PSK;
-    g_assert_cmpint(vrmPeerCredsLoad(conf, &creds), ==, 0);
+    creds = peerCredsOf(src);
     to = vrmLocatorNew("localhost", "127.0.0.1", src->peerPort);
     for (i = 0; i < G_N_ELEMENTS(sources); i++) {
-        PeerReply pr = { 0 };
-        gint64 deadline = g_get_monotonic_time() + 20 * G_USEC_PER_SEC;
-        vrmPeerConn *pc;
+        g_autoptr(vrmPeerMessage) reply = NULL;
 
         vrmPeerCredsSetSource(creds, sources[i]);
-        pc = vrmPeerConnConnect(creds, to, 5, &peerReplyCallbacks, &pr);
-        g_assert_nonnull(pc);
-        while (!pr.reply && !pr.failed && g_get_monotonic_time() < deadline)
-            g_main_context_iteration(NULL, TRUE);
-        g_assert_nonnull(pr.reply);
-        g_test_message("from %s: %s", sources[i], pr.reply->errorMessage);
-        g_assert_cmpint(pr.reply->type, ==, VRM_PEER_MIGRATION_RESULT);
+        reply = peerRequest(creds, to);
+        g_assert_nonnull(reply);
+        g_test_message("from %s: %s", sources[i], reply->errorMessage);
+        g_assert_cmpint(reply->type, ==, VRM_PEER_MIGRATION_RESULT);
         if (i == 0) {
-            g_assert_cmpint(pr.reply->errorCode, ==, VRM_ERR_AUTH);
-            g_assert_cmpstr(pr.reply->errorMessage, ==,
+            g_assert_cmpint(reply->errorCode, ==, VRM_ERR_AUTH);
+            g_assert_cmpstr(reply->errorMessage, ==,
                             "the request names the helper at 127.0.0.1 but comes from 127.0.0.2: a helper may ask only as itself");
         } else {
             /* past that check: libvirt's facts decide (no recovery to do) */
-            g_assert_cmpint(pr.reply->errorCode, ==, VRM_ERR_POLICY);
+            g_assert_cmpint(reply->errorCode, ==, VRM_ERR_POLICY);
         }
-        vrmPeerConnFree(pc);
-        vrmPeerMessageFree(pr.reply);
     }
     assertNoEngineStarted(src);
     log = helperLog(src);
