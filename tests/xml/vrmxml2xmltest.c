@@ -116,6 +116,25 @@ testInvalid(gconstpointer opaque)
         g_test_fail();
 }
 
+/* A case a file of @files in @dir: /xml2xml/@kind/@validity/<file> */
+static void
+addFiles(const char *kind, const char *validity, const char *dir, GPtrArray *files,
+         vrmRoundTripFunc roundTrip, GTestDataFunc func)
+{
+    size_t i;
+
+    for (i = 0; i < files->len; i++) {
+        vrmXML2XMLCase *c = g_new0(vrmXML2XMLCase, 1);
+        g_autofree char *testPath = NULL;
+
+        c->roundTrip = roundTrip;
+        c->dir = g_strdup(dir);
+        c->name = g_strdup(g_ptr_array_index(files, i));
+        testPath = g_strdup_printf("/xml2xml/%s/%s/%s", kind, validity, c->name);
+        g_test_add_data_func_full(testPath, c, func, vrmXML2XMLCaseFree);
+    }
+}
+
 static size_t
 addCases(const char *kind, vrmRoundTripFunc roundTrip)
 {
@@ -126,28 +145,9 @@ addCases(const char *kind, vrmRoundTripFunc roundTrip)
     g_autofree char *invalidDir = vrmTestDataDir(invalidSub);
     g_autoptr(GPtrArray) valid = vrmTestListFiles(validDir, ".xml", excludeOut);
     g_autoptr(GPtrArray) invalid = vrmTestListFiles(invalidDir, ".xml", NULL);
-    size_t i;
 
-    for (i = 0; i < valid->len; i++) {
-        vrmXML2XMLCase *c = g_new0(vrmXML2XMLCase, 1);
-        g_autofree char *testPath = NULL;
-
-        c->roundTrip = roundTrip;
-        c->dir = g_strdup(validDir);
-        c->name = g_strdup(g_ptr_array_index(valid, i));
-        testPath = g_strdup_printf("/xml2xml/%s/valid/%s", kind, c->name);
-        g_test_add_data_func_full(testPath, c, testValid, vrmXML2XMLCaseFree);
-    }
-    for (i = 0; i < invalid->len; i++) {
-        vrmXML2XMLCase *c = g_new0(vrmXML2XMLCase, 1);
-        g_autofree char *testPath = NULL;
-
-        c->roundTrip = roundTrip;
-        c->dir = g_strdup(invalidDir);
-        c->name = g_strdup(g_ptr_array_index(invalid, i));
-        testPath = g_strdup_printf("/xml2xml/%s/invalid/%s", kind, c->name);
-        g_test_add_data_func_full(testPath, c, testInvalid, vrmXML2XMLCaseFree);
-    }
+    addFiles(kind, "valid", validDir, valid, roundTrip, testValid);
+    addFiles(kind, "invalid", invalidDir, invalid, roundTrip, testInvalid);
     g_assert_cmpuint(valid->len, >, 0);
     g_assert_cmpuint(invalid->len, >, 0);
     return valid->len + invalid->len;
