@@ -28,9 +28,11 @@
 #include "vrmjobstatsfile.h"
 #include "vrmtestutils.h"
 
+/* The fixture tests/tools/jobinfodata/@name parsed into @f; its path */
 static char *
-readFixture(const char *dir, const char *name, vrmJobStatsFile *f)
+readFixture(const char *name, vrmJobStatsFile *f)
 {
+    g_autofree char *dir = vrmTestDataDir("tools/jobinfodata");
     g_autofree char *path = g_build_filename(dir, name, NULL);
     g_autofree char *text = vrmTestReadFile(path);
 
@@ -54,9 +56,8 @@ static void
 testFixture(gconstpointer data)
 {
     const char *name = data;
-    g_autofree char *dir = vrmTestDataDir("tools/jobinfodata");
     vrmJobStatsFile f;
-    g_autofree char *path = readFixture(dir, name, &f);
+    g_autofree char *path = readFixture(name, &f);
     g_autofree char *out = formatAll(&f);
     g_autofree char *outPath = g_strdup_printf("%.*s.out",
                                                (int)(strlen(path) - strlen(".stats")), path);
@@ -136,9 +137,8 @@ static void
 testVirsh(gconstpointer data)
 {
     const char *name = data;
-    g_autofree char *dir = vrmTestDataDir("tools/jobinfodata");
     vrmJobStatsFile f;
-    g_autofree char *path = readFixture(dir, name, &f);
+    g_autofree char *path = readFixture(name, &f);
 
     compareWithVirsh(path, &f);
     vrmJobStatsFileClear(&f);
@@ -235,9 +235,8 @@ testVirshRandom(void)
 static void
 testJSON(void)
 {
-    g_autofree char *dir = vrmTestDataDir("tools/jobinfodata");
     vrmJobStatsFile f;
-    g_autofree char *path = readFixture(dir, "outgoing-completed-rdma.stats", &f);
+    g_autofree char *path = readFixture("outgoing-completed-rdma.stats", &f);
     g_autofree char *json = vrmJobFormatJSON(f.type, f.params, f.nparams);
     /* (held for its g_autofree; clang's -Wunused-variable counts no use) */
     g_assert_nonnull(path);
