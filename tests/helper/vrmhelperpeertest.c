@@ -217,6 +217,14 @@ connectClient(vrmPeerFixture *f, vrmPeerCreds *creds, const char *host)
     return vrmPeerConnConnect(creds, to, 5, &clientCallbacks, f);
 }
 
+/* The fixture's client asks the server as @host, until it has its result */
+static void
+clientAsk(vrmPeerFixture *f, const char *host)
+{
+    f->client = connectClient(f, f->creds, host);
+    runUntil(NULL, &f->clientResult, 10000);
+}
+
 static void
 testPskSameKey(vrmPeerFixture *f, gconstpointer data)
 {
@@ -331,15 +339,21 @@ useX509(vrmHelperConfig *conf, const char *dir)
 #undef SET
 }
 
+/* The fixture's server and client on a fresh CA's certificates */
 static void
-testX509(vrmPeerFixture *f, gconstpointer data)
+usePki(vrmPeerFixture *f)
 {
     makePki(f->dir);
     useX509(f->conf, f->dir);
+}
+
+static void
+testX509(vrmPeerFixture *f, gconstpointer data)
+{
+    usePki(f);
     startServer(f, 4, 5);
     g_assert_cmpint(vrmPeerCredsAuth(f->creds), ==, VRM_PEER_AUTH_X509);
-    f->client = connectClient(f, f->creds, "localhost");
-    runUntil(NULL, &f->clientResult, 10000);
+    clientAsk(f, "localhost");
     g_assert_cmpint(f->clientResult, ==, 1);
     g_assert_cmpuint(f->requests, ==, 1);
 }
@@ -347,12 +361,10 @@ testX509(vrmPeerFixture *f, gconstpointer data)
 static void
 testX509WrongHost(vrmPeerFixture *f, gconstpointer data)
 {
-    makePki(f->dir);
-    useX509(f->conf, f->dir);
+    usePki(f);
     startServer(f, 4, 5);
     /* the locator says another host: its certificate does not match */
-    f->client = connectClient(f, f->creds, "otherhost.example");
-    runUntil(NULL, &f->clientResult, 10000);
+    clientAsk(f, "otherhost.example");
     g_assert_cmpint(f->clientResult, ==, -1);
     g_test_message("client: %s", f->clientError);
     g_assert_nonnull(strstr(f->clientError, "does not verify"));
@@ -368,12 +380,10 @@ testX509WrongHost(vrmPeerFixture *f, gconstpointer data)
 static void
 testX509Identity(vrmPeerFixture *f, gconstpointer data)
 {
-    makePki(f->dir);
-    useX509(f->conf, f->dir);
+    usePki(f);
     f->checkIdentity = true;
     startServer(f, 4, 5);
-    f->client = connectClient(f, f->creds, "localhost");
-    runUntil(NULL, &f->clientResult, 10000);
+    clientAsk(f, "localhost");
     g_assert_cmpint(f->clientResult, ==, -1);
     g_assert_cmpuint(f->identityRefused, ==, 1);
     g_assert_cmpuint(f->requests, ==, 0);
@@ -384,8 +394,7 @@ testX509Identity(vrmPeerFixture *f, gconstpointer data)
     g_clear_pointer(&f->client, vrmPeerConnFree);
     f->clientResult = 0;
     f->requesterHost = "client.example";
-    f->client = connectClient(f, f->creds, "localhost");
-    runUntil(NULL, &f->clientResult, 10000);
+    clientAsk(f, "localhost");
     g_test_message("client: %s; server: %s", f->clientError, f->identityError);
     g_assert_cmpuint(f->identityRefused, ==, 1);
     g_assert_cmpint(f->clientResult, ==, 1);
@@ -398,12 +407,10 @@ testX509Identity(vrmPeerFixture *f, gconstpointer data)
 static void
 testX509AllowedDN(vrmPeerFixture *f, gconstpointer data)
 {
-    makePki(f->dir);
-    useX509(f->conf, f->dir);
+    usePki(f);
     f->conf->peerAllowedDN = g_strdup("CN=hv-*.example.org; O=Example,CN=*");
     startServer(f, 4, 5);
-    f->client = connectClient(f, f->creds, "localhost");
-    runUntil(NULL, &f->clientResult, 10000);
+    clientAsk(f, "localhost");
     g_assert_cmpint(f->clientResult, ==, -1);
     g_assert_cmpuint(f->requests, ==, 0);
     g_assert_cmpuint(f->serverFailures, ==, 0);
@@ -417,8 +424,7 @@ testX509AllowedDN(vrmPeerFixture *f, gconstpointer data)
     g_free(f->conf->peerAllowedDN);
     f->conf->peerAllowedDN = g_strdup("CN=hv-*.example.org;CN=client.*");
     startServer(f, 4, 5);
-    f->client = connectClient(f, f->creds, "localhost");
-    runUntil(NULL, &f->clientResult, 10000);
+    clientAsk(f, "localhost");
     g_assert_cmpint(f->clientResult, ==, 1);
     g_assert_cmpuint(f->requests, ==, 1);
 }
@@ -443,8 +449,7 @@ testX509Revoked(vrmPeerFixture *f, gconstpointer data)
     g_free(f->conf->peerCRL);
     f->conf->peerCRL = g_build_filename(f->dir, "cacrl.pem", NULL);
     startServer(f, 4, 5);
-    f->client = connectClient(f, f->creds, "localhost");
-    runUntil(NULL, &f->clientResult, 10000);
+    clientAsk(f, "localhost");
     g_test_message("client: %s", f->clientError);
     g_assert_cmpint(f->clientResult, ==, -1);
     g_assert_cmpuint(f->requests, ==, 0);
@@ -566,8 +571,7 @@ testAllow(vrmPeerFixture *f, gconstpointer data)
     g_assert_cmpuint(f->serverConns->len, ==, 0);
     close(fd);
     /* inside: served */
-    f->client = connectClient(f, f->creds, "localhost");
-    runUntil(NULL, &f->clientResult, 10000);
+    clientAsk(f, "localhost");
     g_assert_cmpint(f->clientResult, ==, 1);
     /* a locator outside: not even a connection */
     outside = vrmLocatorNew("elsewhere", "127.0.0.3", vrmPeerServerPort(f->srv));
@@ -617,8 +621,7 @@ testStalledPeer(vrmPeerFixture *f, gconstpointer data)
     startServer(f, GPOINTER_TO_UINT(data), 2);
     fd = rawConnect(f, NULL);
     start = g_get_monotonic_time();
-    f->client = connectClient(f, f->creds, "localhost");
-    runUntil(NULL, &f->clientResult, 10000);
+    clientAsk(f, "localhost");
     g_assert_cmpint(f->clientResult, ==, 1);
     if (GPOINTER_TO_UINT(data) > 1)
         g_assert_cmpint(g_get_monotonic_time() - start, <, 1500 * 1000);
@@ -679,27 +682,37 @@ testFraming(void)
     vrmResetLastError();
 }
 
+/* The cases on a fresh vrmPeerFixture each */
+static const struct {
+    const char *path;
+    void (*func)(vrmPeerFixture *f, gconstpointer data);
+    unsigned int data;          /* the case's parameter; 0: none */
+} fixtureCases[] = {
+    { "/peer/psk/same-key", testPskSameKey, 0 },
+    { "/peer/psk/other-key", testPskOtherKey, 0 },
+    { "/peer/psk/key-file", testKeyFileOpen, 0 },
+    { "/peer/off", testChannelOff, 0 },
+    { "/peer/x509/ok", testX509, 0 },
+    { "/peer/x509/wrong-host", testX509WrongHost, 0 },
+    { "/peer/x509/revoked", testX509Revoked, 0 },
+    { "/peer/x509/identity", testX509Identity, 0 },
+    { "/peer/x509/allowed-dn", testX509AllowedDN, 0 },
+    { "/peer/plain-text", testPlainText, 0 },
+    { "/peer/flood", testFlood, 0 },
+    { "/peer/allow", testAllow, 0 },
+    { "/peer/stalled/served-meanwhile", testStalledPeer, 4 },
+    { "/peer/stalled/cap-waits", testStalledPeer, 1 },
+};
+
 int
 main(int argc, char **argv)
 {
+    size_t i;
+
     vrmTestInit(&argc, &argv);
-#define ADD(path, func, data) \
-    g_test_add(path, vrmPeerFixture, data, fixtureSetUp, func, fixtureTearDown)
-    ADD("/peer/psk/same-key", testPskSameKey, NULL);
-    ADD("/peer/psk/other-key", testPskOtherKey, NULL);
-    ADD("/peer/psk/key-file", testKeyFileOpen, NULL);
-    ADD("/peer/off", testChannelOff, NULL);
-    ADD("/peer/x509/ok", testX509, NULL);
-    ADD("/peer/x509/wrong-host", testX509WrongHost, NULL);
-    ADD("/peer/x509/revoked", testX509Revoked, NULL);
-    ADD("/peer/x509/identity", testX509Identity, NULL);
-    ADD("/peer/x509/allowed-dn", testX509AllowedDN, NULL);
-    ADD("/peer/plain-text", testPlainText, NULL);
-    ADD("/peer/flood", testFlood, NULL);
-    ADD("/peer/allow", testAllow, NULL);
-    ADD("/peer/stalled/served-meanwhile", testStalledPeer, GUINT_TO_POINTER(4));
-    ADD("/peer/stalled/cap-waits", testStalledPeer, GUINT_TO_POINTER(1));
-#undef ADD
+    for (i = 0; i < G_N_ELEMENTS(fixtureCases); i++)
+        g_test_add(fixtureCases[i].path, vrmPeerFixture, GUINT_TO_POINTER(fixtureCases[i].data),
+                   fixtureSetUp, fixtureCases[i].func, fixtureTearDown);
     g_test_add_func("/peer/framing", testFraming);
     return g_test_run();
 }
