@@ -1053,11 +1053,12 @@ static const vrmTestFunc testFuncs[] = {
     { "/channel/splice/slow-reader-tcp", testSpliceSlowReaderTcp },
 };
 
-int
-main(int argc, char **argv)
+/* GLib's test framework, and a case a stream of streamCases */
+static void
+testInit(int *argc, char ***argv)
 {
-    g_test_init(&argc, &argv, NULL);
+    g_test_init(argc, argv, NULL);
     VRM_TEST_ADD_CASES("/channel/stream/", streamCases, testStream);
-    vrmTestAddFuncs(testFuncs, G_N_ELEMENTS(testFuncs));
-    return g_test_run();
 }
+
+VRM_TEST_MAIN(testInit, testFuncs)

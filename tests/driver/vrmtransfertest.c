@@ -120,10 +120,4 @@ static const vrmTestFunc testFuncs[] = {
     { "/transfer/write-send", testWriteSend },
 };
 
-int
-main(int argc, char **argv)
-{
-    g_test_init(&argc, &argv, NULL);
-    vrmTestAddFuncs(testFuncs, G_N_ELEMENTS(testFuncs));
-    return g_test_run();
-}
+VRM_TEST_MAIN(NULL, testFuncs)

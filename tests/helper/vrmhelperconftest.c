@@ -162,12 +162,13 @@ static const vrmTestFunc testFuncs[] = {
     { "/helperconf/domain-path", testDomainPath },
 };
 
-int
-main(int argc, char **argv)
+/* The tests' set-up, and a case a configuration file */
+static void
+testInit(int *argc, char ***argv)
 {
-    vrmTestInit(&argc, &argv);
+    vrmTestInit(argc, argv);
     addDir("helper/confdata", testValid);
     addDir("helper/confdata-invalid", testInvalid);
-    vrmTestAddFuncs(testFuncs, G_N_ELEMENTS(testFuncs));
-    return g_test_run();
 }
+
+VRM_TEST_MAIN(testInit, testFuncs)

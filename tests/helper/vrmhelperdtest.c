@@ -1950,14 +1950,16 @@ static const vrmTestFunc testFuncs[] = {
     { "/helperd/old-messages", testOldMessages },
 };
 
-int
-main(int argc, char **argv)
+/* GLib's test framework, the schemas of this tree, no SIGPIPE (a daemon
+ * may hang up), and the cases of the tables */
+static void
+testInit(int *argc, char ***argv)
 {
-    g_test_init(&argc, &argv, NULL);
+    g_test_init(argc, argv, NULL);
     g_setenv("VRM_SCHEMA_DIR", VRM_SOURCE_SCHEMA_DIR, FALSE);
     signal(SIGPIPE, SIG_IGN);
-    vrmTestAddFuncs(testFuncs, G_N_ELEMENTS(testFuncs));
     VRM_TEST_ADD_CASES("/helperd/", refusedCases, testRefused);
     VRM_TEST_ADD_CASES("/helperd/", fallbackCases, testFallback);
-    return g_test_run();
 }
+
+VRM_TEST_MAIN(testInit, testFuncs)

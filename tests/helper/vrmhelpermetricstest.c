@@ -252,10 +252,4 @@ static const vrmTestFunc testFuncs[] = {
     { "/helpermetrics/documented", testDocumented },
 };
 
-int
-main(int argc, char **argv)
-{
-    vrmTestInit(&argc, &argv);
-    vrmTestAddFuncs(testFuncs, G_N_ELEMENTS(testFuncs));
-    return g_test_run();
-}
+VRM_TEST_MAIN(vrmTestInit, testFuncs)

@@ -192,11 +192,12 @@ static const vrmTestFunc testFuncs[] = {
     { "/helper/policy/job-limit", testJobLimit },
 };
 
-int
-main(int argc, char **argv)
+/* GLib's test framework, and a case a peer of peerCases */
+static void
+testInit(int *argc, char ***argv)
 {
-    g_test_init(&argc, &argv, NULL);
+    g_test_init(argc, argv, NULL);
     VRM_TEST_ADD_CASES("/helper/policy/peer/", peerCases, testPeer);
-    vrmTestAddFuncs(testFuncs, G_N_ELEMENTS(testFuncs));
-    return g_test_run();
 }
+
+VRM_TEST_MAIN(testInit, testFuncs)

@@ -435,10 +435,4 @@ static const vrmTestFunc testFuncs[] = {
     { "/steer/runs", testRuns },
 };
 
-int
-main(int argc, char **argv)
-{
-    vrmTestInit(&argc, &argv);
-    vrmTestAddFuncs(testFuncs, G_N_ELEMENTS(testFuncs));
-    return g_test_run();
-}
+VRM_TEST_MAIN(vrmTestInit, testFuncs)

@@ -5,6 +5,8 @@
  */
 #include <config.h>
 
+#include <stdlib.h>
+
 #include "virt-rdma.h"
 #include "vrmerror.h"
 #include "vrmlibpriv.h"
@@ -124,12 +126,13 @@ static const vrmTestFunc testFuncs[] = {
     { "/migrate-params/out-of-range", testOutOfRange },
 };
 
-int
-main(int argc, char **argv)
+/* GLib's test framework, and libvirt's library set up */
+static void
+testInit(int *argc, char ***argv)
 {
-    g_test_init(&argc, &argv, NULL);
+    g_test_init(argc, argv, NULL);
     if (virInitialize() < 0)
-        return 1;
-    vrmTestAddFuncs(testFuncs, G_N_ELEMENTS(testFuncs));
-    return g_test_run();
+        exit(1);
 }
+
+VRM_TEST_MAIN(testInit, testFuncs)

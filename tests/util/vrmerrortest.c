@@ -74,10 +74,4 @@ static const vrmTestFunc testFuncs[] = {
     { "/error/code-names", testCodeNames },
 };
 
-int
-main(int argc, char **argv)
-{
-    g_test_init(&argc, &argv, NULL);
-    vrmTestAddFuncs(testFuncs, G_N_ELEMENTS(testFuncs));
-    return g_test_run();
-}
+VRM_TEST_MAIN(NULL, testFuncs)

@@ -140,10 +140,4 @@ static const vrmTestFunc testFuncs[] = {
     { "/tcp/format", testFormat },
 };
 
-int
-main(int argc, char **argv)
-{
-    g_test_init(&argc, &argv, NULL);
-    vrmTestAddFuncs(testFuncs, G_N_ELEMENTS(testFuncs));
-    return g_test_run();
-}
+VRM_TEST_MAIN(NULL, testFuncs)

@@ -14,6 +14,18 @@ vrmTestAddFuncs(const vrmTestFunc *funcs, size_t nfuncs)
         g_test_add_func(funcs[i].path, funcs[i].func);
 }
 
+int
+vrmTestMain(int argc, char **argv, void (*init)(int *argc, char ***argv),
+            const vrmTestFunc *funcs, size_t nfuncs)
+{
+    if (init)
+        init(&argc, &argv);
+    else
+        g_test_init(&argc, &argv, NULL);
+    vrmTestAddFuncs(funcs, nfuncs);
+    return g_test_run();
+}
+
 void
 vrmTestAddCases(const char *prefix, const void *cases, size_t size, size_t ncases,
                 size_t nameOffset, GTestDataFunc func)

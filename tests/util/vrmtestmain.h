@@ -19,6 +19,20 @@ typedef struct {
 /* g_test_add_func() of each of @funcs, in order */
 void vrmTestAddFuncs(const vrmTestFunc *funcs, size_t nfuncs);
 
+/* @init (NULL: g_test_init() alone), which may add cases of its own, then
+ * @funcs; runs them all */
+int vrmTestMain(int argc, char **argv, void (*init)(int *argc, char ***argv),
+                const vrmTestFunc *funcs, size_t nfuncs);
+
+/* The main() of a test program: vrmTestMain() of the table @funcs (as
+ * libvirt's VIR_TEST_MAIN) */
+#define VRM_TEST_MAIN(init, funcs) \
+    int \
+    main(int argc, char **argv) \
+    { \
+        return vrmTestMain(argc, argv, init, funcs, G_N_ELEMENTS(funcs)); \
+    }
+
 /* g_test_add_data_func() of each of the @ncases cases of @size bytes at
  * @cases, as @prefix followed by the case's name (the const char * at
  * @nameOffset in it); use VRM_TEST_ADD_CASES */

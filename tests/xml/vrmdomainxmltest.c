@@ -229,15 +229,16 @@ static const vrmTestFunc testFuncs[] = {
     { "/domainxml/count-copy-disks", testCountCopyDisks },
 };
 
-int
-main(int argc, char **argv)
+/* The tests' set-up, a case a domain XML file, and the error cases */
+static void
+testInit(int *argc, char ***argv)
 {
     static const char *const excludeOut[] = { ".out.xml", NULL };
     g_autofree char *dir = NULL;
     g_autoptr(GPtrArray) files = NULL;
     size_t i;
 
-    vrmTestInit(&argc, &argv);
+    vrmTestInit(argc, argv);
     dir = vrmTestDataDir("xml/domaindata");
     files = vrmTestListFiles(dir, ".xml", excludeOut);
     g_assert_cmpuint(files->len, >, 0);
@@ -250,6 +251,6 @@ main(int argc, char **argv)
                                   testDomain, g_free);
     }
     VRM_TEST_ADD_CASES("/domainxml/error/", errorCases, testDomainError);
-    vrmTestAddFuncs(testFuncs, G_N_ELEMENTS(testFuncs));
-    return g_test_run();
 }
+
+VRM_TEST_MAIN(testInit, testFuncs)

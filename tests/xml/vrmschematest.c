@@ -443,11 +443,11 @@ static const vrmTestFunc testFuncs[] = {
     { "/schema/host-names", testHostNames },
 };
 
-int
-main(int argc, char **argv)
+/* The tests' set-up, and a case a fixture of each schema */
+static void
+testInit(int *argc, char ***argv)
 {
-    vrmTestInit(&argc, &argv);
-    vrmTestAddFuncs(testFuncs, G_N_ELEMENTS(testFuncs));
+    vrmTestInit(argc, argv);
     addDir("xml/migrationdata", VRM_XML_SCHEMA_MIGRATION, parseMigration,
            (GDestroyNotify)vrmMigrationDefFree);
     addDir("xml/migrationdata-invalid", VRM_XML_SCHEMA_MIGRATION, NULL, NULL);
@@ -457,5 +457,6 @@ main(int argc, char **argv)
     addDir("xml/peerdata", VRM_XML_SCHEMA_PEER, parsePeer,
            (GDestroyNotify)vrmPeerMessageFree);
     addDir("xml/peerdata-invalid", VRM_XML_SCHEMA_PEER, NULL, NULL);
-    return g_test_run();
 }
+
+VRM_TEST_MAIN(testInit, testFuncs)
