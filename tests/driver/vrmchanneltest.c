@@ -154,8 +154,16 @@ typedef struct {
     int wire;                   /* work requests carried per round and way */
 } StreamCase;
 
+/* The end of a case: its streams and its pair */
+static void
+pairFree(vrmFakePair *p, Streams *s)
+{
+    streamsClear(s);
+    vrmFakePairFree(p);
+}
+
 /* A new pair that has carried @fwd bytes one way and @back the other, both
- * checked; the caller clears @s and frees the pair */
+ * checked; the caller frees both (pairFree) */
 static vrmFakePair *
 pairStreamed(const vrmFakePairConfig *cfg, Streams *s, gsize fwd, gsize back, int wire)
 {
@@ -176,8 +184,7 @@ testStream(gconstpointer data)
     Streams s;
     vrmFakePair *p = pairStreamed(&c->cfg, &s, c->fwd, c->back, c->wire);
 
-    streamsClear(&s);
-    vrmFakePairFree(p);
+    pairFree(p, &s);
     g_assert_null(vrmFakeViolation());
 }
 
@@ -227,8 +234,7 @@ testSplitIgnored(void)
     g_assert_nonnull(vrmFakeViolation());
     g_assert_nonnull(strstr(vrmFakeViolation(), "whose messages may have at most 4096"));
     vrmFakeViolationReset();
-    streamsClear(&s);
-    vrmFakePairFree(p);
+    pairFree(p, &s);
 }
 
 /* A chunk whose pieces cannot fit the device's send queue is refused
@@ -337,8 +343,7 @@ testAnnounce(void)
     vrmChannelAnnounce(p->ch[0], 3);
     g_assert_cmpint(vrmChannelStep(p->ch[0], &progress), ==, -1);
     g_assert_nonnull(strstr(vrmGetLastErrorMessage(), "after it had closed its main connection"));
-    streamsClear(&s);
-    vrmFakePairFree(p);
+    pairFree(p, &s);
     g_assert_null(vrmFakeViolation());
 }
 
@@ -363,8 +368,7 @@ testTcpOpen(void)
     g_assert_cmpuint(p->tcpOpen.family, ==, VRM_PROTO_FAMILY_IPV4);
     g_assert_cmpuint(p->tcpOpen.port, ==, 49152);
     g_assert_cmpmem(p->tcpOpen.addr, 16, to.addr, 16);
-    streamsClear(&s);
-    vrmFakePairFree(p);
+    pairFree(p, &s);
     g_assert_null(vrmFakeViolation());
 }
 
@@ -385,8 +389,7 @@ testTcpOpenNotAgreed(void)
     g_assert_cmpint(p->failed[0], ==, 1);
     g_assert_nonnull(strstr(p->error[0], "does not take TCP connections"));
     g_assert_false(p->openRequested);
-    streamsClear(&s);
-    vrmFakePairFree(p);
+    pairFree(p, &s);
 }
 
 /* Once channel 0's stream has ended its thread reads no more announcements:
@@ -413,8 +416,7 @@ testAnnounceAfterEnd(void)
         }
         g_assert_nonnull(strstr(vrmGetLastErrorMessage(),
                                 "QEMU opened connection 1 after it had closed its main connection"));
-        streamsClear(&s);
-        vrmFakePairFree(p);
+        pairFree(p, &s);
         g_assert_null(vrmFakeViolation());
     }
 }
@@ -427,8 +429,7 @@ testStreamVerdict(void)
     Streams s;
     vrmFakePair *p = pairStreamed(&cfg, &s, 300 * 1024, 7, 64);
 
-    streamsClear(&s);
-    vrmFakePairFree(p);
+    pairFree(p, &s);
 }
 
 /* A QEMU that has gone when its stream ends crashed mid-stream (issue 13
@@ -453,8 +454,7 @@ testStreamVerdictGone(void)
     /* nothing of the truncated stream was declared complete */
     g_assert_cmpint(vrmChannelTxState(p->ch[0]), <, VRM_CHANNEL_TX_EOF_SENT);
     g_assert_false(s.eof[1]);
-    streamsClear(&s);
-    vrmFakePairFree(p);
+    pairFree(p, &s);
     g_assert_null(vrmFakeViolation());
 }
 
@@ -481,8 +481,7 @@ testStreamVerdictGoneDestination(void)
         g_assert_cmpstr(p->error[1], ==, "QEMU (pid 4242) exited mid-stream");
         g_assert_true(p->qemuGone[1]);
         g_assert_cmpint(vrmChannelTxState(p->ch[1]), <, VRM_CHANNEL_TX_EOF_SENT);
-        streamsClear(&s);
-        vrmFakePairFree(p);
+        pairFree(p, &s);
         g_assert_null(vrmFakeViolation());
     }
 }
@@ -723,8 +722,7 @@ assertInjectedFailure(bool portDown, const char *expect)
     runStreams(p, &s, 64);
     g_assert_true(p->failed[1]);
     g_assert_nonnull(strstr(p->error[1], expect));
-    streamsClear(&s);
-    vrmFakePairFree(p);
+    pairFree(p, &s);
 }
 
 static void
@@ -809,8 +807,7 @@ failedRun(enum ibv_wc_status first, FlushCause cause, const char *expect)
         g_assert_cmpint(took, >=, 2 * G_USEC_PER_SEC);
     else
         g_assert_cmpint(took, <, 2 * G_USEC_PER_SEC);
-    streamsClear(&s);
-    vrmFakePairFree(p);
+    pairFree(p, &s);
 }
 
 static void
@@ -884,8 +881,7 @@ testPeerSilentElsewhereHeard(void)
     g_assert_true(p->failed[0]);
     g_assert_nonnull(strstr(p->error[0], "channel 0: the peer stopped answering (no completion for 5 seconds)"));
     g_assert_cmpint(took, <, 6 * G_USEC_PER_SEC);
-    streamsClear(&s);
-    vrmFakePairFree(p);
+    pairFree(p, &s);
 }
 
 /* Doorbells: one per post, however many work requests it carries */
@@ -903,8 +899,7 @@ testDoorbells(void)
     g_assert_cmpuint(snap.v[VRM_STAT_DOORBELLS], <, snap.v[VRM_STAT_CHUNKS_WRITTEN]);
     g_assert_cmpuint(snap.v[VRM_STAT_DOORBELLS], ==, p->qp[0]->doorbells);
     g_assert_cmpuint(snap.v[VRM_STAT_BYTES_SENT], ==, 4 * 1024 * 1024);
-    streamsClear(&s);
-    vrmFakePairFree(p);
+    pairFree(p, &s);
 }
 
 /* A few bytes with nothing in flight go at once: a QEMU that writes a
@@ -924,8 +919,7 @@ testPartialAlone(void)
     g_assert_cmpuint(s.in[1]->len, ==, 1000);
     g_assert_cmpuint(s.in[0]->len, ==, 10);
     g_assert_true(memcmp(s.in[1]->data, s.out[0]->data, 1000) == 0);
-    streamsClear(&s);
-    vrmFakePairFree(p);
+    pairFree(p, &s);
 }
 
 /* A link slower than the writer (one work request every 8 rounds), and a
@@ -970,8 +964,7 @@ testPartialCoalesced(void)
      * at every empty read gave 207 chunks here, 10 KiB each; the rule 73) */
     g_assert_cmpuint(snap.v[VRM_STAT_CHUNKS_WRITTEN] * K64 / 3, <=,
                      snap.v[VRM_STAT_BYTES_SENT]);
-    streamsClear(&s);
-    vrmFakePairFree(p);
+    pairFree(p, &s);
 }
 
 /* Zero copy (vrmsplice.h): QEMU's socket reads the destination's ring
@@ -1003,8 +996,7 @@ runSpliceSlowReader(bool tcpSockets)
     }
     g_assert_cmpuint(snap[1].v[VRM_STAT_BYTES_RECEIVED], ==, 3 * 1024 * 1024 + 7);
     g_assert_cmpuint(snap[0].v[VRM_STAT_BYTES_RECEIVED], ==, 1024 * 1024 + 5);
-    streamsClear(&s);
-    vrmFakePairFree(p);
+    pairFree(p, &s);
 }
 
 static void
