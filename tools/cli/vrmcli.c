@@ -29,28 +29,49 @@ vrmCliPrettySize(unsigned long long bytes)
     return g_strdup_printf("%.3f %s", v, units[u]);
 }
 
+static void G_GNUC_PRINTF(2, 0)
+vrmCliVPrint(bool warning, const char *fmt, va_list ap)
+{
+    g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+
+    if (warning)
+        fprintf(stderr, _("virt-rdma: warning: %1$s\n"), msg);
+    else
+        fprintf(stderr, _("virt-rdma: error: %1$s\n"), msg);
+}
+
 void
 vrmCliError(const char *fmt, ...)
 {
-    g_autofree char *msg = NULL;
     va_list ap;
 
     va_start(ap, fmt);
-    msg = g_strdup_vprintf(fmt, ap);
+    vrmCliVPrint(false, fmt, ap);
     va_end(ap);
-    fprintf(stderr, _("virt-rdma: error: %1$s\n"), msg);
 }
 
 void
 vrmCliWarning(const char *fmt, ...)
 {
-    g_autofree char *msg = NULL;
     va_list ap;
 
     va_start(ap, fmt);
-    msg = g_strdup_vprintf(fmt, ap);
+    vrmCliVPrint(true, fmt, ap);
     va_end(ap);
-    fprintf(stderr, _("virt-rdma: warning: %1$s\n"), msg);
+}
+
+bool
+vrmCliParseOptions(GOptionContext *ctx, const GOptionEntry *entries, int *argc, char ***argv)
+{
+    g_autoptr(GError) err = NULL;
+
+    if (entries)
+        g_option_context_add_main_entries(ctx, entries, GETTEXT_PACKAGE);
+    if (!g_option_context_parse(ctx, argc, argv, &err)) {
+        vrmCliError("%s", err->message);
+        return false;
+    }
+    return true;
 }
 
 virDomainPtr

@@ -34,6 +34,10 @@ char *vrmCliPrettySize(unsigned long long bytes);
 void vrmCliError(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
 /* Print "virt-rdma: warning: <msg>" on stderr. */
 void vrmCliWarning(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
+/* A command's options: @entries (NULL: those already added) into @ctx,
+ * then parsed; false with the error printed (the command exits 2) */
+bool vrmCliParseOptions(GOptionContext *ctx, const GOptionEntry *entries, int *argc,
+                        char ***argv);
 
 /*
  * The domain named by @name as virsh finds it: an ID (a number >= 0), then

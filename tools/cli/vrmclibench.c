@@ -368,16 +368,12 @@ vrmBenchParseArgs(int argc, char **argv, vrmBenchOptions *o)
         { NULL, 0, 0, 0, NULL, NULL, NULL },
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new(_("- measure the RDMA transport engine between two hosts"));
-    g_autoptr(GError) err = NULL;
 
     o->port = VRM_BENCH_DEFAULT_PORT;
     o->channels = 1;
     o->sizeMiB = 256;
-    g_option_context_add_main_entries(ctx, entries, GETTEXT_PACKAGE);
-    if (!g_option_context_parse(ctx, &argc, &argv, &err)) {
-        vrmCliError("%s", err->message);
+    if (!vrmCliParseOptions(ctx, entries, &argc, &argv))
         return 2;
-    }
     if (argc != 1 || o->server == !!o->client || (o->server && !o->address)) {
         vrmCliError(_("bench runs as '--server --address ADDR' on one host and '--client ADDR' on the other"));
         return 2;

@@ -443,14 +443,10 @@ vrmCmdCapabilities(int argc, char **argv)
         { NULL, 0, 0, 0, NULL, NULL, NULL },
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new(_("- show whether this host can migrate over RDMA, as virt-rdmad sees it"));
-    g_autoptr(GError) err = NULL;
     g_auto(vrmCaps) c = { 0 };
 
-    g_option_context_add_main_entries(ctx, entries, GETTEXT_PACKAGE);
-    if (!g_option_context_parse(ctx, &argc, &argv, &err)) {
-        vrmCliError("%s", err->message);
+    if (!vrmCliParseOptions(ctx, entries, &argc, &argv))
         return 2;
-    }
     c.reasons = g_ptr_array_new_with_free_func(g_free);
     c.peerHost = g_steal_pointer(&peer);
     vrmCapsAsk(&c);

@@ -72,7 +72,6 @@ vrmCmdEvents(int argc, char **argv)
         { NULL, 0, 0, 0, NULL, NULL, NULL },
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new(_("- print RDMA migration job events as they happen"));
-    g_autoptr(GError) err = NULL;
     g_autoptr(vrmControlMessage) req = vrmControlMessageNew(VRM_CONTROL_JOB_EVENTS);
     g_autofree char *path = NULL;
     gint64 deadline = G_MAXINT64;
@@ -87,10 +86,8 @@ vrmCmdEvents(int argc, char **argv)
           "virt-rdmad's access group: its own), as it happens. Without --loop the\n"
           "first event ends the command, as with virsh event."));
     /* message-style: exempt-end */
-    if (!g_option_context_parse(ctx, &argc, &argv, &err)) {
-        vrmCliError("%s", err->message);
+    if (!vrmCliParseOptions(ctx, NULL, &argc, &argv))
         return 2;
-    }
     if (argc != 1) {
         vrmCliError(_("events takes no argument, e.g. 'virt-rdma events --loop'"));
         return 2;

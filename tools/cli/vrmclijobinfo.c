@@ -36,18 +36,14 @@ vrmCmdJobInfo(int argc, char **argv)
         { NULL, 0, 0, 0, NULL, NULL, NULL },
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new(_("DOMAIN - show a domain's migration job and its RDMA transport"));
-    g_autoptr(GError) err = NULL;
     virConnectPtr conn = NULL;
     virDomainPtr dom = NULL;
     virTypedParameterPtr params = NULL;
     int nparams = 0, type = 0, ret = 1;
     g_autofree char *text = NULL;
 
-    g_option_context_add_main_entries(ctx, entries, GETTEXT_PACKAGE);
-    if (!g_option_context_parse(ctx, &argc, &argv, &err)) {
-        vrmCliError("%s", err->message);
+    if (!vrmCliParseOptions(ctx, entries, &argc, &argv))
         return 2;
-    }
     if (argc != 2) {
         vrmCliError(_("jobinfo takes one domain, e.g. 'virt-rdma jobinfo --completed web1'"));
         return 2;

@@ -176,7 +176,6 @@ vrmCmdJobs(int argc, char **argv)
         { NULL, 0, 0, 0, NULL, NULL, NULL },
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new(_("- list the RDMA migration jobs of this host"));
-    g_autoptr(GError) err = NULL;
     g_autoptr(vrmControlMessage) reply = NULL;
     g_autoptr(vrmControlMessage) req = vrmControlMessageNew(VRM_CONTROL_JOB_LIST);
     g_autoptr(GPtrArray) shown = g_ptr_array_new();
@@ -190,10 +189,8 @@ vrmCmdJobs(int argc, char **argv)
         _("The jobs you may see (root: all; a member of virt-rdmad's access group: its\n"
           "own), oldest first: running ones, and with --all the finished ones too."));
     /* message-style: exempt-end */
-    if (!g_option_context_parse(ctx, &argc, &argv, &err)) {
-        vrmCliError("%s", err->message);
+    if (!vrmCliParseOptions(ctx, NULL, &argc, &argv))
         return 2;
-    }
     if (argc != 1) {
         vrmCliError(_("jobs takes no argument, e.g. 'virt-rdma jobs --all'"));
         return 2;

@@ -767,7 +767,6 @@ vrmCmdMigrate(int argc, char **argv)
     g_auto(vrmMigrateOptions) o = { .parallelConnections = 0 };
     g_autofree GOptionEntry *entries = vrmMigrateEntries(&o);
     g_autoptr(GOptionContext) ctx = g_option_context_new(_("DOMAIN DESTURI - live-migrate a domain over RDMA"));
-    g_autoptr(GError) err = NULL;
     g_auto(vrmTypedParams) params = { 0 };
     g_autoptr(virConnect) conn = NULL;
     g_autoptr(virConnect) dconn = NULL;
@@ -786,10 +785,8 @@ vrmCmdMigrate(int argc, char **argv)
         _("Like virsh migrate, with the migration stream carried over RDMA by virt-rdmad's engines.\n"
           "The RDMA parameters come from the domain's <rdma:migration> metadata; options override them.\n"
           "The same migration with plain virsh: virsh migrate --migrateuri \"$(virt-rdma uri DOMAIN)\" ..."));
-    if (!g_option_context_parse(ctx, &argc, &argv, &err)) {
-        vrmCliError("%s", err->message);
+    if (!vrmCliParseOptions(ctx, NULL, &argc, &argv))
         return 2;
-    }
     if ((rc = vrmMigrateTargets(&o, argc, argv)) != 0 ||
         (rc = vrmMigrateBuild(&o, &flags, &params)) != 0)
         return rc;

@@ -40,7 +40,6 @@ vrmCmdUri(int argc, char **argv)
         { NULL, 0, 0, 0, NULL, NULL, NULL },
     };
     g_autoptr(GOptionContext) ctx = g_option_context_new(_("DOMAIN - print the migration URI of a domain's RDMA migration"));
-    g_autoptr(GError) err = NULL;
     g_autoptr(vrmHelperConfig) conf = NULL;
     g_autoptr(virConnect) conn = NULL;
     g_autoptr(virDomain) dom = NULL;
@@ -55,10 +54,8 @@ vrmCmdUri(int argc, char **argv)
           "  virsh migrate --live --p2p --migrateuri \"$(virt-rdma uri web1)\" web1 qemu+tls://dst/system\n"
           "With --disks, the URI of its disks' socket, for disks that are not shared:\n"
           "  virsh migrate ... --copy-storage-all --disks-uri \"$(virt-rdma uri --disks web1)\" ..."));
-    if (!g_option_context_parse(ctx, &argc, &argv, &err)) {
-        vrmCliError("%s", err->message);
+    if (!vrmCliParseOptions(ctx, NULL, &argc, &argv))
         return 2;
-    }
     if ((domainOpt ? argc != 1 : argc != 2)) {
         vrmCliError(_("uri takes one domain (name, ID or UUID), e.g. 'virt-rdma uri web1'"));
         return 2;
