@@ -406,7 +406,7 @@ vrmJobFormatRDMA(virTypedParameterPtr params, int nparams)
         vrmJobFormatRDMANumber(out, _("RDMA recovers job:"), VRM_JOB_STAT_COUNT, v);
     for (i = 0; i < vrmJobStatCount(); i++) {
         const vrmJobStatInfo *row = vrmJobStatGet(i);
-        g_autofree char *field = g_strdup_printf("rdma.%s", row->name);
+        g_autofree char *field = g_strconcat(VRM_PARAM_PREFIX, row->name, NULL);
 
         if (vrmJobParamNumber(params, nparams, field, &v))
             vrmJobFormatRDMANumber(out, _(row->label), row->kind, v);
@@ -512,13 +512,13 @@ vrmJobFormatJSON(int type, virTypedParameterPtr params, int nparams)
         g_string_append(out, pass == 0 ? ",\"libvirt\":{" : "},\"rdma\":{");
         first = true;
         for (i = 0; i < nparams; i++) {
-            bool ours = g_str_has_prefix(params[i].field, "rdma.");
+            bool ours = g_str_has_prefix(params[i].field, VRM_PARAM_PREFIX);
             virTypedParameter p = params[i];
 
             if (ours != (pass == 1) || g_str_equal(p.field, VIR_DOMAIN_JOB_OPERATION))
                 continue;
             if (ours)
-                g_strlcpy(p.field, params[i].field + strlen("rdma."), sizeof(p.field));
+                g_strlcpy(p.field, params[i].field + strlen(VRM_PARAM_PREFIX), sizeof(p.field));
             if (!first)
                 g_string_append_c(out, ',');
             first = false;

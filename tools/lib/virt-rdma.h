@@ -53,30 +53,35 @@
 extern "C" {
 #endif
 
+/* The prefix of every typed parameter of ours: libvirt's names never
+ * start with it. */
+#define VRM_PARAM_PREFIX "rdma."
+
 /* Typed parameters of ours, accepted beside libvirt's. */
-#define VRM_MIGRATE_PARAM_CHUNK_SIZE "rdma.chunk-size"   /* ullong, bytes */
-#define VRM_MIGRATE_PARAM_CHANNELS "rdma.channels"       /* uint, 1..64 */
-#define VRM_MIGRATE_PARAM_DEVICE "rdma.device"           /* string, e.g. mlx5_0 */
-#define VRM_MIGRATE_PARAM_DEVICE_PORT "rdma.device-port" /* uint, 1..255 */
-#define VRM_MIGRATE_PARAM_ADDRESS "rdma.address"         /* string, IP literal */
-#define VRM_MIGRATE_PARAM_RING_DEPTH "rdma.ring-depth"   /* uint, 2..1024 */
-#define VRM_MIGRATE_PARAM_HELPER_SOCKET "rdma.helper-socket" /* string */
+#define VRM_MIGRATE_PARAM_CHUNK_SIZE VRM_PARAM_PREFIX "chunk-size" /* ullong, bytes */
+#define VRM_MIGRATE_PARAM_CHANNELS VRM_PARAM_PREFIX "channels" /* uint, 1..64 */
+#define VRM_MIGRATE_PARAM_DEVICE VRM_PARAM_PREFIX "device" /* string, e.g. mlx5_0 */
+#define VRM_MIGRATE_PARAM_DEVICE_PORT VRM_PARAM_PREFIX "device-port" /* uint, 1..255 */
+#define VRM_MIGRATE_PARAM_ADDRESS VRM_PARAM_PREFIX "address" /* string, IP literal */
+#define VRM_MIGRATE_PARAM_RING_DEPTH VRM_PARAM_PREFIX "ring-depth" /* uint, 2..1024 */
+#define VRM_MIGRATE_PARAM_HELPER_SOCKET VRM_PARAM_PREFIX "helper-socket" /* string */
 
 /* Job statistics of ours, added to libvirt's by vrmDomainGetJobStats(). */
-#define VRM_JOB_STATS_ID "rdma.job-id"                    /* ullong */
-#define VRM_JOB_STATS_STATE "rdma.state"                  /* string */
-#define VRM_JOB_STATS_BYTES_SENT "rdma.bytes-sent"        /* ullong */
-#define VRM_JOB_STATS_BYTES_RECEIVED "rdma.bytes-received" /* ullong */
-#define VRM_JOB_STATS_MBPS "rdma.mbps"                    /* uint, Mbit/s */
-#define VRM_JOB_STATS_CHUNKS "rdma.chunks"                /* ullong */
-#define VRM_JOB_STATS_PINNED_BYTES "rdma.pinned-bytes"    /* ullong */
-#define VRM_JOB_STATS_REGISTRATION_NS "rdma.registration-ns" /* ullong */
-#define VRM_JOB_STATS_CHANNELS "rdma.channels"            /* uint */
-#define VRM_JOB_STATS_CPU_NS "rdma.cpu-ns"                /* ullong, the engine's user+system time */
-#define VRM_JOB_STATS_CAPABILITIES "rdma.capabilities"  /* uint, the capability bits the
-                                                          * engines agreed (docs/protocol.rst) */
-#define VRM_JOB_STATS_ERROR "rdma.error"                  /* string */
-#define VRM_JOB_STATS_RECOVERY_OF "rdma.recovery-of"      /* ullong, the job whose broken post-copy migration it recovers */
+#define VRM_JOB_STATS_ID VRM_PARAM_PREFIX "job-id" /* ullong */
+#define VRM_JOB_STATS_STATE VRM_PARAM_PREFIX "state" /* string */
+#define VRM_JOB_STATS_BYTES_SENT VRM_PARAM_PREFIX "bytes-sent" /* ullong */
+#define VRM_JOB_STATS_BYTES_RECEIVED VRM_PARAM_PREFIX "bytes-received" /* ullong */
+#define VRM_JOB_STATS_MBPS VRM_PARAM_PREFIX "mbps" /* uint, Mbit/s */
+#define VRM_JOB_STATS_CHUNKS VRM_PARAM_PREFIX "chunks" /* ullong */
+#define VRM_JOB_STATS_PINNED_BYTES VRM_PARAM_PREFIX "pinned-bytes" /* ullong */
+#define VRM_JOB_STATS_REGISTRATION_NS VRM_PARAM_PREFIX "registration-ns" /* ullong */
+#define VRM_JOB_STATS_CHANNELS VRM_PARAM_PREFIX "channels" /* uint */
+#define VRM_JOB_STATS_CPU_NS VRM_PARAM_PREFIX "cpu-ns" /* ullong, the engine's user+system time */
+/* uint, the capability bits the engines agreed (docs/protocol.rst) */
+#define VRM_JOB_STATS_CAPABILITIES VRM_PARAM_PREFIX "capabilities"
+#define VRM_JOB_STATS_ERROR VRM_PARAM_PREFIX "error" /* string */
+/* ullong, the job whose broken post-copy migration it recovers */
+#define VRM_JOB_STATS_RECOVERY_OF VRM_PARAM_PREFIX "recovery-of"
 
 virDomainPtr vrmDomainMigrate3(virDomainPtr domain,
                                virConnectPtr dconn,

@@ -25,7 +25,7 @@ vrmJobStatsAddRecord(virTypedParameterPtr *params, int *nparams, int *maxparams,
         return -1;
     for (i = 0; rec->hasStats && i < vrmJobStatCount(); i++) {
         const vrmJobStatInfo *row = vrmJobStatGet(i);
-        g_autofree char *field = g_strdup_printf("rdma.%s", row->name);
+        g_autofree char *field = g_strconcat(VRM_PARAM_PREFIX, row->name, NULL);
         unsigned long long v;
         int rc;
 

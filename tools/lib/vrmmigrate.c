@@ -324,7 +324,7 @@ vrmMigrateOverridesFromParams(virTypedParameterPtr params, int nparams,
     for (i = 0; i < nparams; i++) {
         const vrmMigrateParamInfo *info;
 
-        if (!g_str_has_prefix(params[i].field, "rdma."))
+        if (!g_str_has_prefix(params[i].field, VRM_PARAM_PREFIX))
             continue;
         if (!(info = vrmMigrateParamFind(params[i].field))) {
             vrmReportError(VRM_ERR_INVALID_ARG,
@@ -468,7 +468,7 @@ vrmMigrateLibvirtParams(vrmMigrateJob *job, virTypedParameterPtr params,
     for (i = 0; i < nparams; i++) {
         const char *f = params[i].field;
 
-        if (g_str_has_prefix(f, "rdma.") || g_str_equal(f, VIR_MIGRATE_PARAM_URI))
+        if (g_str_has_prefix(f, VRM_PARAM_PREFIX) || g_str_equal(f, VIR_MIGRATE_PARAM_URI))
             continue;
         if (vrmTypedParamCopy(&job->params, &job->nparams, &job->maxparams,
                               &params[i]) < 0)
