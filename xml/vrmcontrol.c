@@ -183,6 +183,7 @@ vrmJobRecordParseNode(xmlNodePtr node)
         "domain", "socket", "rdma:migration", "stats", "error", NULL
     };
     static const char *const socketAttrs[] = { "path", NULL };
+    static const char *const errorAttrs[] = { "code", NULL };
     g_autoptr(vrmJobRecord) job = vrmJobRecordNew();
     xmlNodePtr child;
     int role;
@@ -248,10 +249,19 @@ vrmJobRecordParseNode(xmlNodePtr node)
         job->hasStats = true;
     }
 
-    if ((child = vrmXMLChild(node, "error")) &&
-        (vrmXMLCheckAttributes(child, noAttrs) < 0 ||
-         vrmXMLTextContent(child, &job->error) < 0))
-        return NULL;
+    if ((child = vrmXMLChild(node, "error"))) {
+        if (vrmXMLCheckAttributes(child, errorAttrs) < 0 ||
+            (rc = vrmXMLPropEnum(child, "code", false,
+                                 vrmErrorCodeTypeFromString,
+                                 vrmErrorCodeTypeToString, VRM_ERR_LAST,
+                                 &job->errorCode)) < 0 ||
+            vrmXMLTextContent(child, &job->error) < 0)
+            return NULL;
+        /* helpers older than the code write none (and "ok" names no
+         * cause): a failure whose cause is unknown counts as internal */
+        if (rc == 0 || job->errorCode == VRM_ERR_OK)
+            job->errorCode = VRM_ERR_INTERNAL;
+    }
 
     return g_steal_pointer(&job);
 }
@@ -288,7 +298,11 @@ vrmJobRecordFormatBuf(GString *buf, const vrmJobRecord *job, unsigned int level)
         vrmJobStatsFormatBuf(buf, &job->stats, level + 1);
     if (job->error) {
         vrmXMLIndent(buf, level + 1);
-        g_string_append(buf, "<error>");
+        g_string_append(buf, "<error");
+        if (job->errorCode != VRM_ERR_OK &&
+            vrmErrorCodeTypeToString(job->errorCode))
+            vrmXMLAttrStr(buf, "code", vrmErrorCodeTypeToString(job->errorCode));
+        g_string_append(buf, ">");
         vrmXMLEscapeText(buf, job->error);
         g_string_append(buf, "</error>\n");
     }

@@ -37,7 +37,7 @@
  *     <stats bytes-sent=".." bytes-received=".." mbps=".." chunks=".."
  *            pinned-bytes=".." registration-ns=".." channels=".."
  *            [cpu-ns=".."] [capabilities="0x.."]/>
- *     <error>why it failed</error>
+ *     <error code="peer">why it failed</error>
  *   </job>
  *
  * Public API summary
@@ -151,6 +151,8 @@ struct _vrmJobRecord {
     bool hasStats;
     vrmJobStats stats;
     char *error;                    /* why it failed, NULL otherwise */
+    int errorCode;                  /* vrmErrorCode of error; VRM_ERR_OK
+                                     * when error is NULL */
 };
 
 vrmJobRecord *vrmJobRecordNew(void);

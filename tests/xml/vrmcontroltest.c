@@ -86,6 +86,45 @@ testJobReply(void)
 }
 
 static void
+testJobErrorCode(void)
+{
+    g_autoptr(vrmControlMessage) msg = vrmControlMessageNew(VRM_CONTROL_REPLY);
+    g_autoptr(vrmControlMessage) back = NULL;
+    g_autoptr(vrmControlMessage) old = NULL;
+    g_autoptr(vrmJobRecord) copy = NULL;
+    vrmJobRecord *job = vrmJobRecordNew();
+    g_autofree char *xml = NULL;
+    const vrmJobRecord *b;
+
+    job->id = 3;
+    job->domainName = g_strdup("web1");
+    job->role = VRM_JOB_ROLE_SOURCE;
+    job->state = VRM_JOB_STATE_FAILED;
+    job->error = g_strdup("the peer went away");
+    job->errorCode = VRM_ERR_PEER;
+    g_ptr_array_add(msg->jobs, job);
+
+    xml = vrmControlMessageFormat(msg);
+    g_assert_nonnull(strstr(xml, "<error code=\"peer\">the peer went away</error>"));
+    back = vrmControlMessageParseString(xml);
+    g_assert_nonnull(back);
+    b = g_ptr_array_index(back->jobs, 0);
+    g_assert_cmpint(b->errorCode, ==, VRM_ERR_PEER);
+    g_assert_cmpstr(b->error, ==, "the peer went away");
+    copy = vrmJobRecordCopy(b);
+    g_assert_cmpint(copy->errorCode, ==, VRM_ERR_PEER);
+
+    /* a record of an older helper: an error without a code */
+    old = vrmControlMessageParseString("<reply status=\"ok\">"
+                                       "<job id=\"3\" role=\"source\" state=\"failed\">"
+                                       "<domain name=\"web1\"/><error>gone</error>"
+                                       "</job></reply>");
+    g_assert_nonnull(old);
+    b = g_ptr_array_index(old->jobs, 0);
+    g_assert_cmpint(b->errorCode, ==, VRM_ERR_INTERNAL);
+}
+
+static void
 testRequests(void)
 {
     g_autoptr(vrmControlMessage) open = vrmControlMessageNew(VRM_CONTROL_JOB_PREPARE);
@@ -189,6 +228,7 @@ testThreads(void)
 static const vrmTestFunc testFuncs[] = {
     { "/control/error-reply", testErrorReply },
     { "/control/job-reply", testJobReply },
+    { "/control/job-error-code", testJobErrorCode },
     { "/control/requests", testRequests },
     { "/control/overrides-merge", testOverridesMerge },
     { "/control/parse-xml-unknown-root", testParseXMLUnknownRoot },
