@@ -190,7 +190,7 @@ vrmHelperHandleCancel(vrmHelperDaemon *d, vrmControlMessage *msg, vrmHelperConn 
     VRM_INFO("job %llu: cancelled by uid %u", job->record->id, (unsigned int)cred->uid);
     job->cancelRequested = true;
     vrmHelperJobsKill(job, SIGTERM);
-    vrmHelperJobsFinish(d, job, VRM_JOB_STATE_CANCELLED,
+    vrmHelperJobsFinish(d, job, VRM_JOB_STATE_CANCELLED, VRM_ERR_CANCELLED,
                         _("the migration job was cancelled"));
     vrmHelperReplyJobs(c, &job->record, 1);
 }

@@ -94,8 +94,9 @@ vrmDestOverTcp(vrmHelperDaemon *d, vrmHelperJob *job, int code, const char *why)
     if (code <= VRM_ERR_OK || code >= VRM_ERR_LAST)
         code = VRM_ERR_INTERNAL;
     d->metrics.fallbacks[code]++;
+    rec->errorCode = code;
     g_ptr_array_add(msg->jobs, rec);
-    vrmHelperJobsFinish(d, job, VRM_JOB_STATE_OVER_TCP, reason);
+    vrmHelperJobsFinish(d, job, VRM_JOB_STATE_OVER_TCP, code, reason);
     vrmHelperConnReplyMessage(c, msg);
 }
 
@@ -110,7 +111,7 @@ vrmDestFail(vrmHelperDaemon *d, vrmHelperJob *job, int code, const char *why)
         return;
     }
     vrmDestReplyWaiter(job, code, why);
-    vrmHelperJobsFinish(d, job, VRM_JOB_STATE_FAILED, why);
+    vrmHelperJobsFinish(d, job, VRM_JOB_STATE_FAILED, code, why);
 }
 
 static void
@@ -309,7 +310,9 @@ vrmDestUnusedFacts(vrmDomainFacts *facts, gpointer opaque)
     if (!job || job->phase != VRM_PHASE_DST_UNUSED)
         return;
     if (f->error || !vrmDomainFactsSettled(f)) {
-        vrmHelperJobsFinish(ref->d, job, VRM_JOB_STATE_FAILED, job->unusedWhy);
+        /* the engine's failure stands */
+        vrmHelperJobsFinish(ref->d, job, VRM_JOB_STATE_FAILED,
+                            vrmHelperJobsEndedCode(job), job->unusedWhy);
         return;
     }
     reason = g_strdup_printf(_("over TCP: %1$s"),
@@ -317,7 +320,7 @@ vrmDestUnusedFacts(vrmDomainFacts *facts, gpointer opaque)
     vrmHelperJobLog(job, VRM_LOG_INFO, VRM_JOB_LOG_OVER_TCP,
                     "job %llu: %s migrated in over libvirt's TCP, not through the engine",
                     job->record->id, job->record->domainName);
-    vrmHelperJobsFinish(ref->d, job, VRM_JOB_STATE_OVER_TCP, reason);
+    vrmHelperJobsFinish(ref->d, job, VRM_JOB_STATE_OVER_TCP, VRM_ERR_LIBVIRT, reason);
 }
 
 static void
@@ -342,7 +345,7 @@ vrmDestEnded(vrmHelperDaemon *d, vrmHelperJob *job, vrmJobState state,
                                _("the destination engine ended during the negotiation"));
         return;
     }
-    vrmHelperJobsFinish(d, job, state, reason);
+    vrmHelperJobsFinish(d, job, state, vrmHelperJobsEndedCode(job), reason);
 }
 
 static void

@@ -214,6 +214,8 @@ typedef void (*vrmHelperJobFailFunc)(vrmHelperDaemon *d, vrmHelperJob *job,
 /* @fail with this thread's last error */
 void vrmHelperJobsFailLast(vrmHelperDaemon *d, vrmHelperJob *job,
                            vrmHelperJobFailFunc fail);
+/* The vrmErrorCode of the engine's end: its set-up's, else the peer's */
+int vrmHelperJobsEndedCode(const vrmHelperJob *job);
 /* The engine ended during the negotiation: @fail with its @reason, or
  * @otherwise if it gave none */
 void vrmHelperJobsFailEnded(vrmHelperDaemon *d, vrmHelperJob *job,
@@ -222,8 +224,10 @@ void vrmHelperJobsFailEnded(vrmHelperDaemon *d, vrmHelperJob *job,
 /* The engine has exited and its end was heard: no watch, no pid; the job
  * goes on (libvirt is asked how the migration went) */
 void vrmHelperJobsEngineGone(vrmHelperJob *job);
+/* End @job in @state; @code: the vrmErrorCode of @error (VRM_ERR_OK with
+ * no error); a job whose cancel was asked for ends cancelled */
 void vrmHelperJobsFinish(vrmHelperDaemon *d, vrmHelperJob *job,
-                         vrmJobState state, const char *error);
+                         vrmJobState state, int code, const char *error);
 void vrmHelperJobsWatchWaiters(vrmHelperDaemon *d, vrmHelperJob *job);
 void vrmHelperJobsStartPolling(vrmHelperDaemon *d);
 void vrmHelperJobsRecover(vrmHelperDaemon *d);

@@ -148,7 +148,8 @@ vrmHelperJobLog(const vrmHelperJob *job, vrmLogLevel level, vrmJobLogEvent event
 }
 
 int
-vrmHelperJobSetState(vrmHelperJob *job, vrmJobState state, const char *error)
+vrmHelperJobSetState(vrmHelperJob *job, vrmJobState state, int code,
+                     const char *error)
 {
     vrmJobRecord *r = job->record;
 
@@ -171,6 +172,12 @@ vrmHelperJobSetState(vrmHelperJob *job, vrmJobState state, const char *error)
         state == VRM_JOB_STATE_OVER_TCP || state == VRM_JOB_STATE_UNKNOWN) {
         g_free(r->error);
         r->error = g_strdup(error);
+        /* an error always names a cause, none is "ok" */
+        if (!error)
+            code = VRM_ERR_OK;
+        else if (code <= VRM_ERR_OK || code >= VRM_ERR_LAST)
+            code = VRM_ERR_INTERNAL;
+        r->errorCode = code;
     }
     return 0;
 }
@@ -228,11 +235,11 @@ vrmHelperJobApplyStats(vrmHelperJob *job, const vrmEngineSnapshot *es)
     if (vrmJobStateIsFinal(r->state))
         return;
     if (es->qemuConnections > 0)
-        vrmHelperJobSetState(job, VRM_JOB_STATE_TRANSFERRING, NULL);
+        vrmHelperJobSetState(job, VRM_JOB_STATE_TRANSFERRING, VRM_ERR_OK, NULL);
     else if (es->established >= 1)
         /* engines connect channels as QEMU opens them (protocol version
          * 2): channel 0 connected and authenticated is the job connected */
-        vrmHelperJobSetState(job, VRM_JOB_STATE_CONNECTED, NULL);
+        vrmHelperJobSetState(job, VRM_JOB_STATE_CONNECTED, VRM_ERR_OK, NULL);
 }
 
 #define VRM_HELPER_LOG_TAIL 16384

@@ -20,7 +20,10 @@
  * ------------------
  *   vrmHelperJobNew(id, role) / Free
  *   vrmJobStateCanChange(from, to)
- *   vrmHelperJobSetState(job, state, error)   checked transition, -1 if refused
+ *   vrmHelperJobSetState(job, state, code, error)
+ *                                             checked transition, -1 if refused;
+ *                                             a final state keeps error and its
+ *                                             vrmErrorCode
  *   vrmHelperEngineStatsParse(json, &es)      the engine's stats record
  *   vrmHelperJobApplyStats(job, &es)          stats + state from a snapshot
  *   vrmHelperJobReadLog(job)                  the end of the engine's log
@@ -156,7 +159,7 @@ bool vrmJobStateCanChange(vrmJobState from, vrmJobState to);
 void vrmHelperJobLog(const vrmHelperJob *job, vrmLogLevel level,
                      vrmJobLogEvent event, const char *fmt, ...)
     G_GNUC_PRINTF(4, 5);
-int vrmHelperJobSetState(vrmHelperJob *job, vrmJobState state,
+int vrmHelperJobSetState(vrmHelperJob *job, vrmJobState state, int code,
                          const char *error);
 
 int vrmHelperEngineStatsParse(const char *json, vrmEngineSnapshot *es);

@@ -501,7 +501,7 @@ vrmHelperJobsReapLate(GPid pid, gint status, gpointer opaque)
 
 void
 vrmHelperJobsFinish(vrmHelperDaemon *d, vrmHelperJob *job, vrmJobState state,
-                    const char *error)
+                    int code, const char *error)
 {
     const vrmHelperRoleOps *ops = d->ops[job->record->role];
     vrmEngineSnapshot es = { 0 };
@@ -517,10 +517,12 @@ vrmHelperJobsFinish(vrmHelperDaemon *d, vrmHelperJob *job, vrmJobState state,
     if (have)
         vrmHelperJobApplyStats(job, &es);
     vrmEngineSnapshotClear(&es);
-    if (job->cancelRequested)
+    if (job->cancelRequested) {
         state = VRM_JOB_STATE_CANCELLED;
+        code = VRM_ERR_CANCELLED;
+    }
     if (!vrmJobStateIsFinal(job->record->state) &&
-        vrmHelperJobSetState(job, state, why) == 0) {
+        vrmHelperJobSetState(job, state, code, why) == 0) {
         vrmJobRole role = job->record->role;
 
         d->metrics.jobsFinished[role][state]++;
@@ -601,15 +603,20 @@ vrmHelperJobsFailLast(vrmHelperDaemon *d, vrmHelperJob *job,
     fail(d, job, vrmGetLastErrorCode(), why);
 }
 
+int
+vrmHelperJobsEndedCode(const vrmHelperJob *job)
+{
+    /* a set-up that failed before exec keeps its own code (the
+     * locked-memory limit is the host's resource, not the peer's) */
+    return job->engineSetupError ? job->engineSetupCode : VRM_ERR_PEER;
+}
+
 void
 vrmHelperJobsFailEnded(vrmHelperDaemon *d, vrmHelperJob *job,
                        vrmHelperJobFailFunc fail, const char *reason,
                        const char *otherwise)
 {
-    /* a set-up that failed before exec keeps its own code (the
-     * locked-memory limit is the host's resource, not the peer's) */
-    fail(d, job, job->engineSetupError ? job->engineSetupCode : VRM_ERR_PEER,
-         reason ? reason : otherwise);
+    fail(d, job, vrmHelperJobsEndedCode(job), reason ? reason : otherwise);
 }
 
 /* The engine has ended: its record says how; the flow decides the rest */
@@ -663,7 +670,7 @@ vrmHelperJobsEngineEnded(vrmHelperDaemon *d, vrmHelperJob *job, int status,
         ops->ended(d, job, state, reason);
         return;
     }
-    vrmHelperJobsFinish(d, job, state, reason);
+    vrmHelperJobsFinish(d, job, state, vrmHelperJobsEndedCode(job), reason);
 }
 
 static void
@@ -866,7 +873,7 @@ vrmHelperJobsCheckAdopted(vrmHelperDaemon *d, vrmHelperJob *job)
         VRM_WARN(_("job %1$llu: its engine (pid %2$d) does not answer since the helper restarted; ending it"),
                  job->record->id, (int)job->pid);
         vrmHelperJobsKill(job, SIGTERM);
-        vrmHelperJobsFinish(d, job, VRM_JOB_STATE_FAILED,
+        vrmHelperJobsFinish(d, job, VRM_JOB_STATE_FAILED, VRM_ERR_TIMEOUT,
                             _("the helper restarted and could not reach the transport engine, so it ended it"));
         return false;
     }

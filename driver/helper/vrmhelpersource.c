@@ -89,7 +89,7 @@ static void
 vrmSourceFail(vrmHelperDaemon *d, vrmHelperJob *job, int code, const char *why)
 {
     vrmHelperJobsAbort(job, code, why);
-    vrmHelperJobsFinish(d, job, VRM_JOB_STATE_FAILED, why);
+    vrmHelperJobsFinish(d, job, VRM_JOB_STATE_FAILED, code, why);
 }
 
 static void
@@ -229,16 +229,17 @@ vrmSourceOutcome(vrmOutcome outcome, const char *detail, gpointer opaque)
         if (outcome == VRM_OUTCOME_SUCCEEDED)
             vrmSourceOverTcp(d, job);
         else
-            vrmHelperJobsFinish(d, job, VRM_JOB_STATE_FAILED, job->unusedWhy);
+            vrmHelperJobsFinish(d, job, VRM_JOB_STATE_FAILED,
+                                vrmHelperJobsEndedCode(job), job->unusedWhy);
         g_free(ref);
         return;
     }
     switch (outcome) {
     case VRM_OUTCOME_SUCCEEDED:
-        vrmHelperJobsFinish(d, job, vrmOutcomeJobState(outcome), NULL);
+        vrmHelperJobsFinish(d, job, vrmOutcomeJobState(outcome), VRM_ERR_OK, NULL);
         break;
     case VRM_OUTCOME_FAILED:
-        vrmHelperJobsFinish(d, job, vrmOutcomeJobState(outcome),
+        vrmHelperJobsFinish(d, job, vrmOutcomeJobState(outcome), VRM_ERR_LIBVIRT,
                             _("the transport engine completed, but libvirt reports that the migration failed: the domain still runs on this host"));
         break;
     case VRM_OUTCOME_UNKNOWN: {
@@ -247,12 +248,12 @@ vrmSourceOutcome(vrmOutcome outcome, const char *detail, gpointer opaque)
                             detail ? detail : _("unknown error"));
 
         VRM_WARN(_("job %1$llu: %2$s"), job->record->id, why);
-        vrmHelperJobsFinish(d, job, vrmOutcomeJobState(outcome), why);
+        vrmHelperJobsFinish(d, job, vrmOutcomeJobState(outcome), VRM_ERR_LIBVIRT, why);
         break;
     }
     case VRM_OUTCOME_PENDING:
         if (g_get_monotonic_time() > job->outcomeDeadline) {
-            vrmHelperJobsFinish(d, job, VRM_JOB_STATE_FAILED,
+            vrmHelperJobsFinish(d, job, VRM_JOB_STATE_FAILED, VRM_ERR_TIMEOUT,
                                 _("the transport engine completed, but libvirt did not finish the migration in time"));
             break;
         }
@@ -286,7 +287,7 @@ vrmSourceOverTcp(vrmHelperDaemon *d, vrmHelperJob *job)
     vrmHelperJobLog(job, VRM_LOG_INFO, VRM_JOB_LOG_OVER_TCP,
                     "job %llu: %s migrated out over libvirt's TCP, not through the engine",
                     job->record->id, job->record->domainName);
-    vrmHelperJobsFinish(d, job, VRM_JOB_STATE_OVER_TCP, reason);
+    vrmHelperJobsFinish(d, job, VRM_JOB_STATE_OVER_TCP, VRM_ERR_LIBVIRT, reason);
 }
 
 /* The engine has ended and libvirt is asked how the migration went
@@ -326,7 +327,7 @@ vrmSourceEnded(vrmHelperDaemon *d, vrmHelperJob *job, vrmJobState state,
                                _("the source engine ended during the negotiation"));
         return;
     }
-    vrmHelperJobsFinish(d, job, state, reason);
+    vrmHelperJobsFinish(d, job, state, vrmHelperJobsEndedCode(job), reason);
 }
 
 static void
@@ -748,7 +749,7 @@ vrmSourceFacts(vrmDomainFacts *facts, gpointer opaque)
         g_autofree char *why = g_strdup(vrmGetLastErrorMessage());
         int code = vrmGetLastErrorCode();
 
-        vrmHelperJobsFinish(d, job, VRM_JOB_STATE_FAILED, why);
+        vrmHelperJobsFinish(d, job, VRM_JOB_STATE_FAILED, code, why);
         vrmSetLastError(code, why);
         vrmHelperJobRefuse(req);
         return;

@@ -1180,6 +1180,8 @@ testEngineSetupFails(void)
     g_test_message("job %llu: %s: %s", job->id, vrmJobStateTypeToString(job->state), job->error);
     g_assert_cmpint(job->state, ==, VRM_JOB_STATE_FAILED);
     g_assert_cmpstr(job->error, ==, want);
+    /* the record names the cause the source heard */
+    g_assert_cmpint(job->errorCode, ==, VRM_ERR_RESOURCE);
     json = runCli(h, &status, "jobs", "--all", "--json", NULL);
     g_test_message("virt-rdma jobs --all --json: %s", json);
     g_assert_cmpint(WEXITSTATUS(status), ==, 0);

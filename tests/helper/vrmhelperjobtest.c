@@ -51,7 +51,7 @@ testStateMachine(void)
             g_assert_cmpint(vrmJobStateCanChange(from, to), ==, transitions[from][to]);
             job->record->state = from;
             vrmResetLastError();
-            r = vrmHelperJobSetState(job, to, "why");
+            r = vrmHelperJobSetState(job, to, VRM_ERR_PEER, "why");
             if (from == to) {
                 g_assert_cmpint(r, ==, 0);
             } else if (transitions[from][to]) {
@@ -73,8 +73,9 @@ testStateError(void)
 {
     g_autoptr(vrmHelperJob) job = vrmHelperJobNew(7, VRM_JOB_ROLE_DESTINATION);
 
-    g_assert_cmpint(vrmHelperJobSetState(job, F, "link down"), ==, 0);
+    g_assert_cmpint(vrmHelperJobSetState(job, F, VRM_ERR_RDMA, "link down"), ==, 0);
     g_assert_cmpstr(job->record->error, ==, "link down");
+    g_assert_cmpint(job->record->errorCode, ==, VRM_ERR_RDMA);
     g_assert_true(vrmJobStateIsFinal(job->record->state));
 }
 
@@ -208,7 +209,7 @@ testApplyStats(void)
     es.qemuConnections = 0;
     vrmHelperJobApplyStats(job, &es);
     g_assert_cmpint(job->record->state, ==, T);
-    vrmHelperJobSetState(job, F, "x");
+    vrmHelperJobSetState(job, F, VRM_ERR_INTERNAL, "x");
     es.qemuConnections = 3;
     vrmHelperJobApplyStats(job, &es);
     g_assert_cmpint(job->record->state, ==, F);
@@ -305,7 +306,7 @@ testSaveLoad(void)
     g_assert_cmpstr(j->record->domainName, ==, "web1");
 
     /* once final, the .run file goes */
-    vrmHelperJobSetState(live, OK, NULL);
+    vrmHelperJobSetState(live, OK, VRM_ERR_OK, NULL);
     g_assert_cmpint(vrmHelperJobSave(live, dir), ==, 0);
     g_assert_false(g_file_test(run3, G_FILE_TEST_EXISTS));
     live->pid = 0;
@@ -358,7 +359,7 @@ testJournalFields(void)
     job->record->domainName = g_strdup("web1");
     job->record->domainUUID = g_strdup("7b9c1a2e-3f4d-4e5f-8a6b-0c1d2e3f4a5b");
     job->sourceLocator = vrmLocatorNew("hv-1.example.org", "192.0.2.1", 16530);
-    g_assert_cmpint(vrmHelperJobSetState(job, VRM_JOB_STATE_FAILED, "boom"), ==, 0);
+    g_assert_cmpint(vrmHelperJobSetState(job, VRM_JOB_STATE_FAILED, VRM_ERR_INTERNAL, "boom"), ==, 0);
 
     dup2(saved, STDERR_FILENO);
     close(saved);
