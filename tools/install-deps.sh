@@ -8,12 +8,16 @@ packages=(
     gcc clang libclang-rt-14-dev meson ninja-build pkg-config gettext
     libibverbs-dev librdmacm-dev libvirt-dev libxml2-dev libxml2-utils
     libglib2.0-dev python3-docutils
+    # virt-rdma's JSON output (tools/cli/vrmclijson.c)
+    libjson-glib-dev
     # the helpers' TLS channel (virt-rdmad)
     libgnutls28-dev
     # tests: certtool makes the x509 PKI of vrmhelperpeertest
     gnutls-bin
     # tests: Prometheus' own parser reads the helper's metrics file
     python3-prometheus-client
+    # tests: virt-rdma's JSON output is validated against its JSON Schema
+    python3-jsonschema
     # sandbox: QEMU (TCG), Debian's kernel (ships rdma_rxe), busybox initramfs
     qemu-system-x86 linux-image-amd64 busybox-static cpio gzip kmod
     # inside the sandbox: RDMA user space and reference tools

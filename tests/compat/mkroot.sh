@@ -38,7 +38,7 @@ packages=(
     # dependencies as on Debian 12 plus GnuTLS for the helper channel
     gcc libc6-dev meson ninja-build pkg-config cpio xz-utils
     libibverbs-dev librdmacm-dev libvirt-dev libxml2-dev libxml2-utils
-    libglib2.0-dev libgnutls28-dev gnutls-bin
+    libglib2.0-dev libgnutls28-dev libjson-glib-dev gnutls-bin
     # what the unit suite checks there too: the man pages (rst2man), the
     # multiarch library directory the install layout expects (meson asks
     # dpkg-architecture), the AppArmor abstractions (apparmor_parser), the
@@ -46,7 +46,7 @@ packages=(
     # locale the translation test makes with localedef)
     python3-docutils dpkg-dev apparmor gettext locales
     # the metrics file read back by a real Prometheus parser
-    python3-prometheus-client
+    python3-prometheus-client python3-jsonschema
 )
 
 if [ "$(id -u)" != 0 ]; then

@@ -334,7 +334,7 @@ refusal_steps() {
 import json, sys
 events = [json.loads(line) for line in open("/tmp/events.json")]
 states = [e["job"]["state"] for e in events if e["job"]["domain"] == "g1"]
-assert all(e["version"] == 1 and e["event"] == "job-state" for e in events), events
+assert all(e["format-version"] == 1 and e["event"] == "job-state" for e in events), events
 order = ["negotiating", "connected", "transferring", "completed"]
 steps = [order.index(s) for s in states]
 assert len(states) >= 2 and states[-1] == "completed" and steps == sorted(steps), states
@@ -346,10 +346,10 @@ print("  [a] virt-rdma events: g1 in: " + " -> ".join(states))
     virt-rdma jobs --all --json | python3 -c '
 import json, sys
 j = json.load(sys.stdin)
-assert j["version"] == 1, j
+assert j["format-version"] == 1, j
 last = j["jobs"][-1]
 assert (last["domain"], last["direction"], last["state"], last["final"]) == ("g1", "in", "completed", True), last
-assert last["bytes"] > 16 << 20 and last["cause"] is None, last
+assert last["bytes"] > 16 << 20 and last["reason"] is None, last
 ' || fail "virt-rdma jobs --json does not show the completed incoming job of g1"
     remote "virsh -q undefine g1 > /dev/null" || fail "fallback: cannot undefine g1 on b"
     leftovers_both

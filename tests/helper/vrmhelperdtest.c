@@ -40,6 +40,7 @@
 #include "vrmerror.h"
 #include "vrmlimits.h"
 #include "vrmtestmain.h"
+#include "vrmtestutils.h"
 
 #define TEST_DOMAIN_UUID "6695eb01-f6a4-8304-79aa-97f2502e193f"  /* test:///default's "test" */
 #define OTHER_UUID "7b9c1a2e-3f4d-4e5f-8a6b-0c1d2e3f4a5b"
@@ -658,7 +659,7 @@ assertJobsCli(Helper *h, unsigned long long id, const char *want)
     g_autofree char *none = NULL;
     g_autofree char *json = NULL;
     g_autofree char *row = g_strdup_printf(" %llu    web1     in          -      over-tcp   -       -        over TCP: ", id);
-    g_autofree char *obj = g_strdup_printf("{\"version\":1,\"jobs\":[{\"id\":%llu,\"domain\":\"web1\",", id);
+    g_autofree char *obj = g_strdup_printf("{\"format-version\":1,\"jobs\":[{\"id\":%llu,\"domain\":\"web1\",", id);
     int status;
 
     running = runCli(h, &status, "jobs", NULL);
@@ -674,13 +675,16 @@ assertJobsCli(Helper *h, unsigned long long id, const char *want)
     g_assert_nonnull(strstr(all, want));
     none = runCli(h, &status, "jobs", "--json", NULL);
     g_assert_cmpint(WEXITSTATUS(status), ==, 0);
-    g_assert_cmpstr(none, ==, "{\"version\":1,\"jobs\":[]}\n");
+    g_assert_cmpstr(none, ==, "{\"format-version\":1,\"jobs\":[]}\n");
+    vrmTestAssertJSONValid("jobs", none);
     json = runCli(h, &status, "jobs", "--all", "--json", NULL);
     g_test_message("virt-rdma jobs --all --json: %s", json);
     g_assert_cmpint(WEXITSTATUS(status), ==, 0);
     g_assert_true(g_str_has_prefix(json, obj));
     g_assert_nonnull(strstr(json, "\"direction\":\"in\",\"peer\":null,\"state\":\"over-tcp\",\"final\":true,"));
-    g_assert_nonnull(strstr(json, "\"cause\":\"over TCP: "));
+    g_assert_nonnull(strstr(json, "\"reason\":{\"code\":\""));
+    g_assert_nonnull(strstr(json, "\"message\":\"over TCP: "));
+    vrmTestAssertJSONValid("jobs", json);
 }
 
 /* The helper's one job: over TCP, with the cause; and its log's warning */
@@ -1186,7 +1190,8 @@ testEngineSetupFails(void)
     g_test_message("virt-rdma jobs --all --json: %s", json);
     g_assert_cmpint(WEXITSTATUS(status), ==, 0);
     g_assert_nonnull(strstr(json, "\"state\":\"failed\",\"final\":true,"));
-    g_assert_nonnull(strstr(json, "\"cause\":\"cannot start the transport engine: setting its locked-memory limit to "));
+    g_assert_nonnull(strstr(json, "\"reason\":{\"code\":\"resource\",\"message\":\"cannot start the transport engine: setting its locked-memory limit to "));
+    vrmTestAssertJSONValid("jobs", json);
 }
 
 /* The state directory cannot take the job's record (issue 14, row 9: a
@@ -1598,16 +1603,16 @@ checkCapsPostcopy(const char *json, const char *text)
 {
     g_autofree char *value = NULL;
     const char *line = "Post-copy:         unknown (/proc/sys/vm/unprivileged_userfaultfd cannot be read)";
-    const char *key = "\"unprivileged_userfaultfd\": null,";
+    const char *key = "\"unprivileged-userfaultfd\":null,";
 
     if (g_file_get_contents("/proc/sys/vm/unprivileged_userfaultfd", &value, NULL, NULL)) {
         g_strstrip(value);
         if (g_str_equal(value, "0")) {
             line = "Post-copy:         only by a QEMU that runs as root (vm.unprivileged_userfaultfd = 0;";
-            key = "\"unprivileged_userfaultfd\": 0,";
+            key = "\"unprivileged-userfaultfd\":0,";
         } else if (g_str_equal(value, "1")) {
             line = "Post-copy:         may be received (vm.unprivileged_userfaultfd = 1:";
-            key = "\"unprivileged_userfaultfd\": 1,";
+            key = "\"unprivileged-userfaultfd\":1,";
         }
     }
     g_test_message("vm.unprivileged_userfaultfd: %s", value ? value : "(none)");
@@ -1628,8 +1633,9 @@ testCapabilitiesCli(void)
     helperStart(h);
     json = runCaps(h, NULL, true, &status);
     g_test_message("virt-rdma capabilities --json: %s", json);
-    g_assert_true(g_str_has_prefix(json, "{"));
-    g_assert_nonnull(strstr(json, "536870912"));
+    g_assert_true(g_str_has_prefix(json, "{\"format-version\":1,"));
+    g_assert_nonnull(strstr(json, "\"pinned-budget\":536870912,"));
+    vrmTestAssertJSONValid("capabilities", json);
     text = runCaps(h, NULL, false, &status);
     g_test_message("virt-rdma capabilities:\n%s", text);
     g_assert_nonnull(strstr(text, "budget 512.000 MiB"));
@@ -1640,12 +1646,27 @@ testCapabilitiesCli(void)
         g_test_message("as nobody:\n%s", outsider);
         g_assert_nonnull(strstr(outsider, "you may not use virt-rdmad: add yourself to its access group (adduser nobody daemon)"));
         g_assert_null(strstr(outsider, "not running"));
+        g_free(outsider);
+        /* the same reasons with their codes, for scripts */
+        outsider = runCaps(h, "nobody", true, &status);
+        g_test_message("as nobody, --json: %s", outsider);
+        g_assert_nonnull(strstr(outsider, "\"helper-denied\":true,"));
+        g_assert_nonnull(strstr(outsider, "\"helper\":null,\"reasons\":["));
+        g_assert_nonnull(strstr(outsider, "{\"code\":\"access-denied\",\"message\":\"you may not use virt-rdmad: "));
+        vrmTestAssertJSONValid("capabilities", outsider);
     }
     helperStop(h);
     down = runCaps(h, NULL, false, &status);
     g_test_message("helper down:\n%s", down);
     g_assert_cmpint(WEXITSTATUS(status), ==, 1);
     g_assert_nonnull(strstr(down, "not running"));
+    g_free(down);
+    down = runCaps(h, NULL, true, &status);
+    g_test_message("helper down, --json: %s", down);
+    g_assert_cmpint(WEXITSTATUS(status), ==, 1);
+    g_assert_nonnull(strstr(down, "{\"code\":\"helper-down\",\"message\":\"virt-rdmad is not running on this host: "));
+    g_assert_nonnull(strstr(down, "\"can-migrate\":false,"));
+    vrmTestAssertJSONValid("capabilities", down);
     helperFree(h);
 }
 
@@ -1881,7 +1902,8 @@ testEvents(void)
     g_assert_cmpint(waitpid(cliPid, &status, 0), ==, cliPid);
     g_test_message("virt-rdma events --loop --json:\n%s", cliOut);
     g_assert_cmpint(WEXITSTATUS(status), ==, 0);
-    g_assert_true(g_str_has_prefix(cliOut, "{\"version\":1,\"event\":\"job-state\",\"time\":\""));
+    g_assert_true(g_str_has_prefix(cliOut, "{\"format-version\":1,\"event\":\"job-state\",\"time\":\""));
+    vrmTestAssertJSONValid("event", cliOut);
     g_assert_nonnull(strstr(cliOut, "\"job\":{\"id\":1,\"domain\":\"web1\","));
     g_assert_nonnull(strstr(cliOut, "\"state\":\"negotiating\""));
     g_assert_nonnull(strstr(cliOut, "\"state\":\"over-tcp\",\"final\":true,"));

@@ -24,6 +24,8 @@ UNIT_TOOLS = {
     "apparmor_parser": "apparmor",      # apparmor-abstractions
     # vrmhelpermetricstest: Prometheus' parser reads the metrics file
     "python3 -m prometheus_client": "python3-prometheus-client",
+    # the JSON tests: virt-rdma's output against docs/virt-rdma.schema.json
+    "python3 -m jsonschema": "python3-jsonschema",
 }
 
 

@@ -52,6 +52,7 @@ $unitdir/virt-rdmad.socket
 /usr/share/doc/virt-rdma/helper.rst
 /usr/share/doc/virt-rdma/index.rst
 /usr/share/doc/virt-rdma/install.rst
+/usr/share/doc/virt-rdma/json.rst
 /usr/share/doc/virt-rdma/metrics.rst
 /usr/share/doc/virt-rdma/negotiation.rst
 /usr/share/doc/virt-rdma/performance.rst
@@ -75,6 +76,7 @@ $unitdir/virt-rdmad.socket
 /usr/share/virt-rdma/schemas/migration.rng
 /usr/share/virt-rdma/schemas/migrationcommon.rng
 /usr/share/virt-rdma/schemas/peer.rng
+/usr/share/virt-rdma/schemas/virt-rdma.schema.json
 LIST
 sort -o "$tmp/expected" "$tmp/expected"
 (cd "$d" && find . \( -type f -o -type l \) | sed 's|^\.||' | sort) > "$tmp/installed"

@@ -14,6 +14,9 @@
  *                       printed; VRM_JOBFMT_SEED=N repeats one)
  * /jobfmt/json          the JSON form of a fixture is what python's json
  *                       module reads back, with the same values
+ * /jobfmt/json-schema   every fixture's JSON form is a valid "jobinfo" of
+ *                       docs/virt-rdma.schema.json
+ * /jobfmt/json-schema-codes  the schema's reason codes are vrmErrorCode's
  */
 #include <config.h>
 
@@ -22,8 +25,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <json-glib/json-glib.h>
+
 #include "virt-rdma.h"
 #include "vrmclijobfmt.h"
+#include "vrmerror.h"
 #include "vrmjobstat.h"
 #include "vrmjobstatsfile.h"
 #include "vrmtestutils.h"
@@ -250,7 +256,8 @@ testJSON(void)
         "assert d['rdma']['job-id'] == 7, d\n"
         "assert d['rdma']['state'] == 'completed', d\n"
         "assert d['rdma']['channels'] == 5, d\n"
-        "assert 'operation' not in d['libvirt'], d\n";
+        "assert 'operation' not in d['libvirt'], d\n"
+        "assert d['format-version'] == 1, d\n";
     const char *argv[] = { "python3", "-c", check, json, NULL };
     g_autofree char *err = NULL;
     int status = 0;
@@ -260,6 +267,59 @@ testJSON(void)
     if (!g_spawn_check_wait_status(status, NULL))
         g_error("the JSON form does not read back: %s\n%s", err, json);
     vrmJobStatsFileClear(&f);
+}
+
+/* Every fixture's JSON form is a valid "jobinfo" of the documented schema
+ * (sizes beyond 2^63, a terminal escape in an error, no statistics) */
+static void
+testJSONSchema(void)
+{
+    g_autofree char *dir = vrmTestDataDir("tools/jobinfodata");
+    g_autoptr(GPtrArray) names = vrmTestListFiles(dir, ".stats", NULL);
+    g_autoptr(GString) lines = g_string_new(NULL);
+    guint i;
+
+    for (i = 0; i < names->len; i++) {
+        vrmJobStatsFile f;
+        g_autofree char *path = readFixture(names->pdata[i], &f);
+        g_autofree char *json = vrmJobFormatJSON(f.type, f.params, f.nparams);
+
+        g_assert_nonnull(path);
+        g_assert_true(g_str_has_suffix(json, "}\n") && !strchr(json, '\n')[1]);
+        g_string_append(lines, json);
+        vrmJobStatsFileClear(&f);
+    }
+    vrmTestAssertJSONValid("jobinfo", lines->str);
+}
+
+/* The schema's job reason codes are vrmErrorCode's names, all but "ok"
+ * (a reason is never ok), in the enum's order */
+static void
+testJSONSchemaCodes(void)
+{
+    g_autofree char *testsDir = vrmTestDataDir("");
+    g_autofree char *root = g_path_get_dirname(testsDir);
+    g_autofree char *path = g_build_filename(root, "docs", "virt-rdma.schema.json", NULL);
+    g_autoptr(JsonParser) parser = json_parser_new();
+    g_autoptr(GError) err = NULL;
+    JsonObject *reason;
+    JsonArray *codes;
+    guint i;
+
+    if (!json_parser_load_from_file(parser, path, &err))
+        g_error("%s: %s", path, err->message);
+    reason = json_object_get_object_member(
+        json_object_get_object_member(json_node_get_object(json_parser_get_root(parser)),
+                                      "$defs"), "job-reason");
+    codes = json_object_get_array_member(
+        json_object_get_object_member(
+            json_object_get_object_member(
+                json_array_get_object_element(json_object_get_array_member(reason, "oneOf"), 1),
+                "properties"), "code"), "enum");
+    g_assert_cmpuint(json_array_get_length(codes), ==, VRM_ERR_LAST - 1);
+    for (i = 0; i < json_array_get_length(codes); i++)
+        g_assert_cmpstr(json_array_get_string_element(codes, i), ==,
+                        vrmErrorCodeTypeToString(VRM_ERR_OK + 1 + i));
 }
 
 /* The public header's names of our statistics are the table's rows
@@ -277,7 +337,7 @@ testStatNames(void)
 
     g_assert_cmpuint(vrmJobStatCount(), ==, G_N_ELEMENTS(published));
     for (i = 0; i < G_N_ELEMENTS(published); i++) {
-        g_autofree char *field = g_strdup_printf("rdma.%s", vrmJobStatGet(i)->name);
+        g_autofree char *field = g_strconcat(VRM_PARAM_PREFIX, vrmJobStatGet(i)->name, NULL);
 
         g_assert_cmpstr(field, ==, published[i]);
         g_assert_cmpuint(strlen(field), <, VIR_TYPED_PARAM_FIELD_LENGTH);
@@ -309,6 +369,8 @@ main(int argc, char **argv)
     }
     g_test_add_func("/jobfmt/virsh/random", testVirshRandom);
     g_test_add_func("/jobfmt/json", testJSON);
+    g_test_add_func("/jobfmt/json-schema", testJSONSchema);
+    g_test_add_func("/jobfmt/json-schema-codes", testJSONSchemaCodes);
     g_test_add_func("/jobfmt/stat-names", testStatNames);
     return g_test_run();
 }

@@ -4,6 +4,7 @@
 #include <config.h>
 
 #include <string.h>
+#include <unistd.h>
 
 #include "vrmtestutils.h"
 #include "vrmi18n.h"
@@ -33,6 +34,43 @@ vrmTestDataDir(const char *subdir)
         root = g_path_get_dirname(xmldir);
     }
     return g_build_filename(root, "tests", subdir, NULL);
+}
+
+/* Debian's interpreter: the one python3-jsonschema installs into (a
+ * python3 earlier in PATH may be another) */
+#define VRM_TEST_PYTHON "/usr/bin/python3"
+
+void
+vrmTestAssertJSONValid(const char *kind, const char *text)
+{
+    g_autofree char *utilDir = vrmTestDataDir("util");
+    g_autofree char *testsDir = g_path_get_dirname(utilDir);
+    g_autofree char *root = g_path_get_dirname(testsDir);
+    g_autofree char *script = g_build_filename(utilDir, "vrmjsonvalidate.py", NULL);
+    g_autofree char *schema = g_build_filename(root, "docs", "virt-rdma.schema.json", NULL);
+    g_autofree char *dir = g_dir_make_tmp("vrmjson-XXXXXX", NULL);
+    g_autofree char *path = NULL;
+    g_autofree char *out = NULL;
+    g_autofree char *err = NULL;
+    g_autoptr(GError) gerr = NULL;
+    int status = 0;
+
+    g_assert_nonnull(dir);
+    path = g_build_filename(dir, "out.json", NULL);
+    g_assert_true(g_file_set_contents(path, text, -1, NULL));
+    {
+        const char *argv[] = { VRM_TEST_PYTHON, script, schema, kind, path, NULL };
+
+        if (!g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_DEFAULT, NULL, NULL,
+                          &out, &err, &status, &gerr))
+            g_error("cannot run %s: %s", VRM_TEST_PYTHON, gerr->message);
+    }
+    unlink(path);
+    rmdir(dir);
+    if (!g_spawn_check_wait_status(status, NULL))
+        g_error("the output is no valid %s of docs/virt-rdma.schema.json (is python3-jsonschema installed?):\n%s%s",
+                kind, out, err);
+    g_test_message("%s: schema %s", kind, g_strstrip(out));
 }
 
 static gint

@@ -35,5 +35,10 @@ char *vrmTestReadFile(const char *path);
  */
 bool vrmTestCompareToFile(const char *actual, const char *path);
 
+/* Each line of @text is a valid @kind ("capabilities", "jobinfo", "jobs",
+ * "event") of docs/virt-rdma.schema.json, as python3-jsonschema checks
+ * it; the test fails with the validator's complaint otherwise */
+void vrmTestAssertJSONValid(const char *kind, const char *text);
+
 /* The message expected by an invalid fixture: <fixture minus suffix>.err */
 char *vrmTestErrPath(const char *fixture, const char *suffix);

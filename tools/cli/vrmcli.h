@@ -8,6 +8,7 @@
 
 #include <libvirt/libvirt.h>
 
+#include "vrmclijson.h"
 #include "vrmcontrol.h"
 
 /* Each returns the process exit status: 0 success, 1 failure, 2 usage. */
@@ -20,13 +21,11 @@ int vrmCmdCapabilities(int argc, char **argv);
 int vrmCmdBench(int argc, char **argv);
 
 /* One job as `jobs` and `events` show it (vrmclijobs.c): the other end
- * (NULL if not known yet), "out" or "in", and its JSON object, whose keys
- * virt-rdma(1) lists; VRM_CLI_JOBS_JSON_VERSION goes up when a key changes
- * meaning. */
-#define VRM_CLI_JOBS_JSON_VERSION 1
+ * (NULL if not known yet), "out" or "in", and its JSON object (the "job"
+ * of docs/virt-rdma.schema.json), added as the next value of @b */
 const char *vrmCliJobPeer(const vrmJobRecord *rec);
 const char *vrmCliJobDirection(const vrmJobRecord *rec);
-void vrmCliJobFormatJSON(GString *out, const vrmJobRecord *rec);
+void vrmCliJobFormatJSON(JsonBuilder *b, const vrmJobRecord *rec);
 
 /* "123.456 MiB" like virsh's pretty capacities. */
 char *vrmCliPrettySize(unsigned long long bytes);

@@ -25,6 +25,7 @@
 #include "vrmclihostcheck.h"
 #include "vrmclijobfmt.h"
 #include "vrmcapability.h"
+#include "vrmenum.h"
 #include "vrmerror.h"
 #include "vrmi18n.h"
 #include "vrmhelperclient.h"
@@ -44,6 +45,45 @@ typedef enum {
     VRM_CAPS_USERFAULTFD_ANY_USER,      /* 1 */
 } vrmCapsUserfaultfd;
 
+/* Why this host cannot migrate: a stable code for scripts ("code" in
+ * --json) beside the translated message with its advice */
+typedef enum {
+    VRM_CAPS_REASON_HOOK_MISSING,
+    VRM_CAPS_REASON_HOOK_NOT_LOADED,
+    VRM_CAPS_REASON_APPARMOR,
+    VRM_CAPS_REASON_PEER_CHECK,
+    VRM_CAPS_REASON_ACCESS_DENIED,
+    VRM_CAPS_REASON_HELPER_DOWN,
+    VRM_CAPS_REASON_NO_DEVICE,
+    VRM_CAPS_REASON_NO_ACTIVE_PORT,
+    VRM_CAPS_REASON_PEER_CHANNEL,
+    VRM_CAPS_REASON_LIBVIRT,
+    VRM_CAPS_REASON_ENGINE,
+    VRM_CAPS_REASON_MEMLOCK,
+    VRM_CAPS_REASON_PINNED_BUDGET,
+
+    VRM_CAPS_REASON_LAST
+} vrmCapsReasonCode;
+VRM_ENUM_DECL(vrmCapsReasonCode);
+VRM_ENUM_IMPL(vrmCapsReasonCode, VRM_CAPS_REASON_LAST,
+              "hook-missing", "hook-not-loaded", "apparmor", "peer-check",
+              "access-denied", "helper-down", "no-device", "no-active-port",
+              "peer-channel", "libvirt", "engine", "memlock", "pinned-budget");
+
+typedef struct {
+    vrmCapsReasonCode code;
+    char *message;
+} vrmCapsReason;
+
+static void
+vrmCapsReasonFree(gpointer opaque)
+{
+    vrmCapsReason *r = opaque;
+
+    g_free(r->message);
+    g_free(r);
+}
+
 typedef struct {
     char *socketPath;
     vrmHostInfo *info;              /* NULL: the helper did not answer */
@@ -60,7 +100,7 @@ typedef struct {
     bool peerOk;
     char *peerError;
     vrmCapsUserfaultfd userfaultfd;
-    GPtrArray *reasons;             /* char *: why this host cannot migrate */
+    GPtrArray *reasons;             /* vrmCapsReason: why this host cannot migrate */
 } vrmCaps;
 
 static void
@@ -131,9 +171,13 @@ vrmCapsCheckPeer(vrmCaps *c)
 }
 
 static void
-vrmCapsReason(vrmCaps *c, char *reason)
+vrmCapsAddReason(vrmCaps *c, vrmCapsReasonCode code, char *message)
 {
-    g_ptr_array_add(c->reasons, reason);
+    vrmCapsReason *r = g_new0(vrmCapsReason, 1);
+
+    r->code = code;
+    r->message = message;
+    g_ptr_array_add(c->reasons, r);
 }
 
 /* Every reason this host cannot migrate, with what to type */
@@ -176,28 +220,34 @@ vrmCapsVerdict(vrmCaps *c)
     /* not a reason: only post-copy needs it, and QEMU may run as root */
     c->userfaultfd = vrmCapsReadUserfaultfd();
     if (!c->hook)
-        vrmCapsReason(c, g_strdup_printf(_("the libvirt hook is not installed at %1$s: this host cannot receive migrations until it is (then restart libvirtd)"),
+        vrmCapsAddReason(c, VRM_CAPS_REASON_HOOK_MISSING,
+                         g_strdup_printf(_("the libvirt hook is not installed at %1$s: this host cannot receive migrations until it is (then restart libvirtd)"),
                                          VRM_HOOK_PATH));
     /* the two manual steps an install needs besides the hook itself */
     c->hookLoaded = vrmHostCheckHookLoaded("", VRM_HOOK_PATH, &c->hookDetail);
     if (c->hookLoaded == VRM_HOST_CHECK_PROBLEM)
-        vrmCapsReason(c, g_strdup_printf(_("libvirt does not run the hook yet: %1$s"),
+        vrmCapsAddReason(c, VRM_CAPS_REASON_HOOK_NOT_LOADED,
+                         g_strdup_printf(_("libvirt does not run the hook yet: %1$s"),
                                          c->hookDetail));
     c->apparmor = vrmHostCheckAppArmor("", &c->apparmorDetail);
     if (c->apparmor == VRM_HOST_CHECK_PROBLEM)
-        vrmCapsReason(c, g_strdup(c->apparmorDetail));
+        vrmCapsAddReason(c, VRM_CAPS_REASON_APPARMOR,
+                         g_strdup(c->apparmorDetail));
     if (c->peerHost && i) {
         vrmCapsCheckPeer(c);
         if (!c->peerOk)
-            vrmCapsReason(c, g_strdup_printf(_("the helpers' channel with %1$s does not work: %2$s"),
+            vrmCapsAddReason(c, VRM_CAPS_REASON_PEER_CHECK,
+                             g_strdup_printf(_("the helpers' channel with %1$s does not work: %2$s"),
                                              c->peerHost, c->peerError));
     }
     if (!i) {
         if (c->errorCode == VRM_ERR_AUTH)
-            vrmCapsReason(c, g_strdup_printf(_("you may not use virt-rdmad: add yourself to its access group (adduser %1$s %2$s), then log in again; or run this as root"),
+            vrmCapsAddReason(c, VRM_CAPS_REASON_ACCESS_DENIED,
+                             g_strdup_printf(_("you may not use virt-rdmad: add yourself to its access group (adduser %1$s %2$s), then log in again; or run this as root"),
                                              g_get_user_name(), vrmCapsAccessGroup(c)));
         else
-            vrmCapsReason(c, g_strdup(_("virt-rdmad is not running on this host: start it with 'systemctl start virt-rdmad.socket virt-rdmad' (or 'virt-rdmad -v' in a terminal)")));
+            vrmCapsAddReason(c, VRM_CAPS_REASON_HELPER_DOWN,
+                             g_strdup(_("virt-rdmad is not running on this host: start it with 'systemctl start virt-rdmad.socket virt-rdmad' (or 'virt-rdmad -v' in a terminal)")));
         return;
     }
     for (k = 0; k < i->devices->len; k++) {
@@ -207,24 +257,31 @@ vrmCapsVerdict(vrmCaps *c)
             active++;
     }
     if (i->devices->len == 0)
-        vrmCapsReason(c, g_strdup(_("no RDMA device: load the driver of the adapter (for Soft-RoCE: modprobe rdma_rxe; rdma link add rxe0 type rxe netdev IFACE)")));
+        vrmCapsAddReason(c, VRM_CAPS_REASON_NO_DEVICE,
+                         g_strdup(_("no RDMA device: load the driver of the adapter (for Soft-RoCE: modprobe rdma_rxe; rdma link add rxe0 type rxe netdev IFACE)")));
     else if (!active)
-        vrmCapsReason(c, g_strdup(_("no RDMA port is ACTIVE: check the cable, the subnet manager (InfiniBand) or the network interface (RoCE)")));
+        vrmCapsAddReason(c, VRM_CAPS_REASON_NO_ACTIVE_PORT,
+                         g_strdup(_("no RDMA port is ACTIVE: check the cable, the subnet manager (InfiniBand) or the network interface (RoCE)")));
     if (i->peerStatus != VRM_HOST_INFO_STATUS_OK)
-        vrmCapsReason(c, g_strdup_printf(_("the helpers' channel does not work: %1$s; for a cluster key: virt-rdmad --generate-key %2$s on one host, copy the file (mode 0600) to every host, then systemctl restart virt-rdmad"),
+        vrmCapsAddReason(c, VRM_CAPS_REASON_PEER_CHANNEL,
+                         g_strdup_printf(_("the helpers' channel does not work: %1$s; for a cluster key: virt-rdmad --generate-key %2$s on one host, copy the file (mode 0600) to every host, then systemctl restart virt-rdmad"),
                                          i->peerMessage ? i->peerMessage : "",
                                          VRM_SYSCONFDIR "/cluster.key"));
     if (i->libvirtStatus != VRM_HOST_INFO_STATUS_OK)
-        vrmCapsReason(c, g_strdup_printf(_("virt-rdmad cannot reach libvirt at %1$s: %2$s; start libvirtd, or set [libvirt] uri"),
+        vrmCapsAddReason(c, VRM_CAPS_REASON_LIBVIRT,
+                         g_strdup_printf(_("virt-rdmad cannot reach libvirt at %1$s: %2$s; start libvirtd, or set [libvirt] uri"),
                                          i->libvirtURI, i->libvirtMessage ? i->libvirtMessage : ""));
     if (i->engineStatus != VRM_HOST_INFO_STATUS_OK)
-        vrmCapsReason(c, g_strdup(i->engineMessage ? i->engineMessage : ""));
+        vrmCapsAddReason(c, VRM_CAPS_REASON_ENGINE,
+                         g_strdup(i->engineMessage ? i->engineMessage : ""));
     if (!i->memlockUnlimited && !i->memlockCanRaise &&
         i->memlockLimit < i->pinnedOneChannel)
-        vrmCapsReason(c, g_strdup_printf(_("virt-rdmad's locked-memory limit (%1$llu bytes) is below the %2$llu one channel pins: set LimitMEMLOCK=infinity in its unit"),
+        vrmCapsAddReason(c, VRM_CAPS_REASON_MEMLOCK,
+                         g_strdup_printf(_("virt-rdmad's locked-memory limit (%1$llu bytes) is below the %2$llu one channel pins: set LimitMEMLOCK=infinity in its unit"),
                                          i->memlockLimit, i->pinnedOneChannel));
     if (i->budget < i->pinnedOneChannel)
-        vrmCapsReason(c, g_strdup_printf(_("the pinned-memory budget ([limits] max-pinned-bytes = %1$llu) is below the %2$llu bytes one channel pins: raise it in %3$s"),
+        vrmCapsAddReason(c, VRM_CAPS_REASON_PINNED_BUDGET,
+                         g_strdup_printf(_("the pinned-memory budget ([limits] max-pinned-bytes = %1$llu) is below the %2$llu bytes one channel pins: raise it in %3$s"),
                                          i->budget, i->pinnedOneChannel,
                                          vrmHelperConfigDefaultPath()));
 }
@@ -319,116 +376,107 @@ vrmCapsPrintText(const vrmCaps *c)
     printf(_("\nThis host cannot migrate over RDMA:\n"));
     /* message-style: exempt-end */
     for (k = 0; k < c->reasons->len; k++)
-        printf("  - %s\n", (char *)g_ptr_array_index(c->reasons, k));
+        printf("  - %s\n", ((vrmCapsReason *)g_ptr_array_index(c->reasons, k))->message);
 }
 
+/* The helper's own view, as "helper" (docs/json.rst) */
 static void
-vrmJSONString(GString *buf, const char *key, const char *value)
+vrmCapsPrintJSONHelper(JsonBuilder *b, const vrmHostInfo *i)
 {
-    g_string_append_printf(buf, "\"%s\": ", key);
-    vrmJobFormatJSONString(buf, value);
+    size_t k;
+
+    json_builder_begin_object(b);
+    vrmCliJsonString(b, "version", i->version);
+    vrmCliJsonUInt(b, "uid", i->uid);
+    vrmCliJsonUInt(b, "jobs-running", i->runningJobs);
+    vrmCliJsonUInt(b, "jobs-max", i->maxJobs);
+    vrmCliJsonUInt(b, "max-channels", i->maxChannels);
+    vrmCliJsonUInt(b, "max-ring-depth", i->maxRingDepth);
+    vrmCliJsonUInt(b, "pinned-budget", i->budget);
+    vrmCliJsonUInt(b, "pinned-used", i->pinnedUsed);
+    vrmCliJsonUInt(b, "pinned-one-channel", i->pinnedOneChannel);
+    vrmCliJsonUInt(b, "pinned-largest-offer", i->pinnedLargestOffer);
+    if (i->memlockUnlimited)
+        vrmCliJsonNull(b, "memlock-limit");
+    else
+        vrmCliJsonUInt(b, "memlock-limit", i->memlockLimit);
+    vrmCliJsonString(b, "engine-user", i->engineUser);
+    vrmCliJsonString(b, "engine-status", vrmHostInfoStatusTypeToString(i->engineStatus));
+    vrmCliJsonString(b, "peer-auth", i->peerAuth);
+    vrmCliJsonString(b, "peer-status", vrmHostInfoStatusTypeToString(i->peerStatus));
+    vrmCliJsonString(b, "peer-message", i->peerMessage);
+    vrmCliJsonString(b, "locator-host", i->locator ? i->locator->host : NULL);
+    vrmCliJsonString(b, "locator-address", i->locator ? i->locator->address : NULL);
+    vrmCliJsonUInt(b, "locator-port", i->locator ? i->locator->port : 0);
+    vrmCliJsonString(b, "libvirt-uri", i->libvirtURI);
+    vrmCliJsonString(b, "libvirt-status", vrmHostInfoStatusTypeToString(i->libvirtStatus));
+    vrmCliJsonString(b, "transparent-mode", i->transparentMode);
+    vrmCliJsonString(b, "transparent-status", i->transparentMode ?
+                     vrmHostInfoStatusTypeToString(i->transparentStatus) : NULL);
+    vrmCliJsonString(b, "transparent-message", i->transparentMessage);
+    json_builder_set_member_name(b, "devices");
+    json_builder_begin_array(b);
+    for (k = 0; k < i->devices->len; k++) {
+        const vrmHostInfoDevice *dev = g_ptr_array_index(i->devices, k);
+
+        json_builder_begin_object(b);
+        vrmCliJsonString(b, "name", dev->name);
+        vrmCliJsonUInt(b, "port", dev->port);
+        vrmCliJsonString(b, "state", dev->state);
+        vrmCliJsonString(b, "address", dev->address);
+        json_builder_end_object(b);
+    }
+    json_builder_end_array(b);
+    json_builder_end_object(b);
 }
 
 static void
 vrmCapsPrintJSON(const vrmCaps *c)
 {
-    const vrmHostInfo *i = c->info;
-    g_autoptr(GString) b = g_string_new("{");
+    JsonBuilder *b = vrmCliJsonNew();
+    g_autofree char *text = NULL;
     size_t k;
 
-    g_string_append_printf(b, "\"can_migrate\": %s, ", c->reasons->len ? "false" : "true");
-    vrmJSONString(b, "helper_socket", c->socketPath);
-    g_string_append(b, ", ");
-    vrmJSONString(b, "helper_error", i ? NULL : c->error);
-    g_string_append_printf(b, ", \"helper_denied\": %s, ",
-                           !i && c->errorCode == VRM_ERR_AUTH ? "true" : "false");
-    g_string_append_printf(b, "\"hook_installed\": %s, \"protocol_version\": %d, ",
-                           c->hook ? "true" : "false", VRM_PROTOCOL_VERSION);
-    vrmJSONString(b, "hook_loaded", vrmHostCheckName(c->hookLoaded));
-    g_string_append(b, ", ");
-    vrmJSONString(b, "hook_detail", c->hookDetail);
-    g_string_append(b, ", ");
-    vrmJSONString(b, "apparmor_rule", vrmHostCheckName(c->apparmor));
-    g_string_append(b, ", ");
-    vrmJSONString(b, "apparmor_detail", c->apparmorDetail);
-    g_string_append(b, ", ");
+    vrmCliJsonBool(b, "can-migrate", c->reasons->len == 0);
+    vrmCliJsonString(b, "helper-socket", c->socketPath);
+    vrmCliJsonString(b, "helper-error", c->info ? NULL : c->error);
+    vrmCliJsonBool(b, "helper-denied", !c->info && c->errorCode == VRM_ERR_AUTH);
+    vrmCliJsonBool(b, "hook-installed", c->hook);
+    vrmCliJsonUInt(b, "protocol-version", VRM_PROTOCOL_VERSION);
+    vrmCliJsonString(b, "hook-loaded", vrmHostCheckName(c->hookLoaded));
+    vrmCliJsonString(b, "hook-detail", c->hookDetail);
+    vrmCliJsonString(b, "apparmor-rule", vrmHostCheckName(c->apparmor));
+    vrmCliJsonString(b, "apparmor-detail", c->apparmorDetail);
     if (c->peerHost) {
-        g_string_append(b, "\"peer\": {");
-        vrmJSONString(b, "host", c->peerHost);
-        g_string_append(b, ", ");
-        vrmJSONString(b, "address", c->peerAddress);
-        g_string_append_printf(b, ", \"ok\": %s, ", c->peerOk ? "true" : "false");
-        vrmJSONString(b, "error", c->peerError);
-        g_string_append(b, "}, ");
+        json_builder_set_member_name(b, "peer");
+        json_builder_begin_object(b);
+        vrmCliJsonString(b, "host", c->peerHost);
+        vrmCliJsonString(b, "address", c->peerAddress);
+        vrmCliJsonBool(b, "ok", c->peerOk);
+        vrmCliJsonString(b, "error", c->peerError);
+        json_builder_end_object(b);
     }
     /* the sysctl's value, null when unknown */
     if (c->userfaultfd == VRM_CAPS_USERFAULTFD_UNKNOWN)
-        g_string_append(b, "\"unprivileged_userfaultfd\": null, ");
+        vrmCliJsonNull(b, "unprivileged-userfaultfd");
     else
-        g_string_append_printf(b, "\"unprivileged_userfaultfd\": %d, ",
-                               c->userfaultfd == VRM_CAPS_USERFAULTFD_ANY_USER);
-    if (i) {
-        g_string_append(b, "\"helper\": {");
-        vrmJSONString(b, "version", i->version);
-        g_string_append_printf(b, ", \"uid\": %u, \"jobs_running\": %u, \"jobs_max\": %u, "
-                               "\"max_channels\": %u, \"max_ring_depth\": %u, "
-                               "\"pinned_budget\": %llu, \"pinned_used\": %llu, "
-                               "\"pinned_one_channel\": %llu, \"pinned_largest_offer\": %llu, ",
-                               i->uid, i->runningJobs, i->maxJobs, i->maxChannels,
-                               i->maxRingDepth, i->budget, i->pinnedUsed,
-                               i->pinnedOneChannel, i->pinnedLargestOffer);
-        if (i->memlockUnlimited)
-            g_string_append(b, "\"memlock_limit\": null, ");
-        else
-            g_string_append_printf(b, "\"memlock_limit\": %llu, ", i->memlockLimit);
-        vrmJSONString(b, "engine_user", i->engineUser);
-        g_string_append(b, ", ");
-        vrmJSONString(b, "engine_status", vrmHostInfoStatusTypeToString(i->engineStatus));
-        g_string_append(b, ", ");
-        vrmJSONString(b, "peer_auth", i->peerAuth);
-        g_string_append(b, ", ");
-        vrmJSONString(b, "peer_status", vrmHostInfoStatusTypeToString(i->peerStatus));
-        g_string_append(b, ", ");
-        vrmJSONString(b, "peer_message", i->peerMessage);
-        g_string_append(b, ", ");
-        vrmJSONString(b, "locator_host", i->locator ? i->locator->host : NULL);
-        g_string_append(b, ", ");
-        vrmJSONString(b, "locator_address", i->locator ? i->locator->address : NULL);
-        g_string_append_printf(b, ", \"locator_port\": %u, ", i->locator ? i->locator->port : 0);
-        vrmJSONString(b, "libvirt_uri", i->libvirtURI);
-        g_string_append(b, ", ");
-        vrmJSONString(b, "libvirt_status", vrmHostInfoStatusTypeToString(i->libvirtStatus));
-        g_string_append(b, ", ");
-        vrmJSONString(b, "transparent_mode", i->transparentMode);
-        g_string_append(b, ", ");
-        vrmJSONString(b, "transparent_status", i->transparentMode ?
-                      vrmHostInfoStatusTypeToString(i->transparentStatus) : NULL);
-        g_string_append(b, ", ");
-        vrmJSONString(b, "transparent_message", i->transparentMessage);
-        g_string_append(b, ", \"devices\": [");
-        for (k = 0; k < i->devices->len; k++) {
-            const vrmHostInfoDevice *dev = g_ptr_array_index(i->devices, k);
-
-            g_string_append(b, k ? ", {" : "{");
-            vrmJSONString(b, "name", dev->name);
-            g_string_append_printf(b, ", \"port\": %u, ", dev->port);
-            vrmJSONString(b, "state", dev->state);
-            g_string_append(b, ", ");
-            vrmJSONString(b, "address", dev->address);
-            g_string_append(b, "}");
-        }
-        g_string_append(b, "]}, ");
-    } else {
-        g_string_append(b, "\"helper\": null, ");
-    }
-    g_string_append(b, "\"reasons\": [");
+        vrmCliJsonUInt(b, "unprivileged-userfaultfd",
+                       c->userfaultfd == VRM_CAPS_USERFAULTFD_ANY_USER);
+    json_builder_set_member_name(b, "helper");
+    if (c->info)
+        vrmCapsPrintJSONHelper(b, c->info);
+    else
+        json_builder_add_null_value(b);
+    json_builder_set_member_name(b, "reasons");
+    json_builder_begin_array(b);
     for (k = 0; k < c->reasons->len; k++) {
-        if (k)
-            g_string_append(b, ", ");
-        vrmJobFormatJSONString(b, g_ptr_array_index(c->reasons, k));
+        const vrmCapsReason *r = g_ptr_array_index(c->reasons, k);
+
+        vrmCliJsonReason(b, NULL, vrmCapsReasonCodeTypeToString(r->code), r->message);
     }
-    g_string_append(b, "]}\n");
-    fputs(b->str, stdout);
+    json_builder_end_array(b);
+    text = vrmCliJsonFinish(b);
+    fputs(text, stdout);
 }
 
 int
@@ -447,7 +495,7 @@ vrmCmdCapabilities(int argc, char **argv)
 
     if (!vrmCliParseOptions(ctx, entries, &argc, &argv))
         return 2;
-    c.reasons = g_ptr_array_new_with_free_func(g_free);
+    c.reasons = g_ptr_array_new_with_free_func(vrmCapsReasonFree);
     c.peerHost = g_steal_pointer(&peer);
     vrmCapsAsk(&c);
     vrmCapsVerdict(&c);

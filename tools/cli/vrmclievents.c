@@ -29,13 +29,15 @@ vrmEventsPrintJSON(const vrmJobRecord *rec)
 {
     g_autoptr(GDateTime) now = g_date_time_new_now_utc();
     g_autofree char *when = g_date_time_format_iso8601(now);
-    g_autoptr(GString) out = g_string_new(NULL);
+    JsonBuilder *b = vrmCliJsonNew();
+    g_autofree char *text = NULL;
 
-    g_string_append_printf(out, "{\"version\":%d,\"event\":\"job-state\",\"time\":\"%s\",\"job\":",
-                           VRM_CLI_JOBS_JSON_VERSION, when);
-    vrmCliJobFormatJSON(out, rec);
-    g_string_append(out, "}\n");
-    fputs(out->str, stdout);
+    vrmCliJsonString(b, "event", "job-state");
+    vrmCliJsonString(b, "time", when);
+    json_builder_set_member_name(b, "job");
+    vrmCliJobFormatJSON(b, rec);
+    text = vrmCliJsonFinish(b);
+    fputs(text, stdout);
 }
 
 static void

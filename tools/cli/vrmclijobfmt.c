@@ -7,12 +7,14 @@
  */
 #include <config.h>
 
+#include <math.h>
 #include <string.h>
 
 #include <glib.h>
 
 #include "virt-rdma.h"
 #include "vrmclijobfmt.h"
+#include "vrmclijson.h"
 #include "vrmcapability.h"
 #include "vrmjobstat.h"
 #include "vrmi18n.h"
@@ -419,71 +421,47 @@ vrmJobFormatRDMA(virTypedParameterPtr params, int nparams)
     return g_string_free(out, FALSE);
 }
 
-/* @s as a JSON string; invalid UTF-8 becomes U+FFFD, control characters
- * escapes. NULL: null. */
-void
-vrmJobFormatJSONString(GString *out, const char *str)
-{
-    g_autofree char *s = NULL;
-    const char *p;
-
-    if (!str) {
-        g_string_append(out, "null");
-        return;
-    }
-    s = g_utf8_make_valid(str, -1);
-    g_string_append_c(out, '"');
-    for (p = s; *p; p++) {
-        unsigned char c = *p;
-
-        if (c == '"' || c == '\\')
-            g_string_append_printf(out, "\\%c", c);
-        else if (c < 0x20)
-            g_string_append_printf(out, "\\u%04x", c);
-        else
-            g_string_append_c(out, c);
-    }
-    g_string_append_c(out, '"');
-}
-
+/* One typed parameter as a member of the object being built */
 static void
-vrmJSONParam(GString *out, const virTypedParameter *p)
+vrmJSONParam(JsonBuilder *b, const char *key, const virTypedParameter *p)
 {
-    vrmJobFormatJSONString(out, p->field);
-    g_string_append_c(out, ':');
     switch (p->type) {
     case VIR_TYPED_PARAM_INT:
-        g_string_append_printf(out, "%d", p->value.i);
+        vrmCliJsonInt(b, key, p->value.i);
         return;
     case VIR_TYPED_PARAM_UINT:
-        g_string_append_printf(out, "%u", p->value.ui);
+        vrmCliJsonUInt(b, key, p->value.ui);
         return;
     case VIR_TYPED_PARAM_LLONG:
-        g_string_append_printf(out, "%lld", p->value.l);
+        vrmCliJsonInt(b, key, p->value.l);
         return;
     case VIR_TYPED_PARAM_ULLONG:
-        g_string_append_printf(out, "%llu", p->value.ul);
+        vrmCliJsonUInt(b, key, p->value.ul);
         return;
     case VIR_TYPED_PARAM_DOUBLE:
-        g_string_append_printf(out, "%.17g", p->value.d);
+        /* JSON has no NaN or infinity */
+        json_builder_set_member_name(b, key);
+        if (isfinite(p->value.d))
+            json_builder_add_double_value(b, p->value.d);
+        else
+            json_builder_add_null_value(b);
         return;
     case VIR_TYPED_PARAM_BOOLEAN:
-        g_string_append(out, p->value.b ? "true" : "false");
+        vrmCliJsonBool(b, key, p->value.b);
         return;
-    case VIR_TYPED_PARAM_STRING: {
-        vrmJobFormatJSONString(out, p->value.s);
+    case VIR_TYPED_PARAM_STRING:
+        vrmCliJsonString(b, key, p->value.s);
         return;
-    }
     default:
         break;
     }
-    g_string_append(out, "null");
+    vrmCliJsonNull(b, key);
 }
 
 /*
- * {"type": "completed", "operation": "outgoing-migration",
+ * {"format-version": 1, "type": "completed", "operation": "outgoing-migration",
  *  "libvirt": {libvirt's typed parameters by field name},
- *  "rdma": {ours, without the "rdma." prefix}}
+ *  "rdma": {ours, without the VRM_PARAM_PREFIX}}
  * Names are stable (not translated); values keep their types.
  */
 char *
@@ -497,34 +475,27 @@ vrmJobFormatJSON(int type, virTypedParameterPtr params, int nparams)
         "outgoing-migration", "snapshot", "snapshot-revert", "dump",
         "backup", "snapshot-delete",
     };
-    GString *out = g_string_new("{\"type\":");
+    JsonBuilder *b = vrmCliJsonNew();
     int op = 0;
-    bool first;
     int pass, i;
 
-    vrmJobFormatJSONString(out, type >= 0 && (size_t)type < G_N_ELEMENTS(types) ?
-                  types[type] : "unknown");
+    vrmCliJsonString(b, "type", type >= 0 && (size_t)type < G_N_ELEMENTS(types) ?
+                     types[type] : "unknown");
     virTypedParamsGetInt(params, nparams, VIR_DOMAIN_JOB_OPERATION, &op);
-    g_string_append(out, ",\"operation\":");
-    vrmJobFormatJSONString(out, op >= 0 && (size_t)op < G_N_ELEMENTS(operations) ?
-                  operations[op] : "unknown");
+    vrmCliJsonString(b, "operation", op >= 0 && (size_t)op < G_N_ELEMENTS(operations) ?
+                     operations[op] : "unknown");
     for (pass = 0; pass < 2; pass++) {
-        g_string_append(out, pass == 0 ? ",\"libvirt\":{" : "},\"rdma\":{");
-        first = true;
+        json_builder_set_member_name(b, pass == 0 ? "libvirt" : "rdma");
+        json_builder_begin_object(b);
         for (i = 0; i < nparams; i++) {
-            bool ours = g_str_has_prefix(params[i].field, VRM_PARAM_PREFIX);
-            virTypedParameter p = params[i];
+            const char *field = params[i].field;
+            bool ours = g_str_has_prefix(field, VRM_PARAM_PREFIX);
 
-            if (ours != (pass == 1) || g_str_equal(p.field, VIR_DOMAIN_JOB_OPERATION))
+            if (ours != (pass == 1) || g_str_equal(field, VIR_DOMAIN_JOB_OPERATION))
                 continue;
-            if (ours)
-                g_strlcpy(p.field, params[i].field + strlen(VRM_PARAM_PREFIX), sizeof(p.field));
-            if (!first)
-                g_string_append_c(out, ',');
-            first = false;
-            vrmJSONParam(out, &p);
+            vrmJSONParam(b, ours ? field + strlen(VRM_PARAM_PREFIX) : field, &params[i]);
         }
+        json_builder_end_object(b);
     }
-    g_string_append(out, "}}\n");
-    return g_string_free(out, FALSE);
+    return vrmCliJsonFinish(b);
 }

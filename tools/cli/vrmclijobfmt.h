@@ -13,10 +13,8 @@
  *   vrmJobFormatLibvirt(type, params, n, completed, anystats)  virsh's text
  *   vrmJobFormatRaw(type, params, n)      virsh's --rawstats text
  *   vrmJobFormatRDMA(params, n)           our lines ("RDMA ..."), or why none
- *   vrmJobFormatJSON(type, params, n)     one JSON object, keys in
- *                                         virt-rdma(1) "JSON OUTPUT"
+ *   vrmJobFormatJSON(type, params, n)     one JSON object (docs/json.rst)
  *   vrmJobFormatPrettySize(bytes, &unit)  virsh's scaled sizes
- *   vrmJobFormatJSONString(out, str)      a JSON string (valid UTF-8), or null
  */
 #pragma once
 
@@ -31,5 +29,4 @@ char *vrmJobFormatLibvirt(int type, virTypedParameterPtr params, int nparams,
 char *vrmJobFormatRaw(int type, virTypedParameterPtr params, int nparams);
 char *vrmJobFormatRDMA(virTypedParameterPtr params, int nparams);
 char *vrmJobFormatJSON(int type, virTypedParameterPtr params, int nparams);
-void vrmJobFormatJSONString(GString *out, const char *str);
 double vrmJobFormatPrettySize(unsigned long long bytes, const char **unit);

@@ -47,43 +47,41 @@ vrmJobsBytes(const vrmJobRecord *rec)
 }
 
 void
-vrmCliJobFormatJSON(GString *out, const vrmJobRecord *rec)
+vrmCliJobFormatJSON(JsonBuilder *b, const vrmJobRecord *rec)
 {
-    g_string_append_printf(out, "{\"id\":%llu,\"domain\":", rec->id);
-    vrmJobFormatJSONString(out, rec->domainName);
-    g_string_append(out, ",\"uuid\":");
-    vrmJobFormatJSONString(out, rec->domainUUID);
-    g_string_append(out, ",\"direction\":");
-    vrmJobFormatJSONString(out, vrmCliJobDirection(rec));
-    g_string_append(out, ",\"peer\":");
-    vrmJobFormatJSONString(out, vrmCliJobPeer(rec));
-    g_string_append(out, ",\"state\":");
-    vrmJobFormatJSONString(out, vrmJobStateTypeToString(rec->state));
-    g_string_append_printf(out, ",\"final\":%s", vrmJobStateIsFinal(rec->state) ? "true" : "false");
-    if (rec->hasStats)
-        g_string_append_printf(out, ",\"bytes\":%llu,\"mbps\":%u,\"channels\":%u",
-                               vrmJobsBytes(rec), rec->stats.mbps, rec->stats.channels);
-    else
-        g_string_append(out, ",\"bytes\":null,\"mbps\":null,\"channels\":null");
-    g_string_append(out, ",\"cause\":");
-    vrmJobFormatJSONString(out, rec->error);
-    g_string_append_c(out, '}');
+    json_builder_begin_object(b);
+    vrmCliJsonUInt(b, "id", rec->id);
+    vrmCliJsonString(b, "domain", rec->domainName);
+    vrmCliJsonString(b, "uuid", rec->domainUUID);
+    vrmCliJsonString(b, "direction", vrmCliJobDirection(rec));
+    vrmCliJsonString(b, "peer", vrmCliJobPeer(rec));
+    vrmCliJsonString(b, "state", vrmJobStateTypeToString(rec->state));
+    vrmCliJsonBool(b, "final", vrmJobStateIsFinal(rec->state));
+    if (rec->hasStats) {
+        vrmCliJsonUInt(b, "bytes", vrmJobsBytes(rec));
+        vrmCliJsonUInt(b, "mbps", rec->stats.mbps);
+        vrmCliJsonUInt(b, "channels", rec->stats.channels);
+    } else {
+        vrmCliJsonNull(b, "bytes");
+        vrmCliJsonNull(b, "mbps");
+        vrmCliJsonNull(b, "channels");
+    }
+    vrmCliJsonReason(b, "reason", vrmErrorCodeTypeToString(rec->errorCode), rec->error);
+    json_builder_end_object(b);
 }
 
 static char *
 vrmJobsFormatJSON(GPtrArray *recs)
 {
-    GString *out = g_string_new(NULL);
+    JsonBuilder *b = vrmCliJsonNew();
     guint i;
 
-    g_string_append_printf(out, "{\"version\":%d,\"jobs\":[", VRM_CLI_JOBS_JSON_VERSION);
-    for (i = 0; i < recs->len; i++) {
-        if (i)
-            g_string_append_c(out, ',');
-        vrmCliJobFormatJSON(out, recs->pdata[i]);
-    }
-    g_string_append(out, "]}\n");
-    return g_string_free(out, FALSE);
+    json_builder_set_member_name(b, "jobs");
+    json_builder_begin_array(b);
+    for (i = 0; i < recs->len; i++)
+        vrmCliJobFormatJSON(b, recs->pdata[i]);
+    json_builder_end_array(b);
+    return vrmCliJsonFinish(b);
 }
 
 /* A column of the table: its heading and each row's cell */
