@@ -15,6 +15,13 @@
  * the order of the keys. Keys it does not know are skipped (a newer engine
  * may add some); the keys marked required must be there.
  *
+ * Why not json-glib, which writes virt-rdma's --json output: Debian 12's
+ * json-glib 1.6.6 reads 18446744073709551615 as -1, and accepts single
+ * quotes, comments, leading zeros, "1.", a NUL escape that cuts the string
+ * and text after the closing brace; its integers stop at 2^63-1, and the
+ * counters here are guint64. The invalid records of vrmcontracttest are
+ * these cases. The writer and this reader stay one codec over one table.
+ *
  * Public API summary
  * ------------------
  *   vrmEngineStatsInit(&st) / Clear(&st)
