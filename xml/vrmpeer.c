@@ -18,6 +18,7 @@ VRM_ENUM_IMPL(vrmPeerType, VRM_PEER_LAST,
               "migration-offer",
               "migration-answer",
               "migration-result",
+              "reach-check",
 );
 
 /* Longest per-domain path an offer may name. */
@@ -102,6 +103,22 @@ vrmPeerParseRequest(xmlNodePtr node, vrmPeerMessage *msg)
     if ((child = vrmXMLChild(node, "recovery")) &&
         (vrmXMLCheckLeaf(child, recoveryAttrs) < 0 ||
          vrmXMLPropULLong(child, "job", true, 1, G_MAXUINT64, &msg->recoveryOf) < 0))
+        return -1;
+    return 0;
+}
+
+static int
+vrmPeerParseReachCheck(xmlNodePtr node, vrmPeerMessage *msg)
+{
+    static const char *const attrs[] = { "version", NULL };
+    static const char *const children[] = { "requester", NULL };
+    xmlNodePtr child;
+
+    if (vrmXMLCheckAttributes(node, attrs) < 0 ||
+        vrmXMLCheckChildren(node, children) < 0 ||
+        vrmXMLPropUInt(node, "version", true, 1, G_MAXUINT32, &msg->version) < 0 ||
+        !(child = vrmXMLRequiredChild(node, "requester")) ||
+        !(msg->requester = vrmLocatorParseNode(child)))
         return -1;
     return 0;
 }
@@ -219,6 +236,9 @@ vrmPeerMessageParseNode(xmlNodePtr node)
     case VRM_PEER_MIGRATION_RESULT:
         rc = vrmPeerParseResult(node, msg);
         break;
+    case VRM_PEER_REACH_CHECK:
+        rc = vrmPeerParseReachCheck(node, msg);
+        break;
     case VRM_PEER_LAST:
         break;
     }
@@ -258,6 +278,18 @@ vrmPeerMessageParseString(const char *xml)
     return NULL;
 }
 
+static void
+vrmPeerFormatRequester(GString *buf, const vrmLocator *requester)
+{
+    g_string_append(buf, "  <requester");
+    if (requester) {
+        vrmXMLAttrStr(buf, "host", requester->host);
+        vrmXMLAttrStr(buf, "address", requester->address);
+        vrmXMLAttrUInt(buf, "port", requester->port);
+    }
+    g_string_append(buf, "/>\n");
+}
+
 char *
 vrmPeerMessageFormat(const vrmPeerMessage *msg)
 {
@@ -270,13 +302,9 @@ vrmPeerMessageFormat(const vrmPeerMessage *msg)
         g_string_append(buf, "  <domain");
         vrmXMLAttrStr(buf, "name", msg->domainName ? msg->domainName : "");
         vrmXMLAttrStr(buf, "uuid", msg->domainUUID ? msg->domainUUID : "");
-        g_string_append(buf, "/>\n  <requester");
-        if (msg->requester) {
-            vrmXMLAttrStr(buf, "host", msg->requester->host);
-            vrmXMLAttrStr(buf, "address", msg->requester->address);
-            vrmXMLAttrUInt(buf, "port", msg->requester->port);
-        }
-        g_string_append(buf, "/>\n  <limits");
+        g_string_append(buf, "/>\n");
+        vrmPeerFormatRequester(buf, msg->requester);
+        g_string_append(buf, "  <limits");
         vrmXMLAttrUInt(buf, "max-channels", msg->maxChannels);
         g_string_append(buf, "/>\n");
         if (msg->recoveryOf) {
@@ -284,6 +312,11 @@ vrmPeerMessageFormat(const vrmPeerMessage *msg)
             vrmXMLAttrULLong(buf, "job", msg->recoveryOf);
             g_string_append(buf, "/>\n");
         }
+        g_string_append_printf(buf, "</%s>\n", name);
+        break;
+    case VRM_PEER_REACH_CHECK:
+        g_string_append_printf(buf, "<%s version=\"%u\">\n", name, msg->version);
+        vrmPeerFormatRequester(buf, msg->requester);
         g_string_append_printf(buf, "</%s>\n", name);
         break;
     case VRM_PEER_MIGRATION_OFFER:

@@ -28,6 +28,18 @@
  * line</migration-result> instead of its next message; the exchange ends
  * there. The offer is the only message that carries the token.
  *
+ * `virt-rdma capabilities --peer` checks both ways: after the handshake
+ * the checking helper asks the other to reach it back, and gets a result:
+ *
+ *   A -> B      <reach-check version="1">
+ *                 <requester host="a" address="192.0.2.10" port="16530"/>
+ *               </reach-check>
+ *   B -> A      <migration-result status="ok"/>   (B's handshake with A
+ *                                                  worked; else an error)
+ *
+ * B connects only to the requester's own address (the channel's source),
+ * so a peer cannot point B at a third host.
+ *
  * Public API summary
  * ------------------
  *   vrmPeerMessageNew(type) / Free
@@ -50,6 +62,7 @@ typedef enum {
     VRM_PEER_MIGRATION_OFFER,
     VRM_PEER_MIGRATION_ANSWER,
     VRM_PEER_MIGRATION_RESULT,
+    VRM_PEER_REACH_CHECK,
 
     VRM_PEER_LAST
 } vrmPeerType;
@@ -58,11 +71,11 @@ VRM_ENUM_DECL(vrmPeerType);
 typedef struct _vrmPeerMessage vrmPeerMessage;
 struct _vrmPeerMessage {
     vrmPeerType type;
-    /* request */
+    /* request, reach check */
     unsigned int version;
     char *domainName;
     char *domainUUID;
-    vrmLocator *requester;          /* the destination's own locator */
+    vrmLocator *requester;          /* the destination's (the checker's) own locator */
     unsigned int maxChannels;       /* the destination's policy */
     unsigned long long recoveryOf;  /* the destination's failed job of a
                                      * post-copy to recover, or 0 */

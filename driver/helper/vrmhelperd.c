@@ -217,14 +217,17 @@ vrmHelperHandleList(vrmHelperDaemon *d, vrmHelperConn *c)
 
 /*
  * virt-rdma capabilities --peer: a TLS handshake with another host's
- * helper on the configured port, as a negotiation would make it, then
- * nothing (the peer sees a channel closed before any request). Root only:
- * a member of the access group may not make this host open connections,
- * even to helpers' ports.
+ * helper on the configured port, as a negotiation would make it; then a
+ * reach check: that helper makes the handshake back to our locator, as
+ * its migrations to us would, and says how it went. So both ways are
+ * checked, and a port closed by this host's firewall shows here. Root
+ * only: a member of the access group may not make this host open
+ * connections, even to helpers' ports.
  */
 typedef struct {
     vrmHelperConn *c;               /* the client waiting */
     vrmPeerConn *pc;
+    vrmHelperDaemon *d;
 } vrmHelperPeerProbe;
 
 static void
@@ -245,15 +248,44 @@ vrmHelperPeerCheckEnd(vrmHelperPeerProbe *chk, bool ok)
 static void
 vrmHelperPeerCheckReady(vrmPeerConn *pc, gpointer opaque)
 {
-    VRM_INFO("peer check: the helpers' channel with %s works", vrmPeerConnPeerName(pc));
-    vrmHelperPeerCheckEnd(opaque, true);
+    vrmHelperPeerProbe *chk = opaque;
+    g_autoptr(vrmPeerMessage) ask = vrmPeerMessageNew(VRM_PEER_REACH_CHECK);
+
+    VRM_INFO("peer check: the helpers' channel with %s works; asking it to reach us back",
+             vrmPeerConnPeerName(pc));
+    ask->requester = vrmLocatorCopy(chk->d->locator);
+    if (vrmPeerConnSend(pc, ask) < 0) {
+        vrmHelperPeerCheckEnd(chk, false);
+        return;
+    }
+    /* its handshake with us has its own [peers] timeout */
+    vrmPeerConnExpect(pc, chk->d->conf->peerTimeout + VRM_HELPER_REACH_MARGIN_S);
 }
 
 static void
 vrmHelperPeerCheckMessage(vrmPeerConn *pc, vrmPeerMessage *msg, gpointer opaque)
 {
-    /* nothing was asked: nothing can come before ready */
-    vrmPeerMessageFree(msg);
+    vrmHelperPeerProbe *chk = opaque;
+    g_autoptr(vrmPeerMessage) m = msg;
+    const vrmLocator *self = chk->d->locator;
+
+    if (m->type != VRM_PEER_MIGRATION_RESULT) {
+        vrmReportError(VRM_ERR_PROTOCOL,
+                       _("the virt-rdma helper at %1$s answered the reach check with <%2$s>"),
+                       vrmPeerConnPeerName(pc), vrmPeerTypeTypeToString(m->type));
+        vrmHelperPeerCheckEnd(chk, false);
+        return;
+    }
+    if (m->errorCode != VRM_ERR_OK) {
+        vrmReportError(m->errorCode,
+                       _("the virt-rdma helper at %1$s answers, but cannot reach this host's helper back: %2$s; open TCP port %3$u to this host in its firewall"),
+                       vrmPeerConnPeerName(pc), m->errorMessage ? m->errorMessage : "",
+                       self->port);
+        vrmHelperPeerCheckEnd(chk, false);
+        return;
+    }
+    VRM_INFO("peer check: %s reached this helper back", vrmPeerConnPeerName(pc));
+    vrmHelperPeerCheckEnd(chk, true);
 }
 
 static void
@@ -289,6 +321,7 @@ vrmHelperHandlePeerCheck(vrmHelperDaemon *d, vrmControlMessage *msg, vrmHelperCo
     to = vrmLocatorNew(msg->peerHost, msg->peerAddress, d->conf->peerPort);
     chk = g_new0(vrmHelperPeerProbe, 1);
     chk->c = c;
+    chk->d = d;
     if (!(chk->pc = vrmPeerConnConnect(d->peerCreds, to, d->conf->peerTimeout,
                                        &vrmHelperPeerCheckCallbacks, chk))) {
         g_free(chk);

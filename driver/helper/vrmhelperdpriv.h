@@ -74,6 +74,9 @@ vrmPeerType vrmHelperPhaseExpects(vrmHelperPhase phase);
  * an engine is ready within a few ms, and half a poll's wait was most of
  * a negotiation once the peers' channel stopped waiting for Nagle */
 #define VRM_HELPER_WAIT_FIRST_MS 2
+/* A peer check waits for the other helper's handshake back this much
+ * longer than [peers] timeout */
+#define VRM_HELPER_REACH_MARGIN_S 5
 /* A live engine must answer a probe within this */
 #define VRM_HELPER_PROBE_TIMEOUT_MS 1000
 /* After a restart, how long an engine may take to answer */

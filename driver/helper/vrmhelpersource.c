@@ -45,13 +45,17 @@ typedef struct {
     vrmHelperDaemon *d;
     vrmPeerConn *pc;                /* NULL once it failed */
     vrmPeerMessage *request;
-    bool querying;                  /* libvirt is being asked */
+    bool querying;                  /* libvirt is being asked, or the
+                                     * requester reached back */
     unsigned int tries;             /* a recovery: libvirt asked so often */
+    vrmPeerConn *back;              /* a reach check: our handshake with the
+                                     * requester */
 } vrmSourceRequest;
 
 static void
 vrmSourceRequestFree(vrmSourceRequest *req)
 {
+    vrmPeerConnFree(req->back);
     vrmPeerConnFinish(req->pc);
     vrmPeerMessageFree(req->request);
     g_free(req);
@@ -786,10 +790,12 @@ vrmSourceFacts(vrmDomainFacts *facts, gpointer opaque)
 int
 vrmHelperSourceCheckRequest(const vrmPeerMessage *msg, const char *from)
 {
-    if (msg->type != VRM_PEER_MIGRATION_REQUEST || msg->version != VRM_PEER_VERSION) {
-        vrmReportError(msg->type != VRM_PEER_MIGRATION_REQUEST ? VRM_ERR_PROTOCOL :
-                       VRM_ERR_VERSION,
-                       _("expected a migration request of version %1$d, got <%2$s> version %3$u"),
+    bool asking = msg->type == VRM_PEER_MIGRATION_REQUEST ||
+                  msg->type == VRM_PEER_REACH_CHECK;
+
+    if (!asking || msg->version != VRM_PEER_VERSION) {
+        vrmReportError(!asking ? VRM_ERR_PROTOCOL : VRM_ERR_VERSION,
+                       _("expected a migration request or a reach check of version %1$d, got <%2$s> version %3$u"),
                        VRM_PEER_VERSION, vrmPeerTypeTypeToString(msg->type), msg->version);
         return -1;
     }
@@ -801,6 +807,68 @@ vrmHelperSourceCheckRequest(const vrmPeerMessage *msg, const char *from)
         return -1;
     }
     return 0;
+}
+
+/* ---- a reach check (virt-rdma capabilities --peer on the requester) ---- */
+
+/* Tell the requester how our handshake with it went, and close */
+static void
+vrmSourceReachEnd(vrmSourceRequest *req, bool ok)
+{
+    g_autoptr(vrmPeerMessage) res = NULL;
+
+    if (ok) {
+        res = vrmPeerMessageNew(VRM_PEER_MIGRATION_RESULT);
+        VRM_INFO("reach check: this helper reached %s:%u back",
+                 req->request->requester->address, req->request->requester->port);
+    } else {
+        g_autofree char *why = g_strdup(vrmGetLastErrorMessage());
+
+        res = vrmPeerResultNewError(vrmGetLastErrorCode(), why);
+        VRM_INFO("reach check: %s", why);
+    }
+    if (req->pc)
+        vrmPeerConnSend(req->pc, res);
+    vrmSourceRequestFree(req);
+}
+
+static void
+vrmSourceReachReady(vrmPeerConn *pc, gpointer opaque)
+{
+    vrmSourceReachEnd(opaque, true);
+}
+
+static void
+vrmSourceReachMessage(vrmPeerConn *pc, vrmPeerMessage *msg, gpointer opaque)
+{
+    /* nothing was asked: nothing can come before ready */
+    vrmPeerMessageFree(msg);
+}
+
+static void
+vrmSourceReachFailed(vrmPeerConn *pc, gpointer opaque)
+{
+    vrmSourceReachEnd(opaque, false);
+}
+
+static const vrmPeerConnCallbacks vrmSourceReachCallbacks = {
+    .ready = vrmSourceReachReady,
+    .message = vrmSourceReachMessage,
+    .failed = vrmSourceReachFailed,
+};
+
+/* The handshake a migration of ours would make with the requester, to the
+ * locator it named, whose address the caller has bound to this channel's
+ * source: the requester learns whether its port is open to us */
+static void
+vrmSourceReachBack(vrmSourceRequest *req)
+{
+    req->querying = true;
+    vrmPeerConnExpect(req->pc, 0);
+    if (!(req->back = vrmPeerConnConnect(req->d->peerCreds, req->request->requester,
+                                         req->d->conf->peerTimeout,
+                                         &vrmSourceReachCallbacks, req)))
+        vrmSourceReachEnd(req, false);
 }
 
 static void
@@ -821,6 +889,10 @@ vrmSourceRequestMessage(vrmPeerConn *pc, vrmPeerMessage *msg, gpointer opaque)
         return;
     }
     req->request = msg;
+    if (msg->type == VRM_PEER_REACH_CHECK) {
+        vrmSourceReachBack(req);
+        return;
+    }
     req->querying = true;
     vrmPeerConnExpect(pc, 0);
     vrmHelperVirtQueryDomain(req->d->virt, msg->domainUUID, vrmSourceFacts, req);
@@ -833,7 +905,8 @@ vrmSourceRequestFailed(vrmPeerConn *pc, gpointer opaque)
 
     VRM_DEBUG("peer %s: %s", vrmPeerConnPeerName(pc), vrmGetLastErrorMessage());
     g_clear_pointer(&req->pc, vrmPeerConnFree);
-    /* libvirt's answer is still to come: it frees the request */
+    /* libvirt's answer (or the reach check's end) is still to come: it
+     * frees the request */
     if (!req->querying)
         vrmSourceRequestFree(req);
 }

@@ -106,17 +106,13 @@ fuzzRoundTrip(const vrmPeerMessage *msg)
         vrmFuzzFail("peer message is not a fixed point", out, out2);
 }
 
+/* A request or a reach check is taken only from the address its
+ * requester names */
 static void
-fuzzRequest(const vrmPeerMessage *msg)
+fuzzRequesterBinding(const vrmPeerMessage *msg)
 {
     size_t i;
 
-    if (!msg->domainName || !*msg->domainName ||
-        !g_uuid_string_is_valid(msg->domainUUID) || !msg->requester ||
-        !msg->requester->address ||
-        msg->maxChannels < VRM_CHANNELS_MIN || msg->maxChannels > VRM_CHANNELS_MAX)
-        vrmFuzzFail("an accepted request breaks a limit", msg->domainName,
-                    msg->domainUUID);
     vrmResetLastError();
     if (vrmHelperSourceCheckRequest(msg, msg->requester->address) < 0 &&
         !(msg->version != VRM_PEER_VERSION && vrmGetLastErrorCode() == VRM_ERR_VERSION))
@@ -137,6 +133,27 @@ fuzzRequest(const vrmPeerMessage *msg)
     vrmResetLastError();
     if (vrmHelperSourceCheckRequest(msg, NULL) == 0)
         vrmFuzzFail("a request is taken from no address", msg->requester->address, NULL);
+}
+
+static void
+fuzzRequest(const vrmPeerMessage *msg)
+{
+    if (!msg->domainName || !*msg->domainName ||
+        !g_uuid_string_is_valid(msg->domainUUID) || !msg->requester ||
+        !msg->requester->address ||
+        msg->maxChannels < VRM_CHANNELS_MIN || msg->maxChannels > VRM_CHANNELS_MAX)
+        vrmFuzzFail("an accepted request breaks a limit", msg->domainName,
+                    msg->domainUUID);
+    fuzzRequesterBinding(msg);
+}
+
+static void
+fuzzReachCheck(const vrmPeerMessage *msg)
+{
+    if (!msg->requester || !msg->requester->address || !msg->requester->host ||
+        msg->requester->port == 0 || msg->requester->port > 65535)
+        vrmFuzzFail("an accepted reach check names no whole locator", NULL, NULL);
+    fuzzRequesterBinding(msg);
 }
 
 /* a power of two whose bit the policy has */
@@ -244,6 +261,9 @@ fuzzMessage(const vrmPeerMessage *msg)
         break;
     case VRM_PEER_MIGRATION_RESULT:
         fuzzResult(msg);
+        break;
+    case VRM_PEER_REACH_CHECK:
+        fuzzReachCheck(msg);
         break;
     case VRM_PEER_LAST:
         /* no default: -Wswitch names a type added without a case here */

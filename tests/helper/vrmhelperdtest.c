@@ -1523,16 +1523,22 @@ peerCheck(Helper *h, const char *host, const char *address)
 
 /*
  * virt-rdma capabilities --peer (issue 35 item 5): the helper makes the
- * TLS handshake a negotiation would, on the configured port: with a helper
- * of the same key it works; one of another key, or nobody there, is a
- * reason with the cause; a member of the access group may not ask (the
- * host would open connections for it).
+ * TLS handshake a negotiation would, on the configured port, and the peer
+ * makes it back (a reach check): with a helper of the same key it works;
+ * one of another key, or nobody there, is a reason with the cause; a
+ * helper that the peer cannot reach back (its locator's port closed, as a
+ * firewall would) is told so; a member of the access group may not ask
+ * (the host would open connections for it).
  */
 static void
 testPeerCheck(void)
 {
     Helper *h = helperNew(NULL, NULL);
     Helper *other = helperNew(NULL, NULL);
+    g_autofree char *hKey = g_build_filename(h->dir, "cluster.key", NULL);
+    /* h's key and port; it listens on 127.0.0.5 and names 127.0.0.6 as
+     * its locator, where nothing listens: it reaches h, h cannot reach it */
+    Helper *walled = helperNew(hKey, NULL);
     g_autofree char *text = NULL;
     g_autofree char *from = NULL;
     g_autofree char *to = NULL;
@@ -1557,6 +1563,23 @@ testPeerCheck(void)
     }
     helperStart(h);
     helperStart(other);
+    {
+        g_autofree char *conf = NULL;
+        g_autofree char *at = g_strdup_printf("address = 127.0.0.1\nport = %u\n",
+                                              walled->peerPort);
+        g_autofree char *moved = g_strdup_printf("address = 127.0.0.6\nlisten = 127.0.0.5\nport = %u\n",
+                                                 h->peerPort);
+
+        g_assert_true(g_file_get_contents(walled->conf, &conf, NULL, NULL));
+        g_assert_nonnull(strstr(conf, at));
+        {
+            g_auto(GStrv) parts = g_strsplit(conf, at, 2);
+            g_autofree char *joined = g_strjoinv(moved, parts);
+
+            g_assert_true(g_file_set_contents(walled->conf, joined, -1, NULL));
+        }
+    }
+    helperStart(walled);
 
     /* itself: the same key */
     reply = peerCheck(h, "localhost", "127.0.0.1");
@@ -1574,13 +1597,35 @@ testPeerCheck(void)
     g_assert_cmpint(reply->status, ==, VRM_REPLY_ERROR);
     g_assert_nonnull(strstr(reply->errorMessage, "127.0.0.3"));
     vrmControlMessageFree(reply);
+    /* walled reaches h (the same key), h cannot reach walled back */
+    {
+        vrmControlMessage *req = vrmControlMessageNew(VRM_CONTROL_PEER_CHECK);
+        g_autofree char *want = g_strdup_printf("answers, but cannot reach this host's helper back: cannot reach the virt-rdma helper at 127.0.0.6:%u: ",
+                                                h->peerPort);
+        g_autofree char *advice = g_strdup_printf("; open TCP port %u to this host in its firewall",
+                                                  h->peerPort);
+
+        req->peerHost = g_strdup("localhost");
+        req->peerAddress = g_strdup("127.0.0.1");
+        reply = helperCall(walled, req);
+        g_test_message("walled: %s", reply->errorMessage);
+        g_assert_cmpint(reply->status, ==, VRM_REPLY_ERROR);
+        g_assert_nonnull(strstr(reply->errorMessage, want));
+        g_assert_true(g_str_has_suffix(reply->errorMessage, advice));
+        vrmControlMessageFree(reply);
+    }
+    /* and h reaches walled both ways? No: walled's locator is closed, so
+     * h's own check of walled fails at its first handshake */
+    reply = peerCheck(h, "walled", "127.0.0.6");
+    g_assert_cmpint(reply->status, ==, VRM_REPLY_ERROR);
+    vrmControlMessageFree(reply);
 
     /* the command, for the operator */
     e = g_environ_setenv(e, "LC_ALL", "C", TRUE);
     g_assert_true(g_spawn_sync(NULL, (char **)argv, e, G_SPAWN_STDERR_TO_DEV_NULL,
                                NULL, NULL, &out, NULL, &status, NULL));
     g_test_message("virt-rdma capabilities --peer 127.0.0.1:\n%s", out);
-    g_assert_nonnull(strstr(out, "Peer 127.0.0.1:  127.0.0.1 port reached, TLS handshake done (the same cluster key or CA)\n"));
+    g_assert_nonnull(strstr(out, "Peer 127.0.0.1:  127.0.0.1 port reached both ways, TLS handshakes done (the same cluster key or CA)\n"));
 
     if (geteuid() == 0) {
         g_autofree char *member = NULL;
@@ -1593,6 +1638,7 @@ testPeerCheck(void)
         g_assert_nonnull(strstr(member, "only root may have virt-rdmad check a peer"));
     }
     helperFree(other);
+    helperFree(walled);
     helperFree(h);
 }
 

@@ -351,7 +351,7 @@ vrmCapsPrintText(const vrmCaps *c)
         printf("                   %s\n", c->hookDetail);
     printf(_("AppArmor:          %1$s\n"), c->apparmorDetail);
     if (c->peerOk)
-        printf(_("Peer %1$s:  %2$s port reached, TLS handshake done (the same cluster key or CA)\n"),
+        printf(_("Peer %1$s:  %2$s port reached both ways, TLS handshakes done (the same cluster key or CA)\n"),
                c->peerHost, c->peerAddress);
     else if (c->peerHost)
         printf(_("Peer %1$s:  %2$s\n"), c->peerHost,
