@@ -1,25 +1,9 @@
 /*
- * vrmstats.c: per-channel counters and their JSON form
+ * vrmstats.c: per-channel counters
  */
 #include <config.h>
 
 #include "vrmstats.h"
-
-static const char *const vrmStatNames[] = {
-    "bytes_sent", "bytes_received", "chunks_written", "chunks_received",
-    "registrations", "registration_us", "pinned_bytes", "credit_stalls",
-    "completions", "cq_polls", "cq_idle_polls", "control_sent",
-    "control_received", "doorbells", "bytes_spliced",
-};
-G_STATIC_ASSERT(G_N_ELEMENTS(vrmStatNames) == VRM_STAT_LAST);
-
-const char *
-vrmStatTypeToString(int stat)
-{
-    if (stat < 0 || stat >= VRM_STAT_LAST)
-        return NULL;
-    return vrmStatNames[stat];
-}
 
 void
 vrmStatsSnapshot(const vrmStats *s, vrmStats *out)

@@ -29,8 +29,6 @@ typedef enum {
     VRM_STAT_LAST
 } vrmStat;
 
-const char *vrmStatTypeToString(int stat);
-
 typedef struct {
     guint64 v[VRM_STAT_LAST];
 } vrmStats;
