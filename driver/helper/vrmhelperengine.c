@@ -25,6 +25,7 @@
 #include "vrmhelperengine.h"
 #include "vrmparse.h"
 #include "vrmsocket.h"
+#include "vrmenginecommand.h"
 #include "vrmenginesettings.h"
 #include "vrmhelperconf.h"
 #include "vrmerror.h"
@@ -213,23 +214,18 @@ vrmHelperEngineSpawn(const vrmEngineLaunch *l, GPid *pid, guint64 *startTime,
                      int *setupFd)
 {
     g_auto(vrmEngineSettings) es = { 0 };
-    g_auto(GStrv) argv = NULL;
-    g_autoptr(GError) err = NULL;
+    g_autoptr(vrmEngineCommand) cmd = NULL;
     vrmEngineSetup setup = {
         .memlock = vrmHelperEngineMemlock(l), .drop = l->dropPrivileges,
         .uid = l->uid, .gid = l->gid,
     };
     int status[2] = { -1, -1 };
-    int srcFds[6];
-    int dstFds[6];
-    guint nfds = 0;
     int logfd = -1;
     int statsFd = -1;
-    int tokenFd = -1;
     int ret = -1;
 
     vrmEngineLaunchSettings(l, &es);
-    argv = vrmEngineSettingsEncode(&es, l->program);
+    cmd = vrmEngineCommandNew(&es, l->program);
     /* its standard error to a file, not a pipe: a pipe would break
      * (SIGPIPE) when the helper restarts while the engine runs */
     if ((logfd = open(l->logFile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
@@ -245,8 +241,7 @@ vrmHelperEngineSpawn(const vrmEngineLaunch *l, GPid *pid, guint64 *startTime,
                              l->statsFile);
         goto cleanup;
     }
-    /* the token through a pipe: never argv, never the environment */
-    if ((tokenFd = vrmEngineTokenPipe(l->token)) < 0)
+    if (vrmEngineCommandPassToken(cmd, l->token) < 0)
         goto cleanup;
     /* its read end is watched from the main loop: never a blocking read */
     if (!g_unix_open_pipe(status, FD_CLOEXEC, NULL) ||
@@ -254,35 +249,18 @@ vrmHelperEngineSpawn(const vrmEngineLaunch *l, GPid *pid, guint64 *startTime,
         vrmReportSystemError(errno, _("cannot create a pipe"));
         goto cleanup;
     }
-    srcFds[nfds] = tokenFd;
-    dstFds[nfds++] = VRM_ENGINE_FD_TOKEN;
-    srcFds[nfds] = statsFd;
-    dstFds[nfds++] = VRM_ENGINE_FD_STATS;
-    if (l->source) {
-        srcFds[nfds] = l->qemuListenFd;
-        dstFds[nfds++] = VRM_ENGINE_FD_QEMU_LISTEN;
-    }
-    if (l->source && l->diskChannels) {
-        srcFds[nfds] = l->diskListenFd;
-        dstFds[nfds++] = VRM_ENGINE_FD_DISK_LISTEN;
-    }
-    if (l->source && l->tcpListenFd >= 0) {
-        srcFds[nfds] = l->tcpListenFd;
-        dstFds[nfds++] = VRM_ENGINE_FD_TCP_LISTEN;
-    }
-    srcFds[nfds] = status[1];
-    dstFds[nfds++] = VRM_ENGINE_FD_SETUP_STATUS;
-    if (!g_spawn_async_with_pipes_and_fds(NULL, (const char *const *)argv, NULL,
-                                          G_SPAWN_DO_NOT_REAP_CHILD |
-                                          G_SPAWN_STDOUT_TO_DEV_NULL,
-                                          vrmEngineChildSetup, &setup,
-                                          -1, -1, logfd, srcFds, dstFds, nfds,
-                                          pid, NULL, NULL, NULL, &err)) {
-        vrmReportError(VRM_ERR_SYSTEM,
-                       _("cannot start the transport engine %1$s: %2$s"),
-                       l->program, err->message);
+    vrmEngineCommandPassFd(cmd, statsFd, VRM_ENGINE_FD_STATS);
+    if (l->source)
+        vrmEngineCommandPassFd(cmd, l->qemuListenFd, VRM_ENGINE_FD_QEMU_LISTEN);
+    if (l->source && l->diskChannels)
+        vrmEngineCommandPassFd(cmd, l->diskListenFd, VRM_ENGINE_FD_DISK_LISTEN);
+    if (l->source && l->tcpListenFd >= 0)
+        vrmEngineCommandPassFd(cmd, l->tcpListenFd, VRM_ENGINE_FD_TCP_LISTEN);
+    vrmEngineCommandPassFd(cmd, status[1], VRM_ENGINE_FD_SETUP_STATUS);
+    vrmEngineCommandSetStderr(cmd, logfd);
+    vrmEngineCommandSetChildSetup(cmd, vrmEngineChildSetup, &setup);
+    if (vrmEngineCommandRun(cmd, G_SPAWN_STDOUT_TO_DEV_NULL, pid) < 0)
         goto cleanup;
-    }
     close(status[1]);
     status[1] = -1;
     /* a failed set-up ends the child (126) and is read by the caller
@@ -297,8 +275,6 @@ vrmHelperEngineSpawn(const vrmEngineLaunch *l, GPid *pid, guint64 *startTime,
         close(status[0]);
     if (status[1] >= 0)
         close(status[1]);
-    if (tokenFd >= 0)
-        close(tokenFd);
     if (statsFd >= 0)
         close(statsFd);
     if (logfd >= 0)

@@ -37,6 +37,7 @@
 
 #include "vrmcli.h"
 #include "vrmsocket.h"
+#include "vrmenginecommand.h"
 #include "vrmenginesettings.h"
 #include "vrmenginestats.h"
 #include "vrmerror.h"
@@ -272,33 +273,20 @@ static GPid
 vrmBenchSpawn(const vrmEngineSettings *es, const vrmToken *token, int statsFd,
               int qemuFd)
 {
-    g_auto(GStrv) argv = vrmEngineSettingsEncode(es, vrmBenchEnginePath());
-    g_autoptr(GError) err = NULL;
-    int src[3], dst[3];
-    guint n = 0;
-    int tokenFd;
+    g_autoptr(vrmEngineCommand) cmd = vrmEngineCommandNew(es, vrmBenchEnginePath());
     GPid pid = 0;
 
-    if ((tokenFd = vrmEngineTokenPipe(token)) < 0) {
+    if (vrmEngineCommandPassToken(cmd, token) < 0) {
         vrmCliError("%s", vrmGetLastErrorMessage());
         return 0;
     }
-    src[n] = tokenFd;
-    dst[n++] = VRM_ENGINE_FD_TOKEN;
-    src[n] = statsFd;
-    dst[n++] = VRM_ENGINE_FD_STATS;
-    if (qemuFd >= 0) {
-        src[n] = qemuFd;
-        dst[n++] = VRM_ENGINE_FD_QEMU_LISTEN;
+    vrmEngineCommandPassFd(cmd, statsFd, VRM_ENGINE_FD_STATS);
+    if (qemuFd >= 0)
+        vrmEngineCommandPassFd(cmd, qemuFd, VRM_ENGINE_FD_QEMU_LISTEN);
+    if (vrmEngineCommandRun(cmd, G_SPAWN_SEARCH_PATH, &pid) < 0) {
+        vrmCliError("%s", vrmGetLastErrorMessage());
+        return 0;
     }
-    if (!g_spawn_async_with_pipes_and_fds(NULL, (const char *const *)argv, NULL,
-                                          G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_SEARCH_PATH,
-                                          NULL, NULL, -1, -1, -1, src, dst, n,
-                                          &pid, NULL, NULL, NULL, &err)) {
-        vrmCliError(_("cannot start the engine: %1$s"), err->message);
-        pid = 0;
-    }
-    close(tokenFd);
     return pid;
 }
 
