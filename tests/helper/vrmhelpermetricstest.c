@@ -13,10 +13,6 @@
 #include "vrmhelpermetrics.h"
 #include "vrmtestmain.h"
 
-/* Debian's interpreter: the one python3-prometheus-client installs into
- * (a python3 earlier in PATH may be another) */
-#define VRM_TEST_PYTHON "/usr/bin/python3"
-
 static char *
 testHex(const char *s)
 {
@@ -31,28 +27,13 @@ testHex(const char *s)
 static char *
 testParse(const char *text)
 {
-    g_autofree char *dir = g_dir_make_tmp("vrmmetrics-XXXXXX", NULL);
-    g_autofree char *path = g_build_filename(dir, "t.prom", NULL);
-    g_autofree char *script = NULL;
     g_autofree char *testDir = vrmTestDataDir("helper");
+    g_autofree char *script = g_build_filename(testDir, "vrmmetricsparse.py", NULL);
+    const char *args[] = { script, NULL };
     g_autofree char *out = NULL;
     g_autofree char *err = NULL;
-    g_autoptr(GError) gerr = NULL;
-    int status = 0;
 
-    g_assert_nonnull(dir);
-    script = g_build_filename(testDir, "vrmmetricsparse.py", NULL);
-    g_assert_true(g_file_set_contents(path, text, -1, NULL));
-    {
-        const char *argv[] = { VRM_TEST_PYTHON, script, path, NULL };
-
-        if (!g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_DEFAULT, NULL, NULL,
-                          &out, &err, &status, &gerr))
-            g_error("cannot run %s: %s", VRM_TEST_PYTHON, gerr->message);
-    }
-    unlink(path);
-    rmdir(dir);
-    if (!g_spawn_check_wait_status(status, NULL))
+    if (!vrmTestRunPython(args, "t.prom", text, &out, &err))
         g_error("the Prometheus parser refused the text (is python3-prometheus-client installed?):\n%s\n---\n%s",
                 err, text);
     return g_steal_pointer(&out);

@@ -36,9 +36,37 @@ vrmTestDataDir(const char *subdir)
     return g_build_filename(root, "tests", subdir, NULL);
 }
 
-/* Debian's interpreter: the one python3-jsonschema installs into (a
- * python3 earlier in PATH may be another) */
+/* Debian's interpreter: the one python3-jsonschema and
+ * python3-prometheus-client install into (a python3 earlier in PATH may be
+ * another) */
 #define VRM_TEST_PYTHON "/usr/bin/python3"
+
+bool
+vrmTestRunPython(const char *const *args, const char *name, const char *text,
+                 char **out, char **err)
+{
+    g_autofree char *dir = g_dir_make_tmp("vrmtest-XXXXXX", NULL);
+    g_autofree char *path = NULL;
+    g_autoptr(GPtrArray) argv = g_ptr_array_new();
+    g_autoptr(GError) gerr = NULL;
+    int status = 0;
+    size_t i;
+
+    g_assert_nonnull(dir);
+    path = g_build_filename(dir, name, NULL);
+    g_assert_true(g_file_set_contents(path, text, -1, NULL));
+    g_ptr_array_add(argv, (char *)VRM_TEST_PYTHON);
+    for (i = 0; args[i]; i++)
+        g_ptr_array_add(argv, (char *)args[i]);
+    g_ptr_array_add(argv, path);
+    g_ptr_array_add(argv, NULL);
+    if (!g_spawn_sync(NULL, (char **)argv->pdata, NULL, G_SPAWN_DEFAULT, NULL, NULL,
+                      out, err, &status, &gerr))
+        g_error("cannot run %s: %s", VRM_TEST_PYTHON, gerr->message);
+    unlink(path);
+    rmdir(dir);
+    return g_spawn_check_wait_status(status, NULL);
+}
 
 void
 vrmTestAssertJSONValid(const char *kind, const char *text)
@@ -48,26 +76,11 @@ vrmTestAssertJSONValid(const char *kind, const char *text)
     g_autofree char *root = g_path_get_dirname(testsDir);
     g_autofree char *script = g_build_filename(utilDir, "vrmjsonvalidate.py", NULL);
     g_autofree char *schema = g_build_filename(root, "docs", "virt-rdma.schema.json", NULL);
-    g_autofree char *dir = g_dir_make_tmp("vrmjson-XXXXXX", NULL);
-    g_autofree char *path = NULL;
+    const char *args[] = { script, schema, kind, NULL };
     g_autofree char *out = NULL;
     g_autofree char *err = NULL;
-    g_autoptr(GError) gerr = NULL;
-    int status = 0;
 
-    g_assert_nonnull(dir);
-    path = g_build_filename(dir, "out.json", NULL);
-    g_assert_true(g_file_set_contents(path, text, -1, NULL));
-    {
-        const char *argv[] = { VRM_TEST_PYTHON, script, schema, kind, path, NULL };
-
-        if (!g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_DEFAULT, NULL, NULL,
-                          &out, &err, &status, &gerr))
-            g_error("cannot run %s: %s", VRM_TEST_PYTHON, gerr->message);
-    }
-    unlink(path);
-    rmdir(dir);
-    if (!g_spawn_check_wait_status(status, NULL))
+    if (!vrmTestRunPython(args, "out.json", text, &out, &err))
         g_error("the output is no valid %s of docs/virt-rdma.schema.json (is python3-jsonschema installed?):\n%s%s",
                 kind, out, err);
     g_test_message("%s: schema %s", kind, g_strstrip(out));

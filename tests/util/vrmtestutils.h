@@ -35,6 +35,12 @@ char *vrmTestReadFile(const char *path);
  */
 bool vrmTestCompareToFile(const char *actual, const char *path);
 
+/* Runs python3 with @args (the script, then its arguments; NULL-terminated)
+ * and, last, a temporary file @name that holds @text; its output in @out
+ * and @err. Returns whether it exited with 0 */
+bool vrmTestRunPython(const char *const *args, const char *name,
+                      const char *text, char **out, char **err);
+
 /* Each line of @text is a valid @kind ("capabilities", "jobinfo", "jobs",
  * "event") of docs/virt-rdma.schema.json, as python3-jsonschema checks
  * it; the test fails with the validator's complaint otherwise */
