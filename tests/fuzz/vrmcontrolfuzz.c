@@ -33,12 +33,9 @@
 #include <config.h>
 
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
-#include "vrmcontrol.h"
-#include "vrmerror.h"
+#define VRM_FUZZ_NAME "vrmcontrolfuzz"
+#include "vrmfuzz.h"
 #include "vrmhelperconf.h"
 #include "vrmhelperconn.h"
 #include "vrmhelperdpriv.h"
@@ -52,27 +49,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static vrmHelperConfig *conf;
 static vrmHostPolicy policy;
 
-static void G_GNUC_NORETURN
-vrmFuzzFail(const char *what, const char *a, const char *b)
-{
-    fprintf(stderr, "vrmcontrolfuzz: %s\n--- first\n%s\n--- second\n%s\n",
-            what, a ? a : "(null)", b ? b : "(null)");
-    abort();
-}
 
 static void
 fuzzRoundTrip(const vrmControlMessage *msg)
 {
     g_autofree char *out = vrmControlMessageFormat(msg);
-    g_autofree char *out2 = NULL;
-    g_autoptr(vrmControlMessage) again = NULL;
 
-    if (!(again = vrmControlMessageParseString(out)))
-        vrmFuzzFail("formatted control message does not parse", out,
-                    vrmGetLastErrorMessage());
-    out2 = vrmControlMessageFormat(again);
-    if (strcmp(out, out2) != 0)
-        vrmFuzzFail("control message is not a fixed point", out, out2);
+    vrmFuzzControlFixedPoint(out);
 }
 
 /* The domain's directory is under the run directory, whatever the UUID */
@@ -209,9 +192,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     xml = (const char *)in->data + 4;
     vrmResetLastError();
     if (!(msg = vrmControlMessageParseString(xml))) {
-        if (vrmGetLastErrorCode() == VRM_ERR_INTERNAL)
-            vrmFuzzFail("internal error (parser and schema disagree?)", xml,
-                        vrmGetLastErrorMessage());
+        vrmFuzzCheckInternal(xml);
         return 0;
     }
     fuzzRequest(msg);

@@ -32,20 +32,17 @@
 #include <config.h>
 
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include <arpa/inet.h>
 
-#include "vrmerror.h"
+#define VRM_FUZZ_NAME "vrmpeerfuzz"
+#include "vrmfuzz.h"
 #include "vrmhelperconf.h"
 #include "vrmhelperdpriv.h"
 #include "vrmhelperpeer.h"
 #include "vrmlimits.h"
 #include "vrmlog.h"
 #include "vrmnegotiation.h"
-#include "vrmpeer.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -59,14 +56,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static const char *const vrmFuzzStrangers[] = { "203.0.113.99", "2001:db8::99" };
 
 static vrmHostPolicy policy;
-
-static void G_GNUC_NORETURN
-vrmFuzzFail(const char *what, const char *a, const char *b)
-{
-    fprintf(stderr, "vrmpeerfuzz: %s\n--- first\n%s\n--- second\n%s\n",
-            what, a ? a : "(null)", b ? b : "(null)");
-    abort();
-}
 
 static void
 vrmFuzzCheckRefusal(const char *what)
@@ -93,17 +82,10 @@ static void
 fuzzRoundTrip(const vrmPeerMessage *msg)
 {
     g_autofree char *out = vrmPeerMessageFormat(msg);
-    g_autofree char *out2 = NULL;
-    g_autoptr(vrmPeerMessage) again = NULL;
 
     if (strlen(out) > VRM_PEER_FRAME_MAX)
         vrmFuzzFail("an accepted message formats to more than a frame", out, NULL);
-    if (!(again = vrmPeerMessageParseString(out)))
-        vrmFuzzFail("formatted peer message does not parse", out,
-                    vrmGetLastErrorMessage());
-    out2 = vrmPeerMessageFormat(again);
-    if (strcmp(out, out2) != 0)
-        vrmFuzzFail("peer message is not a fixed point", out, out2);
+    vrmFuzzPeerFixedPoint(out);
 }
 
 /* A request or a reach check is taken only from the address its
@@ -309,9 +291,7 @@ fuzzDeliver(GByteArray *in)
                 if ((again = vrmPeerMessageParseString(frame)))
                     vrmFuzzFail("a frame refused by the channel parses alone",
                                 frame, NULL);
-                if (vrmGetLastErrorCode() == VRM_ERR_INTERNAL)
-                    vrmFuzzFail("internal error (parser and schema disagree?)",
-                                frame, vrmGetLastErrorMessage());
+                vrmFuzzCheckInternal(frame);
             }
             return false;
         }
