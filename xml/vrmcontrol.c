@@ -1020,29 +1020,23 @@ vrmControlMessageParseNode(xmlDocPtr doc, xmlNodePtr root)
     return vrmControlMessageParseXML(ctxt);
 }
 
+static void *
+vrmControlMessageParseRoot(xmlDocPtr doc, xmlNodePtr root)
+{
+    return vrmControlMessageParseNode(doc, root);
+}
+
 vrmControlMessage *
 vrmControlMessageParseString(const char *xml)
 {
     g_autoptr(xmlDoc) doc = NULL;
-    g_autofree char *schemaMsg = NULL;
     const char *what = _("control message");
-    vrmControlMessage *msg;
-    int rc;
 
     if (!(doc = vrmXMLParseMemory(xml, xml ? strlen(xml) : 0, what, false)))
         return NULL;
-    if ((rc = vrmXMLValidate(doc, VRM_XML_SCHEMA_CONTROL, &schemaMsg)) < 0)
-        return NULL;
-    /* as for the migration XML: the parser words the errors */
-    msg = vrmControlMessageParseNode(doc, xmlDocGetRootElement(doc));
-    if (rc == 0 || !msg)
-        return msg;
-    vrmControlMessageFree(msg);
-    /* a check missing from the parser: a bug, hence INTERNAL */
-    vrmReportError(VRM_ERR_INTERNAL, _("%1$s does not match the schema '%2$s': %3$s"),
-                   what, vrmXMLSchemaTypeToString(VRM_XML_SCHEMA_CONTROL),
-                   schemaMsg);
-    return NULL;
+    return vrmXMLParseValidated(doc, VRM_XML_SCHEMA_CONTROL, what,
+                                vrmControlMessageParseRoot,
+                                (GDestroyNotify)vrmControlMessageFree);
 }
 
 char *

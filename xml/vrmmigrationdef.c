@@ -809,30 +809,18 @@ vrmMigrationDefParseNode(xmlDocPtr doc, xmlNodePtr root)
     return vrmMigrationDefParseXML(ctxt);
 }
 
-/*
- * Validate, then parse. When the schema refuses the document, the parser
- * still runs: its message names the element, attribute and allowed values,
- * which the schema's does not. Should the parser accept what the schema
- * refuses, the schema's words are reported.
- */
+static void *
+vrmMigrationDefParseRoot(xmlDocPtr doc, xmlNodePtr root)
+{
+    return vrmMigrationDefParseNode(doc, root);
+}
+
 static vrmMigrationDef *
 vrmMigrationDefParseDoc(xmlDocPtr doc, const char *what)
 {
-    g_autofree char *schemaMsg = NULL;
-    vrmMigrationDef *def;
-    int rc;
-
-    if ((rc = vrmXMLValidate(doc, VRM_XML_SCHEMA_MIGRATION, &schemaMsg)) < 0)
-        return NULL;
-    def = vrmMigrationDefParseNode(doc, xmlDocGetRootElement(doc));
-    if (rc == 0 || !def)
-        return def;
-    vrmMigrationDefFree(def);
-    /* a check missing from the parser: a bug, hence INTERNAL */
-    vrmReportError(VRM_ERR_INTERNAL, _("%1$s does not match the schema '%2$s': %3$s"),
-                   what, vrmXMLSchemaTypeToString(VRM_XML_SCHEMA_MIGRATION),
-                   schemaMsg);
-    return NULL;
+    return vrmXMLParseValidated(doc, VRM_XML_SCHEMA_MIGRATION, what,
+                                vrmMigrationDefParseRoot,
+                                (GDestroyNotify)vrmMigrationDefFree);
 }
 
 vrmMigrationDef *

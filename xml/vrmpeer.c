@@ -204,8 +204,8 @@ vrmPeerParseResult(xmlNodePtr node, vrmPeerMessage *msg)
     return 0;
 }
 
-static vrmPeerMessage *
-vrmPeerMessageParseNode(xmlNodePtr node)
+static void *
+vrmPeerMessageParseRoot(xmlDocPtr doc G_GNUC_UNUSED, xmlNodePtr node)
 {
     g_autoptr(vrmPeerMessage) msg = NULL;
     int type;
@@ -251,11 +251,8 @@ vrmPeerMessage *
 vrmPeerMessageParseString(const char *xml)
 {
     g_autoptr(xmlDoc) doc = NULL;
-    g_autofree char *schemaMsg = NULL;
     const char *what = _("peer message");
     size_t len = xml ? strlen(xml) : 0;
-    vrmPeerMessage *msg;
-    int rc;
 
     if (len > VRM_PEER_FRAME_MAX) {
         vrmReportError(VRM_ERR_PROTOCOL,
@@ -265,17 +262,9 @@ vrmPeerMessageParseString(const char *xml)
     }
     if (!(doc = vrmXMLParseMemory(xml, len, what, false)))
         return NULL;
-    if ((rc = vrmXMLValidate(doc, VRM_XML_SCHEMA_PEER, &schemaMsg)) < 0)
-        return NULL;
-    /* the parser words the errors, as for the other documents */
-    msg = vrmPeerMessageParseNode(xmlDocGetRootElement(doc));
-    if (rc == 0 || !msg)
-        return msg;
-    vrmPeerMessageFree(msg);
-    vrmReportError(VRM_ERR_INTERNAL, _("%1$s does not match the schema '%2$s': %3$s"),
-                   what, vrmXMLSchemaTypeToString(VRM_XML_SCHEMA_PEER),
-                   schemaMsg);
-    return NULL;
+    return vrmXMLParseValidated(doc, VRM_XML_SCHEMA_PEER, what,
+                                vrmPeerMessageParseRoot,
+                                (GDestroyNotify)vrmPeerMessageFree);
 }
 
 static void

@@ -305,6 +305,25 @@ vrmXMLValidate(xmlDocPtr doc, vrmXMLSchema schema, char **message)
     return 1;
 }
 
+void *
+vrmXMLParseValidated(xmlDocPtr doc, vrmXMLSchema schema, const char *what,
+                     vrmXMLParseRootFunc parse, GDestroyNotify freeFunc)
+{
+    g_autofree char *schemaMsg = NULL;
+    void *obj;
+    int rc;
+
+    if ((rc = vrmXMLValidate(doc, schema, &schemaMsg)) < 0)
+        return NULL;
+    obj = parse(doc, xmlDocGetRootElement(doc));
+    if (rc == 0 || !obj)
+        return obj;
+    freeFunc(obj);
+    vrmReportError(VRM_ERR_INTERNAL, _("%1$s does not match the schema '%2$s': %3$s"),
+                   what, vrmXMLSchemaTypeToString(schema), schemaMsg);
+    return NULL;
+}
+
 xmlXPathContextPtr
 vrmXMLNewContext(xmlDocPtr doc)
 {

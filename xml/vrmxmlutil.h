@@ -9,6 +9,8 @@
  *   vrmXMLParseFile(path)                   same, reading a file
  *   vrmXMLSchemaDir()                       $VRM_SCHEMA_DIR, else the installed
  *                                           directory if present, else the source tree
+ *   vrmXMLParseValidated(doc, schema, what, parse, free)
+ *                                           validate, then read with the parser
  *   vrmXMLValidate(doc, schema, &msg)       RNG validation: 0 valid, 1 invalid (msg
  *                                           set), -1 schema not loadable (reported)
  *   vrmXMLNewContext(doc)                   XPath context with ctxt->node = root
@@ -95,6 +97,20 @@ xmlDocPtr vrmXMLParseFile(const char *path, const char *what);
  * The compiled schemas are cached per process.
  */
 int vrmXMLValidate(xmlDocPtr doc, vrmXMLSchema schema, char **message);
+
+/* Reads a document from its root: NULL with the error reported */
+typedef void *(*vrmXMLParseRootFunc)(xmlDocPtr doc, xmlNodePtr root);
+
+/*
+ * Validate @doc against @schema, then read it with @parse (@freeFunc frees
+ * what it returns). When the schema refuses the document, the parser still
+ * runs: its message names the element, attribute and allowed values,
+ * which the schema's does not. Should the parser accept what the schema
+ * refuses, the schema's words are reported (INTERNAL: a check is missing
+ * from the parser). @what names the document.
+ */
+void *vrmXMLParseValidated(xmlDocPtr doc, vrmXMLSchema schema, const char *what,
+                           vrmXMLParseRootFunc parse, GDestroyNotify freeFunc);
 
 xmlXPathContextPtr vrmXMLNewContext(xmlDocPtr doc);
 
