@@ -55,7 +55,7 @@ fuzzRoundTrip(const vrmControlMessage *msg)
 {
     g_autofree char *out = vrmControlMessageFormat(msg);
 
-    vrmFuzzControlFixedPoint(out);
+    vrmFuzzFixedPoint("control message", out, vrmFuzzControlReformat);
 }
 
 /* The domain's directory is under the run directory, whatever the UUID */

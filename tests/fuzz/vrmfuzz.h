@@ -35,32 +35,39 @@ vrmFuzzCheckInternal(const char *str)
                     vrmGetLastErrorMessage());
 }
 
-/* @out, a formatted control message, parses and formats to itself */
-static inline void
-vrmFuzzControlFixedPoint(const char *out)
-{
-    g_autoptr(vrmControlMessage) again = NULL;
-    g_autofree char *out2 = NULL;
+/* What @xml parses to, formatted: NULL if it does not parse */
+typedef char *(*vrmFuzzReformatFunc)(const char *xml);
 
-    if (!(again = vrmControlMessageParseString(out)))
-        vrmFuzzFail("formatted control message does not parse", out,
-                    vrmGetLastErrorMessage());
-    out2 = vrmControlMessageFormat(again);
-    if (strcmp(out, out2) != 0)
-        vrmFuzzFail("control message is not a fixed point", out, out2);
+static inline char *
+vrmFuzzControlReformat(const char *xml)
+{
+    g_autoptr(vrmControlMessage) msg = vrmControlMessageParseString(xml);
+
+    return msg ? vrmControlMessageFormat(msg) : NULL;
 }
 
-/* @out, a formatted peer message, parses and formats to itself */
-static inline void
-vrmFuzzPeerFixedPoint(const char *out)
+static inline char *
+vrmFuzzPeerReformat(const char *xml)
 {
-    g_autoptr(vrmPeerMessage) again = NULL;
-    g_autofree char *out2 = NULL;
+    g_autoptr(vrmPeerMessage) msg = vrmPeerMessageParseString(xml);
 
-    if (!(again = vrmPeerMessageParseString(out)))
-        vrmFuzzFail("formatted peer message does not parse", out,
-                    vrmGetLastErrorMessage());
-    out2 = vrmPeerMessageFormat(again);
-    if (strcmp(out, out2) != 0)
-        vrmFuzzFail("peer message is not a fixed point", out, out2);
+    return msg ? vrmPeerMessageFormat(msg) : NULL;
+}
+
+/* @out, a formatted @what ("control message"), parses and formats to
+ * itself */
+static inline void
+vrmFuzzFixedPoint(const char *what, const char *out, vrmFuzzReformatFunc reformat)
+{
+    g_autofree char *out2 = reformat(out);
+    g_autofree char *why = NULL;
+
+    if (!out2) {
+        why = g_strdup_printf("formatted %s does not parse", what);
+        vrmFuzzFail(why, out, vrmGetLastErrorMessage());
+    }
+    if (strcmp(out, out2) != 0) {
+        why = g_strdup_printf("%s is not a fixed point", what);
+        vrmFuzzFail(why, out, out2);
+    }
 }

@@ -85,7 +85,7 @@ fuzzRoundTrip(const vrmPeerMessage *msg)
 
     if (strlen(out) > VRM_PEER_FRAME_MAX)
         vrmFuzzFail("an accepted message formats to more than a frame", out, NULL);
-    vrmFuzzPeerFixedPoint(out);
+    vrmFuzzFixedPoint("peer message", out, vrmFuzzPeerReformat);
 }
 
 /* A request or a reach check is taken only from the address its

@@ -33,39 +33,25 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void
-fuzzMigration(const char *str)
+static char *
+fuzzMigrationReformat(const char *xml)
 {
-    g_autoptr(vrmMigrationDef) def = vrmMigrationDefParseString(str);
-    g_autoptr(vrmMigrationDef) again = NULL;
-    g_autofree char *out = NULL;
-    g_autofree char *out2 = NULL;
+    g_autoptr(vrmMigrationDef) def = vrmMigrationDefParseString(xml);
 
-    if (!def) {
-        vrmFuzzCheckInternal(str);
-        return;
-    }
-    out = vrmMigrationDefFormat(def);
-    if (!(again = vrmMigrationDefParseString(out)))
-        vrmFuzzFail("formatted migration XML does not parse", out,
-                    vrmGetLastErrorMessage());
-    out2 = vrmMigrationDefFormat(again);
-    if (strcmp(out, out2) != 0)
-        vrmFuzzFail("migration XML is not a fixed point", out, out2);
+    return def ? vrmMigrationDefFormat(def) : NULL;
 }
 
+/* What parses as a @what formats to a fixed point */
 static void
-fuzzControl(const char *str)
+fuzzDocument(const char *str, const char *what, vrmFuzzReformatFunc reformat)
 {
-    g_autoptr(vrmControlMessage) msg = vrmControlMessageParseString(str);
-    g_autofree char *out = NULL;
+    g_autofree char *out = reformat(str);
 
-    if (!msg) {
+    if (!out) {
         vrmFuzzCheckInternal(str);
         return;
     }
-    out = vrmControlMessageFormat(msg);
-    vrmFuzzControlFixedPoint(out);
+    vrmFuzzFixedPoint(what, out, reformat);
 }
 
 static void
@@ -101,20 +87,6 @@ fuzzDomain(const char *str)
 }
 
 static void
-fuzzPeer(const char *str)
-{
-    g_autoptr(vrmPeerMessage) msg = vrmPeerMessageParseString(str);
-    g_autofree char *out = NULL;
-
-    if (!msg) {
-        vrmFuzzCheckInternal(str);
-        return;
-    }
-    out = vrmPeerMessageFormat(msg);
-    vrmFuzzPeerFixedPoint(out);
-}
-
-static void
 fuzzConfig(const uint8_t *data, size_t size)
 {
     g_autoptr(vrmHelperConfig) conf = NULL;
@@ -144,9 +116,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
 
     str = g_strndup((const char *)data, size);
-    fuzzMigration(str);
-    fuzzControl(str);
-    fuzzPeer(str);
+    fuzzDocument(str, "migration XML", fuzzMigrationReformat);
+    fuzzDocument(str, "control message", vrmFuzzControlReformat);
+    fuzzDocument(str, "peer message", vrmFuzzPeerReformat);
     fuzzDomain(str);
     fuzzConfig(data, size);
     vrmResetLastError();
