@@ -160,6 +160,35 @@ vrmControlFormatDomain(GString *buf, unsigned int level, const char *name,
     g_string_append(buf, "/>\n");
 }
 
+static int
+vrmControlParseSocket(xmlNodePtr node, char **path)
+{
+    static const char *const socketAttrs[] = { "path", NULL };
+
+    if (vrmXMLCheckLeaf(node, socketAttrs) < 0 ||
+        vrmXMLPropString(node, "path", true, path) < 0)
+        return -1;
+    if ((*path)[0] != '/' || strchr(*path, '\n') ||
+        strlen(*path) >= VRM_CONTROL_PATH_MAX) {
+        g_autofree char *bad = vrmXMLQuote(*path);
+
+        vrmReportError(VRM_ERR_XML,
+                       _("attribute '%1$s' of element '%2$s' has invalid value '%3$s'; expected an absolute path of one line, shorter than %4$d bytes"),
+                       "path", "socket", bad, VRM_CONTROL_PATH_MAX);
+        return -1;
+    }
+    return 0;
+}
+
+static void
+vrmControlFormatSocket(GString *buf, unsigned int level, const char *path)
+{
+    vrmXMLIndent(buf, level);
+    g_string_append(buf, "<socket");
+    vrmXMLAttrStr(buf, "path", path);
+    g_string_append(buf, "/>\n");
+}
+
 /* The <rdma:migration> child of @node, or NULL. */
 static xmlNodePtr
 vrmControlMigrationChild(xmlNodePtr node)
@@ -182,7 +211,6 @@ vrmJobRecordParseNode(xmlNodePtr node)
     static const char *const children[] = {
         "domain", "socket", "rdma:migration", "stats", "error", NULL
     };
-    static const char *const socketAttrs[] = { "path", NULL };
     static const char *const errorAttrs[] = { "code", NULL };
     g_autoptr(vrmJobRecord) job = vrmJobRecordNew();
     xmlNodePtr child;
@@ -217,20 +245,9 @@ vrmJobRecordParseNode(xmlNodePtr node)
         vrmControlParseDomain(child, &job->domainName, &job->domainUUID) < 0)
         return NULL;
 
-    if ((child = vrmXMLChild(node, "socket"))) {
-        if (vrmXMLCheckLeaf(child, socketAttrs) < 0 ||
-            vrmXMLPropString(child, "path", true, &job->socketPath) < 0)
-            return NULL;
-        if (job->socketPath[0] != '/' || strchr(job->socketPath, '\n') ||
-            strlen(job->socketPath) >= VRM_CONTROL_PATH_MAX) {
-            g_autofree char *bad = vrmXMLQuote(job->socketPath);
-
-            vrmReportError(VRM_ERR_XML,
-                           _("attribute '%1$s' of element '%2$s' has invalid value '%3$s'; expected an absolute path of one line, shorter than %4$d bytes"),
-                           "path", "socket", bad, VRM_CONTROL_PATH_MAX);
-            return NULL;
-        }
-    }
+    if ((child = vrmXMLChild(node, "socket")) &&
+        vrmControlParseSocket(child, &job->socketPath) < 0)
+        return NULL;
 
     if ((child = vrmControlMigrationChild(node)) &&
         !(job->migration = vrmMigrationDefParseElement(child)))
@@ -281,12 +298,8 @@ vrmJobRecordFormatBuf(GString *buf, const vrmJobRecord *job, unsigned int level)
                            vrmJobRoleTypeToString(job->role),
                            vrmJobStateTypeToString(job->state));
     vrmControlFormatDomain(buf, level + 1, job->domainName, job->domainUUID);
-    if (job->socketPath) {
-        vrmXMLIndent(buf, level + 1);
-        g_string_append(buf, "<socket");
-        vrmXMLAttrStr(buf, "path", job->socketPath);
-        g_string_append(buf, "/>\n");
-    }
+    if (job->socketPath)
+        vrmControlFormatSocket(buf, level + 1, job->socketPath);
     if (job->migration) {
         g_autoptr(vrmMigrationDef) def = vrmMigrationDefCopy(job->migration);
 
@@ -328,35 +341,6 @@ vrmIntentRecordFree(vrmIntentRecord *intent)
     g_free(intent->domainUUID);
     g_free(intent->socketPath);
     g_free(intent);
-}
-
-static int
-vrmControlParseSocket(xmlNodePtr node, char **path)
-{
-    static const char *const socketAttrs[] = { "path", NULL };
-
-    if (vrmXMLCheckLeaf(node, socketAttrs) < 0 ||
-        vrmXMLPropString(node, "path", true, path) < 0)
-        return -1;
-    if ((*path)[0] != '/' || strchr(*path, '\n') ||
-        strlen(*path) >= VRM_CONTROL_PATH_MAX) {
-        g_autofree char *bad = vrmXMLQuote(*path);
-
-        vrmReportError(VRM_ERR_XML,
-                       _("attribute '%1$s' of element '%2$s' has invalid value '%3$s'; expected an absolute path of one line, shorter than %4$d bytes"),
-                       "path", "socket", bad, VRM_CONTROL_PATH_MAX);
-        return -1;
-    }
-    return 0;
-}
-
-static void
-vrmControlFormatSocket(GString *buf, unsigned int level, const char *path)
-{
-    vrmXMLIndent(buf, level);
-    g_string_append(buf, "<socket");
-    vrmXMLAttrStr(buf, "path", path);
-    g_string_append(buf, "/>\n");
 }
 
 static vrmIntentRecord *
