@@ -49,7 +49,7 @@ row() { [ -z "${VRM_FAULT_ROWS:-}" ] || [[ " $VRM_FAULT_ROWS " == *" $1 "* ]]; }
 # last_record HOST: state and error of the newest job record of this host
 # (a) or of b
 last_record() {
-    local cmd='f=$(ls -t /var/lib/virt-rdma/job-*.xml 2>/dev/null | head -1); [ -n "$f" ] && sed -n "s/.*<job [^>]*state=\"\([a-z]*\)\".*/\1/p; s/.*<error>\(.*\)<\/error>.*/  error: \1/p" "$f"'
+    local cmd='f=$(ls -t /var/lib/virt-rdma/job-*.xml 2>/dev/null | head -1); [ -n "$f" ] && sed -n "s/.*<job [^>]*state=\"\([a-z]*\)\".*/\1/p; s/.*<error code=\"\([a-z-]*\)\">\(.*\)<\/error>.*/  error: (\1) \2/p" "$f"'
     if [ "$1" = a ]; then eval "$cmd"; else remote "$cmd" | sed 's/^  \[b\] //'; fi
 }
 
@@ -372,7 +372,7 @@ postcopy_killed() {
     remote "check_arrived g1" || fail "$name: g1 did not arrive on b intact after the recovery"
     # the broken job: failed, and the killed engine's host's record says
     # why; the recovery job: completed on both hosts, with QEMU's connection
-    said="grep -l '$why' /var/lib/virt-rdma/job-*.xml | head -1 | xargs -r sed -n 's/.*<error>\(.*\)<\/error>.*/\1/p'"
+    said="grep -l '$why' /var/lib/virt-rdma/job-*.xml | head -1 | xargs -r sed -n 's/.*<error[^>]*>\(.*\)<\/error>.*/\1/p'"
     if [ "$side" = destination ]; then
         said=$(remote "$said" | sed 's/^  \[b\] //')
     else
