@@ -10,6 +10,8 @@
  *   VRM_RATE_LIMIT_INIT(burst, seconds)
  *   vrmRateLimitAllow(rl, now)      true: log this one; the caller first
  *                                   logs vrmRateLimitTakeSuppressed() if > 0
+ *   VRM_WARN_LIMITED(rl, fmt, ...)  both, at one level
+ *   VRM_INFO_LIMITED(rl, fmt, ...)
  */
 #pragma once
 
@@ -34,14 +36,17 @@ typedef struct {
 bool vrmRateLimitAllow(vrmRateLimit *rl, gint64 now);
 unsigned int vrmRateLimitTakeSuppressed(vrmRateLimit *rl);
 
-/* VRM_WARN(...) through @rl, saying first how many lines it held back */
-#define VRM_WARN_LIMITED(rl, ...) \
+/* LOG(...) (VRM_WARN or VRM_INFO) through @rl, saying first, at the same
+ * level, how many lines it held back */
+#define VRM_LOG_LIMITED(rl, LOG, ...) \
     do { \
         if (vrmRateLimitAllow((rl), g_get_monotonic_time())) { \
             unsigned int vrmHeldBack = vrmRateLimitTakeSuppressed(rl); \
             if (vrmHeldBack) \
-                VRM_WARN(_("%1$u more lines like the next one were left out"), \
-                         vrmHeldBack); \
-            VRM_WARN(__VA_ARGS__); \
+                LOG(_("%1$u more lines like the next one were left out"), \
+                    vrmHeldBack); \
+            LOG(__VA_ARGS__); \
         } \
     } while (0)
+#define VRM_WARN_LIMITED(rl, ...) VRM_LOG_LIMITED(rl, VRM_WARN, __VA_ARGS__)
+#define VRM_INFO_LIMITED(rl, ...) VRM_LOG_LIMITED(rl, VRM_INFO, __VA_ARGS__)

@@ -811,6 +811,10 @@ vrmHelperSourceCheckRequest(const vrmPeerMessage *msg, const char *from)
 
 /* ---- a reach check (virt-rdma capabilities --peer on the requester) ---- */
 
+/* Any holder of the cluster's credentials may ask for reach checks, as
+ * often as it likes: their lines are rate-limited */
+static vrmRateLimit vrmSourceReachLog = VRM_RATE_LIMIT_INIT(5, 60);
+
 /* Tell the requester how our handshake with it went, and close */
 static void
 vrmSourceReachEnd(vrmSourceRequest *req, bool ok)
@@ -819,13 +823,13 @@ vrmSourceReachEnd(vrmSourceRequest *req, bool ok)
 
     if (ok) {
         res = vrmPeerMessageNew(VRM_PEER_MIGRATION_RESULT);
-        VRM_INFO("reach check: this helper reached %s:%u back",
+        VRM_INFO_LIMITED(&vrmSourceReachLog, "reach check: this helper reached %s:%u back",
                  req->request->requester->address, req->request->requester->port);
     } else {
         g_autofree char *why = g_strdup(vrmGetLastErrorMessage());
 
         res = vrmPeerResultNewError(vrmGetLastErrorCode(), why);
-        VRM_INFO("reach check: %s", why);
+        VRM_INFO_LIMITED(&vrmSourceReachLog, "reach check: %s", why);
     }
     if (req->pc)
         vrmPeerConnSend(req->pc, res);

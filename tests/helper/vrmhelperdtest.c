@@ -1549,6 +1549,7 @@ testPeerCheck(void)
     g_autofree char *out = NULL;
     int status = 0;
     vrmControlMessage *reply;
+    size_t i;
 
     /* the other helper: its own cluster key, on 127.0.0.2 and h's port */
     g_assert_true(g_file_get_contents(other->conf, &text, NULL, NULL));
@@ -1581,10 +1582,23 @@ testPeerCheck(void)
     }
     helperStart(walled);
 
-    /* itself: the same key */
-    reply = peerCheck(h, "localhost", "127.0.0.1");
-    g_assert_cmpint(reply->status, ==, VRM_REPLY_OK);
-    vrmControlMessageFree(reply);
+    /* itself: the same key; asked again and again, the checked side (h
+     * itself here) logs at most its limiter's burst of reach checks */
+    for (i = 0; i < 8; i++) {
+        reply = peerCheck(h, "localhost", "127.0.0.1");
+        g_assert_cmpint(reply->status, ==, VRM_REPLY_OK);
+        vrmControlMessageFree(reply);
+    }
+    {
+        g_autofree char *log = helperLog(h);
+        g_auto(GStrv) lines = g_strsplit(log, "\n", -1);
+        unsigned int reached = 0;
+
+        for (i = 0; lines[i]; i++)
+            reached += strstr(lines[i], "reach check: this helper reached 127.0.0.1:") != NULL;
+        g_test_message("8 reach checks, %u lines of them in the log", reached);
+        g_assert_cmpuint(reached, ==, 5);
+    }
     /* another key */
     reply = peerCheck(h, "other", "127.0.0.2");
     g_test_message("another key: %s", reply->errorMessage);
