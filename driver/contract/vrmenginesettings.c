@@ -180,28 +180,44 @@ vrmEngineSettingsInit(vrmEngineSettings *s)
     s->caps = vrmCapabilityDefaultMask();
 }
 
+/* The rows whose field is a string the settings own (two rows may share
+ * one: --listen and --connect are both the address) */
+static char **
+vrmEngineOptionString(const vrmEngineOption *o, vrmEngineSettings *s)
+{
+    if (o->type != VRM_ENGINE_OPT_STRING && o->type != VRM_ENGINE_OPT_ADDRESS)
+        return NULL;
+    return (char **)((char *)s + o->offset);
+}
+
 void
 vrmEngineSettingsClear(vrmEngineSettings *s)
 {
-    g_free(s->domainUUID);
-    g_free(s->qemuPath);
-    g_free(s->diskPath);
-    g_free(s->address);
-    g_free(s->device);
-    g_free(s->statsSocket);
+    size_t i;
+
+    for (i = 0; i < G_N_ELEMENTS(vrmEngineOptions); i++) {
+        char **field = vrmEngineOptionString(&vrmEngineOptions[i], s);
+
+        if (field)
+            g_clear_pointer(field, g_free);
+    }
     vrmEngineSettingsInit(s);
 }
 
 void
 vrmEngineSettingsCopy(vrmEngineSettings *dst, const vrmEngineSettings *src)
 {
+    size_t i;
+
     *dst = *src;
-    dst->domainUUID = g_strdup(src->domainUUID);
-    dst->qemuPath = g_strdup(src->qemuPath);
-    dst->diskPath = g_strdup(src->diskPath);
-    dst->address = g_strdup(src->address);
-    dst->device = g_strdup(src->device);
-    dst->statsSocket = g_strdup(src->statsSocket);
+    for (i = 0; i < G_N_ELEMENTS(vrmEngineOptions); i++) {
+        char **field = vrmEngineOptionString(&vrmEngineOptions[i], dst);
+        char *const *from = (char *const *)((const char *)src + vrmEngineOptions[i].offset);
+
+        /* a field two rows share is copied once */
+        if (field && *field == *from)
+            *field = g_strdup(*from);
+    }
 }
 
 char *
