@@ -107,6 +107,7 @@ static const vrmConfKey vrmConfKeys[] = {
     { "paths", "run-dir", VRM_CONF_PATH, OFF(runDir), 0, 0 },
     { "paths", "state-dir", VRM_CONF_PATH, OFF(stateDir), 0, 0 },
     { "access", "group", VRM_CONF_NAME, OFF(group), 0, 0 },
+    { "access", "libvirt-group", VRM_CONF_NAME, OFF(libvirtGroup), 0, 0 },
     { "history", "size", VRM_CONF_UINT, OFF(historySize),
       0, VRM_HELPER_MAX_HISTORY },
     { "peers", "auth", VRM_CONF_ENUM, OFF(peerAuth), 0, VRM_PEER_AUTH_LAST,
@@ -195,6 +196,7 @@ vrmHelperConfigNew(void)
     conf->recoveryWindow = VRM_HELPER_DEFAULT_RECOVERY_WINDOW;
     conf->maxClients = VRM_HELPER_DEFAULT_MAX_CLIENTS;
     conf->group = g_strdup(VRM_HELPER_DEFAULT_GROUP);
+    conf->libvirtGroup = g_strdup(VRM_HELPER_DEFAULT_LIBVIRT_GROUP);
     conf->peerAuth = VRM_PEER_AUTH_AUTO;
     conf->fallback = VRM_FALLBACK_TCP;
     conf->rdmaDefault = VRM_RDMA_DEFAULT_TAGGED;

@@ -10,7 +10,7 @@
  *   [limits]    max-jobs, max-pinned-bytes (the host's budget), max-channels,
  *               chunk-sizes, max-ring-depth, max-bandwidth, max-clients
  *   [paths]     run-dir, state-dir
- *   [access]    group
+ *   [access]    group, libvirt-group
  *   [history]   size
  *   [peers]     auth, key-file, ca-cert, crl, allowed-dn, server-cert,
  *               server-key, client-cert, client-key, host, address, listen,
@@ -66,6 +66,9 @@
 #define VRM_HELPER_ENGINE_DIR "engine"
 #define VRM_HELPER_DEFAULT_PEER_PORT 16530
 #define VRM_HELPER_DEFAULT_GROUP "virt-rdma"
+/* Debian's libvirt gives this group full access (its socket's group and
+ * its polkit rule) */
+#define VRM_HELPER_DEFAULT_LIBVIRT_GROUP "libvirt"
 #define VRM_HELPER_DEFAULT_ENGINE_USER "virt-rdma-engine"
 /* Debian's prometheus-node-exporter reads *.prom files here */
 #define VRM_HELPER_DEFAULT_METRICS_DIR "/var/lib/prometheus/node-exporter"
@@ -124,6 +127,8 @@ struct _vrmHelperConfig {
     char *stateDir;
     /* [access] */
     char *group;                    /* may use the control socket; NULL: root only */
+    char *libvirtGroup;             /* of those, may prepare intents (migrate
+                                     * through libvirt); NULL: root only */
     /* [history] */
     unsigned int historySize;       /* finished jobs kept */
     /* [peers] */

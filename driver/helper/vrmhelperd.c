@@ -50,6 +50,21 @@ vrmHelperCredAllowed(vrmHelperDaemon *d, const vrmHelperCred *cred)
     return vrmHelperPeerAllowed(&peer, geteuid(), d->accessGid, d->haveGroup);
 }
 
+/* May the client migrate domains through libvirt, as an intent's owner
+ * would? root, ourselves, or a member of [access] libvirt-group: an intent
+ * makes its owner see that domain's next job and able to cancel it, which
+ * only somebody who could abort the migration in libvirt should be */
+static bool
+vrmHelperCredMayMigrate(vrmHelperDaemon *d, const vrmHelperCred *cred)
+{
+    vrmHelperPeer peer = {
+        .uid = cred->uid, .gid = cred->gid,
+        .groups = cred->groups, .ngroups = cred->ngroups,
+    };
+
+    return vrmHelperPeerAllowed(&peer, geteuid(), d->libvirtGid, d->haveLibvirtGroup);
+}
+
 /* root and ourselves see every job; the others the jobs they opened */
 static bool
 vrmHelperCredOwns(const vrmHelperCred *cred, const vrmHelperIntent *intent)
@@ -366,6 +381,16 @@ vrmHelperHandlePrepare(vrmHelperDaemon *d, vrmControlMessage *msg, vrmHelperConn
     gpointer v;
     unsigned int mine = 0;
 
+    if (!vrmHelperCredMayMigrate(d, cred)) {
+        g_autofree char *why = d->haveLibvirtGroup ?
+            g_strdup_printf(_("user %1$u may not prepare migrations on this host: only root and members of the group '%2$s' ([access] libvirt-group), who may migrate domains through libvirt, may"),
+                            (unsigned int)cred->uid, d->conf->libvirtGroup) :
+            g_strdup_printf(_("user %1$u may not prepare migrations on this host: only root may, since no group names who may migrate domains through libvirt ([access] libvirt-group)"),
+                            (unsigned int)cred->uid);
+
+        vrmHelperConnReplyError(c, VRM_ERR_AUTH, why);
+        return;
+    }
     vrmHelperIntentsExpire(d);
     if (g_hash_table_size(d->intents) >= VRM_HELPER_INTENTS_MAX)
         vrmHelperIntentsDropEnded(d);
@@ -626,6 +651,13 @@ vrmHelperResolveUsers(vrmHelperDaemon *d)
     } else if (d->conf->group) {
         VRM_WARN(_("the access group '%1$s' does not exist: only root may use virt-rdmad"),
                  d->conf->group);
+    }
+    if (d->conf->libvirtGroup && (gr = getgrnam(d->conf->libvirtGroup))) {
+        d->haveLibvirtGroup = true;
+        d->libvirtGid = gr->gr_gid;
+    } else if (d->conf->libvirtGroup && d->haveGroup) {
+        VRM_WARN(_("the group '%1$s' ([access] libvirt-group) does not exist: only root may use virt-rdma migrate and the library on this host"),
+                 d->conf->libvirtGroup);
     }
     d->engineUid = geteuid();
     d->engineGid = getegid();

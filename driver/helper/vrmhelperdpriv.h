@@ -154,6 +154,8 @@ struct _vrmHelperDaemon {
     /* users */
     bool haveGroup;
     gid_t accessGid;
+    bool haveLibvirtGroup;          /* [access] libvirt-group exists */
+    gid_t libvirtGid;
     bool engineUserOk;
     char *engineProblem;            /* why engines cannot run */
     uid_t engineUid;

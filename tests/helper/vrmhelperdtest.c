@@ -1340,6 +1340,7 @@ testVisibility(void)
     g_autofree char *memberOwn = NULL;
     g_autofree char *outsider = NULL;
     g_autoptr(vrmControlMessage) rootList = NULL;
+    g_autoptr(vrmControlMessage) rootPrepare = NULL;
     vrmControlMessage *req;
 
     if (geteuid() != 0) {
@@ -1411,6 +1412,39 @@ testVisibility(void)
         g_autofree char *text = vrmControlMessageFormat(rootList);
 
         g_assert_false(containsToken(h, text));
+    }
+    /* a member who may not migrate through libvirt prepares nothing
+     * (issue 33 item 4): the same helper, its libvirt group now root's,
+     * which user daemon is not in */
+    {
+        g_autofree char *conf = NULL;
+        g_autofree char *from = g_strdup_printf("libvirt-group = %s\n",
+                                                getgrgid(getpwnam("daemon")->pw_gid)->gr_name);
+        g_autofree char *refused = NULL;
+
+        helperStop(h);
+        g_assert_true(g_file_get_contents(h->conf, &conf, NULL, NULL));
+        g_assert_nonnull(strstr(conf, from));
+        {
+            g_auto(GStrv) parts = g_strsplit(conf, from, 2);
+            g_autofree char *joined = g_strjoinv("libvirt-group = root\n", parts);
+
+            g_assert_true(g_file_set_contents(h->conf, joined, -1, NULL));
+        }
+        helperStart(h);
+        req = vrmControlMessageNew(VRM_CONTROL_JOB_PREPARE);
+        req->domainName = g_strdup("web2");
+        req->domainUUID = g_strdup(TEST_DOMAIN_UUID);
+        refused = callAs(h, "daemon", req);
+        g_test_message("a member outside libvirt's group: %s", refused);
+        g_assert_nonnull(strstr(refused, "<error code=\"auth\">user "));
+        g_assert_nonnull(strstr(refused, " may not prepare migrations on this host: only root and members of the group 'root' ([access] libvirt-group)"));
+        /* root still may */
+        req = vrmControlMessageNew(VRM_CONTROL_JOB_PREPARE);
+        req->domainName = g_strdup("web2");
+        req->domainUUID = g_strdup(TEST_DOMAIN_UUID);
+        rootPrepare = helperCall(h, req);
+        g_assert_cmpint(rootPrepare->status, ==, VRM_REPLY_OK);
     }
 }
 

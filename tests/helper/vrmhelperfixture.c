@@ -66,7 +66,9 @@ helperWriteConfig(Helper *h, const char *key, const char *extra)
     g_autofree char *text =
         g_strdup_printf("[rdma]\ndevice = rxe0\naddress = 127.0.0.1\n"
                         "[paths]\nrun-dir = %s\nstate-dir = %s\n"
-                        "[access]\ngroup = %s\n"
+                        /* the test's member (user daemon) may use the
+                         * socket and, as if it could use libvirt, prepare */
+                        "[access]\ngroup = %s\nlibvirt-group = %s\n"
                         "[peers]\nauth = psk\nkey-file = %s\nhost = localhost\n"
                         "address = 127.0.0.1\nport = %u\ntimeout = 3\n"
                         "[engine]\nuser = nobody\n"
@@ -77,6 +79,7 @@ helperWriteConfig(Helper *h, const char *key, const char *extra)
                          * mode's rules are tested in the sandbox */
                         "[migration]\nrdma = off\n%s%s%s",
                         h->run, h->state, getgrgid(getpwnam("daemon")->pw_gid)->gr_name,
+                        getgrgid(getpwnam("daemon")->pw_gid)->gr_name,
                         key, h->peerPort, h->metricsDir ? h->metricsDir : "",
                         extra ? extra : "",
                         h->fallback ? "fallback = " : "",
