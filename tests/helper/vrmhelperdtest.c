@@ -29,6 +29,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <unistd.h>
 #include <linux/capability.h>
@@ -1676,6 +1677,32 @@ testPeerCheck(void)
         g_assert_nonnull(strstr(reply->errorMessage, want));
         g_assert_true(g_str_has_suffix(reply->errorMessage, advice));
         vrmControlMessageFree(reply);
+    }
+    /* the way back black-holed: something at walled's locator takes the
+     * connection and never answers (no accept, no TLS); h gives up at its
+     * handshake deadline and walled's answer comes within its own wait
+     * ([peers] timeout 3 + 5 s), naming the silence */
+    {
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(h->peerPort) };
+        vrmControlMessage *req = vrmControlMessageNew(VRM_CONTROL_PEER_CHECK);
+        int silent = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        gint64 t0;
+
+        g_assert_cmpint(inet_pton(AF_INET, "127.0.0.6", &sa.sin_addr), ==, 1);
+        g_assert_cmpint(silent, >=, 0);
+        g_assert_cmpint(bind(silent, (struct sockaddr *)&sa, sizeof(sa)), ==, 0);
+        g_assert_cmpint(listen(silent, 8), ==, 0);
+        req->peerHost = g_strdup("localhost");
+        req->peerAddress = g_strdup("127.0.0.1");
+        t0 = g_get_monotonic_time();
+        reply = helperCall(walled, req);
+        g_test_message("walled, its locator silent: %s (after %lld ms)", reply->errorMessage,
+                       (long long)((g_get_monotonic_time() - t0) / 1000));
+        g_assert_cmpint(reply->status, ==, VRM_REPLY_ERROR);
+        g_assert_nonnull(strstr(reply->errorMessage, "answers, but cannot reach this host's helper back: "));
+        g_assert_nonnull(strstr(reply->errorMessage, "did not finish in time"));
+        vrmControlMessageFree(reply);
+        close(silent);
     }
     /* and h reaches walled both ways? No: walled's locator is closed, so
      * h's own check of walled fails at its first handshake */
