@@ -34,6 +34,8 @@ packages=(
     # negotiation.sh's TLS migration: a tap on the wire for the plaintext
     # check (certtool, for the test CA, is gnutls-bin below)
     tcpdump
+    # the transparent mode's steering rules (negotiation.sh step 13a)
+    nftables
     # building virt-rdma inside the root (build-root.sh), with the same
     # dependencies as on Debian 12 plus GnuTLS for the helper channel
     gcc libc6-dev meson ninja-build pkg-config cpio xz-utils

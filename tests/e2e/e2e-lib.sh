@@ -225,10 +225,12 @@ check_migrated_source() {
 
 VRM_NS=http://virt-rdma.org/xmlns/migration/1.0
 
-# The helpers' users and group, as the package creates them (the VM's /etc
-# is a tmpfs overlay).
+# The helpers' users and group, as the package creates them, and libvirt's
+# group, as libvirt-daemon-system does (the helper's [access] libvirt-group;
+# the VM's /etc is a tmpfs overlay).
 add_system_users() {
     getent group virt-rdma >/dev/null || echo "virt-rdma:x:64060:" >> /etc/group
+    getent group libvirt >/dev/null || echo "libvirt:x:64062:" >> /etc/group
     getent group virt-rdma-engine >/dev/null || echo "virt-rdma-engine:x:64061:" >> /etc/group
     getent passwd virt-rdma-engine >/dev/null ||
         echo "virt-rdma-engine:x:64061:64061:virt-rdma engines:/nonexistent:/usr/sbin/nologin" >> /etc/passwd

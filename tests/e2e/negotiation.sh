@@ -22,12 +22,13 @@
 #               one migration proves several things where it can (CI
 #               time); migrations-no-tls is the same without TLS (by hand:
 #               a quicker run);
-#               migrations-compat is steps 1 and 11 (the compat suite in
-#               CI, Debian 13: one channel; step 11: b->a virt-rdma
-#               migrate --postcopy as in step 6, with the check that the
-#               RDMA job carried QEMU's postcopy-preempt channel if
-#               libvirt turned it on; the rest runs with compat-matrix:
-#               CI time)
+#               migrations-compat is steps 1, 11 and 13a (the compat
+#               suite in CI, Debian 13: one channel; step 11: b->a
+#               virt-rdma migrate --postcopy as in step 6, with the check
+#               that the RDMA job carried QEMU's postcopy-preempt channel
+#               if libvirt turned it on; 13a: the transparent mode's first
+#               migration, a->b plain virsh --postcopy with no
+#               --migrateuri; the rest runs with compat-matrix: CI time)
 #   storage     disks that are not shared (issue 17): a guest that keeps
 #               writing its IDE disk hda and has a second one, hdb; a->b
 #               plain virsh --copy-storage-all --disks-uri "$(virt-rdma
@@ -430,7 +431,7 @@ tls=0
 case "$scenario" in
 migrations) steps="1 2 3 4 5 6 13 9 10 12"; tls=1 ;;
 migrations-no-tls) steps="1 2 3 4 5 6 13 9 10 12" ;;
-migrations-compat) steps="1 11" ;;
+migrations-compat) steps="1 11 13a" ;;
 transparent) steps="13"; tls=1 ;;
 *) steps= ;;
 esac
@@ -617,7 +618,7 @@ PY
         leftovers_both
     fi
 
-    if step 13; then
+    if step 13 || step 13a; then
         # 13. the transparent mode (issue 32): what an orchestrator does,
         #     with no per-domain path. a -> b: plain virsh with no
         #     --migrateuri (libvirt picks tcp://sandbox-b:PORT); b -> a:
@@ -661,7 +662,8 @@ PY
             tail -2 | sed 's/^/  [a] /'
         no_token
         leftovers_both
-
+    fi
+    if step 13; then
         # A connection that was open before b's rule keeps working while
         # the rule is in place, though its end on a is port 49200, in
         # libvirt's range: the rule takes only a new connection's SYN.
