@@ -37,32 +37,34 @@
 
 /* ---- who may do what --------------------------------------------------- */
 
-/* root, our own user, or a member of the access group (by the kernel's
+/* root, our own user, or a member of @gid if @haveGroup (by the kernel's
  * SO_PEERGROUPS: no name-service lookup in the loop) */
+static bool
+vrmHelperCredInGroup(const vrmHelperCred *cred, gid_t gid, bool haveGroup)
+{
+    vrmHelperPeer peer = {
+        .uid = cred->uid, .gid = cred->gid,
+        .groups = cred->groups, .ngroups = cred->ngroups,
+    };
+
+    return vrmHelperPeerAllowed(&peer, geteuid(), gid, haveGroup);
+}
+
+/* May the client use the control socket? The access group */
 static bool
 vrmHelperCredAllowed(vrmHelperDaemon *d, const vrmHelperCred *cred)
 {
-    vrmHelperPeer peer = {
-        .uid = cred->uid, .gid = cred->gid,
-        .groups = cred->groups, .ngroups = cred->ngroups,
-    };
-
-    return vrmHelperPeerAllowed(&peer, geteuid(), d->accessGid, d->haveGroup);
+    return vrmHelperCredInGroup(cred, d->accessGid, d->haveGroup);
 }
 
 /* May the client migrate domains through libvirt, as an intent's owner
- * would? root, ourselves, or a member of [access] libvirt-group: an intent
- * makes its owner see that domain's next job and able to cancel it, which
- * only somebody who could abort the migration in libvirt should be */
+ * would? [access] libvirt-group: an intent makes its owner see that
+ * domain's next job and able to cancel it, which only somebody who could
+ * abort the migration in libvirt should be */
 static bool
 vrmHelperCredMayMigrate(vrmHelperDaemon *d, const vrmHelperCred *cred)
 {
-    vrmHelperPeer peer = {
-        .uid = cred->uid, .gid = cred->gid,
-        .groups = cred->groups, .ngroups = cred->ngroups,
-    };
-
-    return vrmHelperPeerAllowed(&peer, geteuid(), d->libvirtGid, d->haveLibvirtGroup);
+    return vrmHelperCredInGroup(cred, d->libvirtGid, d->haveLibvirtGroup);
 }
 
 /* root and ourselves see every job; the others the jobs they opened */
