@@ -824,7 +824,7 @@ vrmSourceReachEnd(vrmSourceRequest *req, bool ok)
     if (ok) {
         res = vrmPeerMessageNew(VRM_PEER_MIGRATION_RESULT);
         VRM_INFO_LIMITED(&vrmSourceReachLog, "reach check: this helper reached %s:%u back",
-                 req->request->requester->address, req->request->requester->port);
+                         req->request->requester->address, req->request->requester->port);
     } else {
         g_autofree char *why = g_strdup(vrmGetLastErrorMessage());
 
