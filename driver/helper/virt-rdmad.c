@@ -25,7 +25,9 @@ vrmCheckPeers(const vrmHelperConfig *conf)
     if (vrmPeerCredsLoad(conf, &creds) < 0)
         return -1;
     if (!creds && conf->peerAuth != VRM_PEER_AUTH_NONE) {
-        vrmReportError(VRM_ERR_CONFIG, "%s", vrmPeerChannelOffReason());
+        g_autofree char *why = vrmPeerChannelOffReason(conf);
+
+        vrmReportError(VRM_ERR_CONFIG, "%s", why);
         return -1;
     }
     return 0;

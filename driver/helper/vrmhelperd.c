@@ -331,8 +331,9 @@ vrmHelperHandlePeerCheck(vrmHelperDaemon *d, vrmControlMessage *msg, vrmHelperCo
         return;
     }
     if (!d->peerCreds) {
-        vrmHelperConnReplyError(c, VRM_ERR_CONFIG,
-                                d->peerProblem ? d->peerProblem : vrmPeerChannelOffReason());
+        g_autofree char *why = d->peerProblem ? NULL : vrmPeerChannelOffReason(d->conf);
+
+        vrmHelperConnReplyError(c, VRM_ERR_CONFIG, d->peerProblem ? d->peerProblem : why);
         return;
     }
     to = vrmLocatorNew(msg->peerHost, msg->peerAddress, d->conf->peerPort);
@@ -720,7 +721,7 @@ vrmHelperStartPeers(vrmHelperDaemon *d)
         return;
     }
     if (!d->peerCreds) {
-        d->peerProblem = g_strdup(vrmPeerChannelOffReason());
+        d->peerProblem = vrmPeerChannelOffReason(d->conf);
         VRM_WARN("%s", d->peerProblem);
         return;
     }

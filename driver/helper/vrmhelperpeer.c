@@ -385,11 +385,15 @@ vrmPeerCredsLoad(const vrmHelperConfig *conf, vrmPeerCreds **out)
 }
 
 /* No credentials, none asked for: what the daemon logs and refuses with,
- * and what --check-config says */
-const char *
-vrmPeerChannelOffReason(void)
+ * and what --check-config says. It names the key file the admin has to
+ * make, the one step most hosts miss. */
+char *
+vrmPeerChannelOffReason(const vrmHelperConfig *conf)
 {
-    return _("the helpers' channel is off on this host: give virt-rdmad a cluster key ([peers] key-file, made with virt-rdmad --generate-key) or libvirt's TLS certificates ([peers] auth = x509)");
+    if (conf && conf->peerKeyFile && *conf->peerKeyFile)
+        return g_strdup_printf(_("the helpers' channel is off on this host: there is no cluster key at %1$s ([peers] key-file; make it on one host with 'virt-rdmad --generate-key %1$s' and copy it, mode 0600, to every host) and no TLS certificates are configured ([peers] auth = x509)"),
+                               conf->peerKeyFile);
+    return g_strdup(_("the helpers' channel is off on this host: give virt-rdmad a cluster key ([peers] key-file, made with virt-rdmad --generate-key) or libvirt's TLS certificates ([peers] auth = x509)"));
 }
 
 void
@@ -1160,8 +1164,9 @@ vrmPeerConnConnect(vrmPeerCreds *creds, const vrmLocator *to,
     int rc;
 
     if (!creds || creds->auth == VRM_PEER_AUTH_NONE) {
-        vrmReportError(VRM_ERR_CONFIG,
-                       _("the helpers' channel is off on this host: give virt-rdmad a cluster key ([peers] key-file, made with virt-rdmad --generate-key) or libvirt's TLS certificates ([peers] auth = x509)"));
+        g_autofree char *why = vrmPeerChannelOffReason(NULL);
+
+        vrmReportError(VRM_ERR_CONFIG, "%s", why);
         return NULL;
     }
     if ((rc = getaddrinfo(to->address, port, &hints, &ai)) != 0) {

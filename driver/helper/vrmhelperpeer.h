@@ -18,8 +18,9 @@
  * Public API summary
  * ------------------
  *   vrmPeerCredsLoad(conf, &creds)       NULL creds: the channel is off
- *   vrmPeerChannelOffReason()            what to tell then
- *                                        (auth none, or auto without files)
+ *   vrmPeerChannelOffReason(conf)        what to tell then (allocated): names
+ *                                        the key file that is missing (auth
+ *                                        none, or auto without files)
  *   vrmPeerCredsFree(creds)  vrmPeerCredsAuth(creds)  vrmPeerCredsDescribe(creds)
  *   vrmPeerKeyGenerate(path)             a new cluster key file (0600, never
  *                                        over an existing file)
@@ -74,7 +75,7 @@ typedef struct {
 typedef void (*vrmPeerAcceptFunc)(vrmPeerConn *pc, gpointer opaque);
 
 int vrmPeerCredsLoad(const vrmHelperConfig *conf, vrmPeerCreds **creds);
-const char *vrmPeerChannelOffReason(void);
+char *vrmPeerChannelOffReason(const vrmHelperConfig *conf);
 void vrmPeerCredsFree(vrmPeerCreds *creds);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(vrmPeerCreds, vrmPeerCredsFree);
 vrmPeerAuth vrmPeerCredsAuth(const vrmPeerCreds *creds);

@@ -1877,7 +1877,7 @@ testCheckConfig(void)
     /* a channel the daemon would run without: a key file that is not there
      * (psk, or auto with nothing else), and auto with nothing at all */
     checkConfigPeers("psk", "/nonexistent/key", "/nonexistent/key");
-    checkConfigPeers("auto", "/nonexistent/key", "the helpers' channel is off on this host: give virt-rdmad a cluster key");
+    checkConfigPeers("auto", "/nonexistent/key", "the helpers' channel is off on this host: there is no cluster key at /nonexistent/key ([peers] key-file; make it on one host with 'virt-rdmad --generate-key /nonexistent/key'");
     /* ... unless it is meant: auth = none */
     checkConfigPeers("none", "/nonexistent/key", NULL);
 }
