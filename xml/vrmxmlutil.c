@@ -92,9 +92,11 @@ vrmXMLSchemaDir(void)
 
     if (env && *env)
         return g_strdup(env);
-    if (g_file_test(VRM_SCHEMA_DIR, G_FILE_TEST_IS_DIR))
-        return g_strdup(VRM_SCHEMA_DIR);
-    return g_strdup(VRM_SOURCE_SCHEMA_DIR);
+#if VRM_SCHEMA_FALLBACK_TO_SOURCE
+    if (!g_file_test(VRM_SCHEMA_DIR, G_FILE_TEST_IS_DIR))
+        return g_strdup(VRM_SOURCE_SCHEMA_DIR);
+#endif
+    return g_strdup(VRM_SCHEMA_DIR);
 }
 
 static int

@@ -8,7 +8,8 @@
  *                                           errors name the line and the cause
  *   vrmXMLParseFile(path)                   same, reading a file
  *   vrmXMLSchemaDir()                       $VRM_SCHEMA_DIR, else the installed
- *                                           directory if present, else the source tree
+ *                                           directory (if absent, the source tree
+ *                                           when built with source_schema_fallback)
  *   vrmXMLParseValidated(doc, schema, what, parse, free)
  *                                           validate, then read with the parser
  *   vrmXMLValidate(doc, schema, &msg)       RNG validation: 0 valid, 1 invalid (msg
