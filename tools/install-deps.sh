@@ -14,6 +14,8 @@ packages=(
     libgnutls28-dev
     # tests: certtool makes the x509 PKI of vrmhelperpeertest
     gnutls-bin
+    # tests: the translation check makes a German locale (localedef)
+    locales
     # tests: Prometheus' own parser reads the helper's metrics file
     python3-prometheus-client
     # tests: virt-rdma's JSON output is validated against its JSON Schema

@@ -21,6 +21,9 @@ UNIT_TOOLS = {
     "virsh": "libvirt-clients",         # tests/tools: the virsh shim
     "python3": "python3",               # layering, message style, roce-trace
     "msgfmt": "gettext",                # translation checks
+    # the translation check's German locale (localedef needs the locale
+    # sources): Debian 13's glibc ignores LANGUAGE under C.UTF-8
+    "localedef -i de_DE": "locales",
     "apparmor_parser": "apparmor",      # apparmor-abstractions
     # vrmhelpermetricstest: Prometheus' parser reads the metrics file
     "python3 -m prometheus_client": "python3-prometheus-client",
