@@ -8,7 +8,9 @@
 # replays every fuzzer's seeds and regression inputs and runs each fuzzer
 # (XML, wire codec, channel state machines, stats record) for a bounded
 # time, checks that the translation template builds, builds the Debian
-# packages and runs lintian on them, and ends with the line `N passed, N failed`.
+# packages for Debian 12 and 13 in clean buildd roots (with the unit suite,
+# lintian and autopkgtest) and shows that dropping a Build-Depends line
+# breaks that build, and ends with the line `N passed, N failed`.
 #
 #   --no-install     skip apt-get (the packages are already there)
 #   --fuzz-seconds N run each fuzzer N seconds (default 60, what the security
@@ -109,11 +111,26 @@ fuzz_pair() {
 }
 fuzz_result() { local rc=0; wait "$1" || rc=$?; cat "$2"; return $rc; }
 
-# lint_debs DIR: lintian on the packages, with its informational tags;
-# errors, warnings and info tags not overridden (with their reason, in
-# debian/*.lintian-overrides) fail.
-lint_debs() {
-    lintian -I --pedantic --fail-on error,warning,info "$1"/*.changes
+# clean_debs SUITE NAME OUTDIR: the packages built in a clean SUITE root,
+# with that distribution's lintian (--pedantic; errors, warnings and info
+# tags not overridden, with their reason, in debian/*.lintian-overrides,
+# fail) and autopkgtest; one check line each, and one for compiler warnings
+# in the build log. Fails when no packages were built.
+clean_debs() {
+    local suite=$1 name=$2 dir=$3 rc=0
+    DEB_BUILD_OPTIONS="parallel=2" bash tools/build-debs-clean.sh --lintian --autopkgtest \
+        "$suite" "$dir" "$out/clean-roots" || rc=$?
+    if [ "$rc" != 0 ] && [ "$rc" != 3 ]; then
+        echo "check FAILED: $name packages build in a clean root (log: $dir/build.log)"
+        not_passed "$name packages build in a clean root"
+        return 1
+    fi
+    echo "check passed: $name packages build in a clean root (apt-get build-dep, dpkg-buildpackage, unit suite inside)"
+    passed=$((passed + 1))
+    check "$name lintian clean (errors, warnings, info)" grep -qx passed "$dir/lintian.status"
+    check "$name autopkgtest (debian/tests) passes" grep -qx passed "$dir/autopkgtest.status"
+    check "$name package build without compiler warnings" \
+        bash -c '! grep -E "^[^ ]+:[0-9]+:[0-9]+: warning:" "$1"' _ "$dir/build.log"
 }
 
 step "build (warnings are errors)"
@@ -127,22 +144,21 @@ if meson setup "$out/build" -Dsandbox_tests=true && ninja -C "$out/build"; then
     VRM_SOURCE_DIR=$top VRM_BUILD_DIR=$out/build LC_ALL=C.UTF-8 \
         bash tests/compat/compat-test.sh 13 root > "$out/compat-root.log" 2>&1 &
     compat_root_pid=$!
-    # Before the suites: the stock-host e2e scenario installs these
-    # packages inside the sandbox ($out/build/debs).
-    step "Debian packages (dpkg-buildpackage -b -us -uc) and lintian"
+    # Before the suites: the packages, built as a distribution's buildd
+    # builds them (tools/build-debs-clean.sh: a clean buildd root made with
+    # mmdebstrap, apt-get build-dep from debian/control alone,
+    # dpkg-buildpackage with the unit suite), checked by that
+    # distribution's lintian and autopkgtest. The stock-host e2e scenario
+    # installs the Debian 12 ones inside the sandbox ($out/build/debs).
+    step "Debian packages from clean Debian 12 and 13 roots: build, lintian, autopkgtest"
     pkg_start=$SECONDS
-    if DEB_BUILD_OPTIONS="parallel=2" bash tools/build-debs.sh "$out/build/debs"; then
-        echo "check passed: Debian packages build (dpkg-buildpackage, unit suite inside)"; passed=$((passed + 1))
-        check "lintian clean (errors, warnings, info)" lint_debs "$out/build/debs"
+    clean_debs bookworm "Debian 12" "$out/build/debs" &&
         check "packages hold what they should; libvirtrdma-dev builds a program" \
             bash tests/packaging/deb-check.sh "$out/build/debs"
-        check "package build without compiler warnings" \
-            bash -c '! grep -E "^[^ ]+:[0-9]+:[0-9]+: warning:" "$1"' _ "$out/build/debs/build.log"
-    else
-        echo "check FAILED: Debian packages build (log: $out/build/debs/build.log)"
-        not_passed "Debian packages build"
-    fi
-    echo "packages and lintian: $((SECONDS - pkg_start)) s"
+    check "the negative twin: a clean Debian 12 build without libgnutls28-dev fails" \
+        bash tests/packaging/clean-build-negative.sh bookworm "$out/clean-roots"
+    clean_debs trixie "Debian 13" "$out/debs-13"
+    echo "packages, lintian and autopkgtest: $((SECONDS - pkg_start)) s"
     wait "$compat_root_pid"
     echo "the Debian 13 root, beside the packages: status $?, $((SECONDS - compat_root_start)) s"
     step "unit, rdma and e2e suites"
