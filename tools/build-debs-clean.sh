@@ -94,15 +94,7 @@ trap 'rm -rf "$work"' EXIT
 trap 'exit 130' INT TERM    # (so that the EXIT trap runs)
 chmod 0755 "$work"
 mkdir -p "$work/src/virt-rdma-$version"
-if git -C "$top" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-    git -C "$top" ls-files -z --cached --others --exclude-standard |
-        while IFS= read -r -d '' f; do
-            [ -e "$top/$f" ] && printf '%s\0' "$f"
-        done |
-        tar -C "$top" --null -T - -cf - | tar -C "$work/src/virt-rdma-$version" -xf -
-else
-    tar -C "$top" --exclude='./build*' --exclude='./.git' -cf - . | tar -C "$work/src/virt-rdma-$version" -xf -
-fi
+bash "$top/tools/copy-tree.sh" "$top" "$work/src/virt-rdma-$version"
 if [ -n "$drop" ]; then
     control=$work/src/virt-rdma-$version/debian/control
     grep -qE "^ $drop( |,|\$)" "$control" || die "debian/control has no Build-Depends line for '$drop'"

@@ -24,15 +24,7 @@ src=$work/virt-rdma-$version
 mkdir -p "$src" "$out"
 
 # The files of the tree, without build directories or other ignored files.
-if git -C "$top" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-    git -C "$top" ls-files -z --cached --others --exclude-standard |
-        while IFS= read -r -d '' f; do
-            [ -e "$top/$f" ] && printf '%s\0' "$f"
-        done |
-        tar -C "$top" --null -T - -cf - | tar -C "$src" -xf -
-else
-    tar -C "$top" --exclude='./build*' --exclude='./.git' -cf - . | tar -C "$src" -xf -
-fi
+bash "$top/tools/copy-tree.sh" "$top" "$src"
 
 log=$out/build.log
 echo "build-debs.sh: building virt-rdma $version in $src (log: $log)"
