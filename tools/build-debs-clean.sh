@@ -51,13 +51,8 @@ for tool in mmdebstrap dpkg-parsechangelog; do
     command -v "$tool" > /dev/null || die "$tool is missing: apt-get install mmdebstrap dpkg-dev (or run tools/install-deps.sh)"
 done
 
-# The archive apt already reaches: the first Debian URI in its sources.
-mirror=${VRM_COMPAT_MIRROR:-}
-if [ -z "$mirror" ]; then
-    mirror=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources 2>/dev/null |
-             grep -oE '(https?|file)://[^ ]*/debian/?( |$)' | head -1 | tr -d ' ' || true)
-    [ -n "$mirror" ] || mirror=http://deb.debian.org/debian
-fi
+# The archive apt already reaches (or $VRM_COMPAT_MIRROR)
+mirror=$(bash "$top/tools/debian-mirror.sh")
 
 mkdir -p "$rootdir" "$out"
 rootdir=$(cd "$rootdir" && pwd)

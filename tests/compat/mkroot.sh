@@ -58,13 +58,8 @@ fi
 command -v mmdebstrap >/dev/null ||
     { echo "mkroot.sh: mmdebstrap is missing: apt-get install mmdebstrap" >&2; exit 1; }
 
-# The archive apt already reaches: the first Debian URI in its sources.
-mirror=${VRM_COMPAT_MIRROR:-}
-if [ -z "$mirror" ]; then
-    mirror=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources 2>/dev/null |
-             grep -oE '(https?|file)://[^ ]*/debian/?( |$)' | head -1 | tr -d ' ' || true)
-    [ -n "$mirror" ] || mirror=http://deb.debian.org/debian
-fi
+# The archive apt already reaches (or $VRM_COMPAT_MIRROR)
+mirror=$(bash "$(dirname "$0")/../../tools/debian-mirror.sh")
 
 stamp="$suite ${packages[*]} $(sha256sum "$0" | cut -d' ' -f1)"
 if [ -d "$root" ] && [ "$(cat "$root.stamp" 2>/dev/null)" = "$stamp" ]; then
