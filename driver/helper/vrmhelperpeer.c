@@ -390,6 +390,8 @@ vrmPeerCredsLoad(const vrmHelperConfig *conf, vrmPeerCreds **out)
 char *
 vrmPeerChannelOffReason(const vrmHelperConfig *conf)
 {
+    if (conf && conf->peerAuth == VRM_PEER_AUTH_NONE)
+        return g_strdup(_("the helpers' channel is off on this host ([peers] auth = none): this host neither sends nor receives RDMA migrations; to turn it on, set auth = auto with a cluster key, or auth = x509"));
     if (conf && conf->peerKeyFile && *conf->peerKeyFile)
         return g_strdup_printf(_("the helpers' channel is off on this host: there is no cluster key at %1$s ([peers] key-file; make it on one host with 'virt-rdmad --generate-key %1$s' and copy it, mode 0600, to every host) and no TLS certificates are configured ([peers] auth = x509)"),
                                conf->peerKeyFile);

@@ -18,9 +18,9 @@
  * Public API summary
  * ------------------
  *   vrmPeerCredsLoad(conf, &creds)       NULL creds: the channel is off
- *   vrmPeerChannelOffReason(conf)        what to tell then (allocated): names
- *                                        the key file that is missing (auth
- *                                        none, or auto without files)
+ *   vrmPeerChannelOffReason(conf)        what to tell then (allocated): auth
+ *                                        none, or auto without files (it names
+ *                                        the key file that is missing)
  *   vrmPeerCredsFree(creds)  vrmPeerCredsAuth(creds)  vrmPeerCredsDescribe(creds)
  *   vrmPeerKeyGenerate(path)             a new cluster key file (0600, never
  *                                        over an existing file)
