@@ -97,12 +97,18 @@ if [ -n "$drop" ]; then
     echo "build-debs-clean.sh: Build-Depends without $drop (the negative twin)"
 fi
 
-# in_root LAYER LOG SCRIPT: run SCRIPT in an overlay over the clean root
-# whose changes go to the layer LAYER (kept between calls), output to LOG
+# in_root LAYER LOG SCRIPT [offline]: run SCRIPT in an overlay over the
+# clean root whose changes go to the layer LAYER (kept between calls),
+# output to LOG; with "offline", in a network namespace of its own with
+# only a loopback device, as Debian's buildds build (and so that two
+# builds' tests never meet on 127.0.0.0/8)
 in_root() {
+    local net=()
+    [ "${4:-}" = offline ] && net=(--net)
     mkdir -p "$work/$1.upper" "$work/$1.ovl" "$work/$1.merged"
-    unshare --mount --propagation private bash -euc '
-    root=$1 work=$2 cache=$3 inner=$4 opts=$5 layer=$6
+    unshare --mount --propagation private "${net[@]}" bash -euc '
+    root=$1 work=$2 cache=$3 inner=$4 opts=$5 layer=$6 offline=$7
+    [ -z "$offline" ] || ip link set lo up
     m=$work/$layer.merged
     mount -t overlay overlay -o "lowerdir=$root,upperdir=$work/$layer.upper,workdir=$work/$layer.ovl" "$m"
     mount -t proc proc "$m/proc"
@@ -114,7 +120,7 @@ in_root() {
     cp /etc/resolv.conf "$m/etc/resolv.conf"
     exec chroot "$m" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LC_ALL=C.UTF-8 \
         DEBIAN_FRONTEND=noninteractive DEB_BUILD_OPTIONS="$opts" bash -c "$inner"
-    ' build-debs-clean "$root" "$work" "$cache" "$3" "${DEB_BUILD_OPTIONS:-}" "$1" > "$2" 2>&1
+    ' build-debs-clean "$root" "$work" "$cache" "$3" "${DEB_BUILD_OPTIONS:-}" "$1" "${net[*]}" > "$2" 2>&1
 }
 
 log=$out/build.log
@@ -124,12 +130,18 @@ if ! in_root build "$log" "set -e
 cd /build/virt-rdma-$version
 echo '== apt-get build-dep ./ (debian/control alone)'
 apt-get update -q
-apt-get build-dep -y -q --no-install-recommends ./
-echo '== dpkg-buildpackage -b -us -uc (DEB_BUILD_OPTIONS='\"\${DEB_BUILD_OPTIONS:-}\"')'
-dpkg-buildpackage -b -us -uc"; then
+apt-get build-dep -y -q --no-install-recommends ./" ||
+   ! in_root build "$log.2" "set -e
+cd /build/virt-rdma-$version
+echo '== dpkg-buildpackage -b -us -uc (DEB_BUILD_OPTIONS='\"\${DEB_BUILD_OPTIONS:-}\"'), no network'
+dpkg-buildpackage -b -us -uc" offline; then
+    cat "$log.2" >> "$log" 2>/dev/null
+    rm -f "$log.2"
     tail -n 40 "$log" >&2
     die "the clean $suite build failed; the whole log is $log"
 fi
+cat "$log.2" >> "$log"
+rm -f "$log.2"
 
 # The distribution's own lintian on the packages, in the same root after
 # the build: errors, warnings and info tags not overridden (with their
