@@ -1,16 +1,18 @@
 #!/bin/bash
 # run-all.sh: the one command that passes virt-rdma's tests on a fresh
-# Debian 12 machine, as root. It installs what is needed, builds, runs the
-# unit, rdma and e2e suites (the latter two in the Soft-RoCE sandbox), the
-# compat suite (the e2e scenarios on Debian 13 sandbox hosts, a root it
-# makes with mmdebstrap from the Debian archive), builds
-# the unit tier again with AddressSanitizer and UndefinedBehaviorSanitizer,
-# replays every fuzzer's seeds and regression inputs and runs each fuzzer
-# (XML, wire codec, channel state machines, stats record) for a bounded
-# time, checks that the translation template builds, builds the Debian
-# packages for Debian 12 and 13 in clean buildd roots (with the unit suite,
-# lintian and autopkgtest) and shows that dropping a Build-Depends line
-# breaks that build, and ends with the line `N passed, N failed`.
+# Debian 12 machine, as root. It installs what is needed, builds, builds
+# the Debian packages for Debian 12 and 13 in clean buildd roots (with the
+# unit suite, lintian and autopkgtest) and shows that dropping a
+# Build-Depends line breaks that build, builds the unit tier again with
+# AddressSanitizer and UndefinedBehaviorSanitizer, replays every fuzzer's
+# seeds and regression inputs and runs each fuzzer (XML, wire codec,
+# channel state machines, stats record, peer and control documents) for a
+# bounded time, then runs the rdma and e2e suites (in the Soft-RoCE
+# sandbox; the unit suite ran in the package builds) and the compat suite (the e2e scenarios on Debian
+# 13 sandbox hosts, a root it makes with mmdebstrap from the Debian
+# archive) within what is left of 85 minutes, checks that the translation
+# template builds, and ends with a time table and the line
+# `N passed, N failed`.
 #
 #   --no-install     skip apt-get (the packages are already there)
 #   --fuzz-seconds N run each fuzzer N seconds (default 60, what the security
@@ -111,15 +113,28 @@ fuzz_pair() {
 }
 fuzz_result() { local rc=0; wait "$1" || rc=$?; cat "$2"; return $rc; }
 
-# clean_debs SUITE NAME OUTDIR: the packages built in a clean SUITE root,
-# with that distribution's lintian (--pedantic; errors, warnings and info
-# tags not overridden, with their reason, in debian/*.lintian-overrides,
-# fail) and autopkgtest; one check line each, and one for compiler warnings
-# in the build log. Fails when no packages were built.
-clean_debs() {
-    local suite=$1 name=$2 dir=$3 rc=0
-    DEB_BUILD_OPTIONS="parallel=2" bash tools/build-debs-clean.sh --lintian --autopkgtest \
-        "$suite" "$dir" "$out/clean-roots" || rc=$?
+# clean_debs_start SUITE OUTDIR: the packages of SUITE built in a clean
+# root (tools/build-debs-clean.sh, with that distribution's lintian and
+# autopkgtest), in the background: its output goes to OUTDIR.out, its
+# status to OUTDIR.rc; the job's pid in $clean_debs_pid (a child of this
+# shell, which a command substitution's would not be)
+clean_debs_start() {
+    ( DEB_BUILD_OPTIONS="parallel=2" bash tools/build-debs-clean.sh --lintian --autopkgtest \
+          "$1" "$2" "$out/clean-roots" > "$2.out" 2>&1
+      echo $? > "$2.rc" ) < /dev/null > /dev/null 2>&1 &
+    clean_debs_pid=$!
+}
+
+# clean_debs_checks PID NAME OUTDIR: waits for clean_debs_start's job PID,
+# shows its output, and makes one check line for the build, lintian
+# (--pedantic; errors, warnings and info tags not overridden, with their
+# reason, in debian/*.lintian-overrides, fail), autopkgtest and compiler
+# warnings in the build log. Fails when no packages were built.
+clean_debs_checks() {
+    local pid=$1 name=$2 dir=$3 rc
+    wait "$pid"
+    cat "$dir.out"
+    rc=$(cat "$dir.rc" 2>/dev/null || echo 1)
     if [ "$rc" != 0 ] && [ "$rc" != 3 ]; then
         echo "check FAILED: $name packages build in a clean root (log: $dir/build.log)"
         not_passed "$name packages build in a clean root"
@@ -131,6 +146,70 @@ clean_debs() {
     check "$name autopkgtest (debian/tests) passes" grep -qx passed "$dir/autopkgtest.status"
     check "$name package build without compiler warnings" \
         bash -c '! grep -E "^[^ ]+:[0-9]+:[0-9]+: warning:" "$1"' _ "$dir/build.log"
+}
+
+# timed NAME START: one line of the time table printed before the summary
+# (CI shows only the end of the log)
+timed() { printf '  %-58s %5d s\n' "$1" $((SECONDS - $2)) >> "$out/times"; }
+
+# CI stops a run at 90 minutes and then prints nothing of it. The sandbox
+# suites get what is left of 85 minutes from the script's start, so that a
+# run on a slow day still ends with its summary and the time table, and
+# says what did not finish.
+budget_end=$((85 * 60))
+
+# The unit tier under AddressSanitizer and UndefinedBehaviorSanitizer
+sanitizer_step() {
+    local start=$SECONDS
+    step "unit suite under AddressSanitizer and UndefinedBehaviorSanitizer"
+    if meson setup "$out/asan" -Dsandbox_tests=false -Db_sanitize=address,undefined -Db_lundef=false &&
+       ninja -C "$out/asan"; then
+        meson test -C "$out/asan" --suite unit --print-errorlogs
+        count_meson "$out/asan"
+    else
+        echo "run-all.sh: the sanitizer build failed"
+        not_passed "the sanitizer build"
+    fi
+    timed "unit suite under ASan and UBSan (build and run)" "$start"
+}
+
+# Every fuzzer's seeds and regression inputs once, then each fuzzer for
+# $fuzz_seconds, two at a time (each is one process; the machine has two
+# cores), each for the whole time
+fuzzing_step() {
+    local start=$SECONDS
+    step "fuzzing (${fuzz_seconds}s each, libFuzzer with ASan+UBSan)"
+    if CC=clang meson setup "$out/fuzz" -Dsandbox_tests=false -Dfuzzing=true \
+           -Db_sanitize=address,undefined -Db_lundef=false &&
+       ninja -C "$out/fuzz"; then
+        meson test -C "$out/fuzz" --suite fuzz --print-errorlogs
+        count_meson "$out/fuzz"
+        fuzz_pair vrmxmlfuzz vrmwirefuzz
+        fuzz_pair vrmchannelfuzz vrmstatsfuzz
+        fuzz_pair vrmpeerfuzz vrmcontrolfuzz
+    else
+        echo "run-all.sh: the fuzzing build failed"
+        not_passed "the fuzzing build"
+    fi
+    timed "fuzzing (build, seeds, six fuzzers for ${fuzz_seconds} s)" "$start"
+}
+# (only the sanitizer and fuzzing builds read them)
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+
+# suites_step WHAT MESON-TEST-ARGUMENTS...: meson test on the sandbox
+# build within the budget; a run the budget stopped is a failure that says so
+suites_step() {
+    local what=$1 start=$SECONDS rc=0 left=$((budget_end - SECONDS))
+    shift
+    if [ "$left" -lt 120 ]; then
+        not_passed "$what: not run, CI's budget (85 minutes in all) was spent"
+        return
+    fi
+    timeout --signal=TERM "$left" meson test -C "$out/build" --print-errorlogs "$@" || rc=$?
+    [ "$rc" = 124 ] && not_passed "$what: stopped at CI's budget (85 minutes in all); the tests not listed above did not run"
+    count_meson "$out/build"
+    timed "$what" "$start"
 }
 
 step "build (warnings are errors)"
@@ -152,63 +231,58 @@ if meson setup "$out/build" -Dsandbox_tests=true && ninja -C "$out/build"; then
     # installs the Debian 12 ones inside the sandbox ($out/build/debs).
     step "Debian packages from clean Debian 12 and 13 roots: build, lintian, autopkgtest"
     pkg_start=$SECONDS
-    clean_debs bookworm "Debian 12" "$out/build/debs" &&
+    # Debian 13's build runs beside Debian 12's and its negative twin
+    # (their own roots and apt caches; much of each waits on the archive
+    # and on dpkg): CI time. The twin shares Debian 12's apt cache, so it
+    # comes after that build.
+    clean_debs_start trixie "$out/debs-13"
+    pkg13_pid=$clean_debs_pid
+    clean_debs_start bookworm "$out/build/debs"
+    pkg12_pid=$clean_debs_pid
+    clean_debs_checks "$pkg12_pid" "Debian 12" "$out/build/debs" &&
         check "packages hold what they should; libvirtrdma-dev builds a program" \
             bash tests/packaging/deb-check.sh "$out/build/debs"
     check "the negative twin: a clean Debian 12 build without libgnutls28-dev fails" \
         bash tests/packaging/clean-build-negative.sh bookworm "$out/clean-roots"
-    clean_debs trixie "Debian 13" "$out/debs-13"
-    echo "packages, lintian and autopkgtest: $((SECONDS - pkg_start)) s"
+    clean_debs_checks "$pkg13_pid" "Debian 13" "$out/debs-13"
+    timed "packages (Debian 12 and 13), lintian, autopkgtest" "$pkg_start"
     wait "$compat_root_pid"
     echo "the Debian 13 root, beside the packages: status $?, $((SECONDS - compat_root_start)) s"
-    step "unit, rdma and e2e suites"
-    meson test -C "$out/build" --print-errorlogs --num-processes 2 --no-suite compat
-    count_meson "$out/build"
+    timed "the compat suite's Debian 13 root (beside the packages)" "$compat_root_start"
+    # the steps that need no sandbox first: the sandbox suites take most
+    # of the run, and on a slow day the budget stops them, not these
+    sanitizer_step
+    [ -f tests/fuzz/run-fuzz.sh ] && fuzzing_step
+    # The unit suite ran in both clean package builds (Debian 12's is this
+    # host's) and under the sanitizers; of it, only the emulated switch's
+    # test is not there (it is built with the sandbox): CI time
+    step "the emulated switch's unit test, the rdma and e2e suites"
+    suites_step "the emulated switch's unit test" vrm-switch
+    suites_step "rdma and e2e suites" --no-suite compat --no-suite unit
     step "compat suite: Debian 13 sandbox hosts"
-    compat_start=$SECONDS
-    meson test -C "$out/build" --print-errorlogs --suite compat
-    count_meson "$out/build"
-    echo "compat suite: $((SECONDS - compat_start)) s"
+    suites_step "compat suite (Debian 13 sandbox hosts)" --suite compat
     step "translation template"
     check "po template builds" ninja -C "$out/build" virt-rdma-pot
 else
     echo "run-all.sh: the build failed"
     not_passed "the build"
-fi
-
-step "unit suite under AddressSanitizer and UndefinedBehaviorSanitizer"
-export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
-export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-if meson setup "$out/asan" -Dsandbox_tests=false -Db_sanitize=address,undefined -Db_lundef=false &&
-   ninja -C "$out/asan"; then
-    meson test -C "$out/asan" --suite unit --print-errorlogs
-    count_meson "$out/asan"
-else
-    echo "run-all.sh: the sanitizer build failed"
-    not_passed "the sanitizer build"
-fi
-
-if [ -f tests/fuzz/run-fuzz.sh ]; then
-    step "fuzzing (${fuzz_seconds}s each, libFuzzer with ASan+UBSan)"
-    if CC=clang meson setup "$out/fuzz" -Dsandbox_tests=false -Dfuzzing=true \
-           -Db_sanitize=address,undefined -Db_lundef=false &&
-       ninja -C "$out/fuzz"; then
-        # every seed and regression input once, then the fuzzers two at a
-        # time (each is one process; the machine has two cores), each for
-        # the whole time
-        meson test -C "$out/fuzz" --suite fuzz --print-errorlogs
-        count_meson "$out/fuzz"
-        fuzz_pair vrmxmlfuzz vrmwirefuzz
-        fuzz_pair vrmchannelfuzz vrmstatsfuzz
-        fuzz_pair vrmpeerfuzz vrmcontrolfuzz
-    else
-        echo "run-all.sh: the fuzzing build failed"
-        not_passed "the fuzzing build"
-    fi
+    sanitizer_step
+    [ -f tests/fuzz/run-fuzz.sh ] && fuzzing_step
 fi
 
 echo
-# what failed, next to the summary (a CI page shows only the end of the log)
+# the time table, then what failed, next to the summary (a CI page shows
+# only the end of the log)
+echo "times (the whole run: $SECONDS s):"
+cat "$out/times" 2>/dev/null
+python3 - "$out/build/meson-logs/testlog.json" <<'PY' 2>/dev/null
+import json, sys
+for line in open(sys.argv[1]):
+    if line.strip():
+        r = json.loads(line)
+        if r.get("duration", 0) >= 60:
+            print("  %-58s %5d s %s" % (r["name"], r["duration"], r.get("result", "")))
+PY
 [ -s "$out/why-not-passed" ] && cat "$out/why-not-passed"
 [ -s "$out/not-passed" ] && cat "$out/not-passed"
 echo "$passed passed, $failed failed"
