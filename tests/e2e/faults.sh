@@ -327,14 +327,19 @@ postcopy_killed() {
         # stream flows through it. The resume fails, g1 stays paused on a,
         # b's helper asks for another recovery once the broken one has
         # ended, and the same command resumes again
+        # (the recovery's "connected -> transferring" is read from a's
+        # helper log as it is written: a `virt-rdma jobinfo` poll takes
+        # seconds on a loaded day, and stop 55's run saw the recovery's
+        # whole transfer, 5 s, pass between two polls)
+        from=$(($(wc -l < /tmp/virt-rdmad.log) + 1))
         resume_by_virsh "$name" "" > /tmp/resume-say.out &
         mpid=$!
         deadline=$((SECONDS + 60))
-        until virt-rdma jobinfo g1 2>/dev/null | grep -qE '^RDMA job: +[0-9]+ \(transferring\)'; do
+        until old=$(tail -n "+$from" /tmp/virt-rdmad.log |
+                        sed -n 's/.* job \([0-9]*\): connected -> transferring$/\1/p' | head -1) && [ -n "$old" ]; do
             [ $SECONDS -ge $deadline ] && { cat /tmp/resume-say.out; fail "$name: the recovery carried nothing within 60 s of the resume"; }
-            nap 0.2
+            nap 0.1
         done
-        old=$(virt-rdma jobinfo g1 | sed -n 's/^RDMA job: *\([0-9]*\) (transferring).*/\1/p')
         eval "$kill_engine" || fail "$name: cannot kill the recovery's source engine"
         wait $mpid && fail "$name: the resume succeeded though its recovery's engine was killed"
         cat /tmp/resume-say.out
