@@ -36,6 +36,12 @@ fail() {
     say "FAIL: $*$gone${crash:+ [kernel: $crash]}"
     # the helper's side of it, when it ran here
     [ -s /tmp/virt-rdmad.log ] && tail -n 40 /tmp/virt-rdmad.log | sed 's/^/  virt-rdmad: /'
+    # engines still alive and jobs not ended: what a hang leaves (stop 55's
+    # CI saw two jobs stay "transferring" after virsh had returned)
+    pgrep -a -f '^[^ ]*/virt-rdma-engine( |$)' 2>/dev/null | cut -c1-200 | sed 's/^/  engine alive: /'
+    command -v vrmhelperctl > /dev/null &&
+        timeout 5 vrmhelperctl list 2>/dev/null | grep -o '<job [^>]*>' |
+        grep -vE 'state="(completed|failed|cancelled|over-tcp|unknown)"' | head -n 8 | sed 's/^/  job not ended: /'
     # libvirtd's last errors, once it has a log
     grep -E " (error|warning) : " /var/log/libvirt/libvirtd.log 2>/dev/null | tail -n 5 | sed 's/^/  libvirtd: /'
     # the sandbox's wire (a stalled queue or an rxe complaint) and crashes
