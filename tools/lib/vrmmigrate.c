@@ -630,18 +630,14 @@ vrmMigrateFinish(vrmMigrateJob *job)
     }
 }
 
-/* After libvirt failed: libvirt reports what QEMU saw (a closed stream, a
- * destination that "unexpectedly closed the monitor"), several lines of
- * it. When the RDMA job of the intent failed, its error is the cause:
- * report it first, with libvirt's first line after it. */
-static void
-vrmMigrateReportFailure(vrmMigrateJob *job)
+/* After libvirt failed: the job's record once it has ended, or as it is
+ * at VRM_MIGRATE_CAUSE_TIMEOUT_MS (NULL when the helper has none) */
+static vrmJobRecord *
+vrmMigrateEndedRecord(vrmMigrateJob *job)
 {
-    g_autofree char *libvirtMsg = g_strdup(virGetLastErrorMessage());
-    g_autofree char *firstLine = NULL;
     gint64 deadline = g_get_monotonic_time() +
                       (gint64)VRM_MIGRATE_CAUSE_TIMEOUT_MS * 1000;
-    g_autoptr(vrmJobRecord) rec = NULL;
+    vrmJobRecord *rec = NULL;
 
     for (;;) {
         g_autoptr(vrmControlMessage) req = vrmMigrateJobRequest(job, VRM_CONTROL_JOB_QUERY);
@@ -649,10 +645,20 @@ vrmMigrateReportFailure(vrmMigrateJob *job)
         vrmJobRecordFree(rec);
         rec = vrmMigrateQuery(job->helperSocket, req);
         if (!rec || vrmJobStateIsFinal(rec->state) || g_get_monotonic_time() >= deadline)
-            break;
+            return rec;
         g_usleep(100 * 1000);
     }
-    firstLine = g_strndup(libvirtMsg, strcspn(libvirtMsg, "\n"));
+}
+
+/* After libvirt failed (@libvirtMsg, its error): libvirt reports what
+ * QEMU saw (a closed stream, a destination that "unexpectedly closed the
+ * monitor"), several lines of it. When the RDMA job (@rec) failed, its
+ * error is the cause: report it first, with libvirt's first line after it. */
+static void
+vrmMigrateReportFailure(const vrmJobRecord *rec, const char *libvirtMsg)
+{
+    g_autofree char *firstLine = g_strndup(libvirtMsg, strcspn(libvirtMsg, "\n"));
+
     if (rec && rec->state == VRM_JOB_STATE_FAILED && rec->error) {
         vrmReportError(VRM_ERR_RDMA,
                        _("migration failed: RDMA job %1$llu failed: %2$s (libvirt: %3$s)"),
@@ -660,6 +666,44 @@ vrmMigrateReportFailure(vrmMigrateJob *job)
         return;
     }
     vrmReportError(VRM_ERR_LIBVIRT, _("%1$s: %2$s"), _("migration failed"), libvirtMsg);
+}
+
+/* A resume that libvirt reported failed, though it went through: libvirt
+ * 9.0's destination can check QEMU's state before QEMU has left
+ * "postcopy-paused" for the recovery and report "job 'migration in'
+ * failed in post-copy phase", while the source's libvirt completes the
+ * migration (fault matrix row 14, one run in several). It went through
+ * when the recovery's RDMA job carried the stream to its end (completed),
+ * the source's libvirt stopped the domain as migrated, and it is active
+ * on the destination and not in a failed post-copy: then the destination's
+ * domain, else NULL. */
+static virDomainPtr
+vrmMigrateRecoveredAnyway(const vrmMigrateJob *job, const vrmJobRecord *rec,
+                          virDomainPtr domain, virConnectPtr dconn,
+                          const char *libvirtMsg)
+{
+    unsigned char uuid[VIR_UUID_BUFLEN];
+    int state, reason;
+    virDomainPtr ddom;
+
+    if (!job->recovery || !rec || rec->state != VRM_JOB_STATE_COMPLETED)
+        return NULL;
+    if (virDomainGetState(domain, &state, &reason, 0) < 0 ||
+        state != VIR_DOMAIN_SHUTOFF || reason != VIR_DOMAIN_SHUTOFF_MIGRATED)
+        return NULL;
+    if (virDomainGetUUID(domain, uuid) < 0 ||
+        !(ddom = virDomainLookupByUUID(dconn, uuid)))
+        return NULL;
+    if (virDomainGetState(ddom, &state, &reason, 0) < 0 ||
+        (state != VIR_DOMAIN_RUNNING && state != VIR_DOMAIN_PAUSED) ||
+        (state == VIR_DOMAIN_RUNNING && reason == VIR_DOMAIN_RUNNING_POSTCOPY_FAILED) ||
+        (state == VIR_DOMAIN_PAUSED && reason == VIR_DOMAIN_PAUSED_POSTCOPY_FAILED)) {
+        virDomainFree(ddom);
+        return NULL;
+    }
+    VRM_WARN(_("libvirt reported that the resume of '%1$s' failed (%2$s), but it went through: RDMA job %3$llu carried the whole stream, this host's libvirt stopped the domain as migrated, and it runs on the destination"),
+             virDomainGetName(domain), libvirtMsg, rec->id);
+    return ddom;
 }
 
 /* libvirt refused a resume as invalid: QEMU still reports the broken
@@ -713,7 +757,14 @@ vrmDomainMigrate3(virDomainPtr domain, virConnectPtr dconn,
            vrmMigrateResumeAgain(job, domain, start, &paused))
         ;
     if (!ddom) {
-        vrmMigrateReportFailure(job);
+        g_autofree char *libvirtMsg = g_strdup(virGetLastErrorMessage());
+        g_autoptr(vrmJobRecord) rec = vrmMigrateEndedRecord(job);
+
+        if ((ddom = vrmMigrateRecoveredAnyway(job, rec, domain, dconn, libvirtMsg))) {
+            vrmMigrateFinish(job);
+            return ddom;
+        }
+        vrmMigrateReportFailure(rec, libvirtMsg);
         vrmMigrateJobCancel(job);
         return NULL;
     }
@@ -778,7 +829,10 @@ vrmDomainMigrateToURI3(virDomainPtr domain, const char *dconnuri,
            vrmMigrateResumeAgain(job, domain, start, &paused))
         ;
     if (rc < 0) {
-        vrmMigrateReportFailure(job);
+        g_autofree char *libvirtMsg = g_strdup(virGetLastErrorMessage());
+        g_autoptr(vrmJobRecord) rec = vrmMigrateEndedRecord(job);
+
+        vrmMigrateReportFailure(rec, libvirtMsg);
         vrmMigrateJobCancel(job);
         return -1;
     }
