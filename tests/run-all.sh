@@ -45,14 +45,16 @@ step() { echo; echo "==== $* ===="; }
 # not_passed WHAT: one failure that is not a meson test, named again at the end
 not_passed() { echo "not passed: $*" >> "$out/not-passed"; failed=$((failed + 1)); }
 
-# count_meson DIR: add the results of DIR/meson-logs/testlog.json.
+# count_meson DIR: add the results of DIR/meson-logs/testlog.json; its
+# tests of a minute or more go into the time table, under the step's line
+# (each meson test run overwrites that log, so it is read after each)
 count_meson() {
     local log=$1/meson-logs/testlog.json counts
     if [ ! -f "$log" ]; then
         not_passed "the tests of $1 (no $log)"
         return
     fi
-    counts=$(python3 - "$log" "$out/not-passed" "$out/why-not-passed" <<'PY'
+    counts=$(python3 - "$log" "$out/not-passed" "$out/why-not-passed" "$out/times-tests" <<'PY'
 import json, sys
 ok = bad = 0
 for line in open(sys.argv[1]):
@@ -60,6 +62,10 @@ for line in open(sys.argv[1]):
     if not line:
         continue
     r = json.loads(line)
+    # every test of a minute or more goes into the time table
+    if r.get("duration", 0) >= 60:
+        with open(sys.argv[4], "a") as f:
+            print("    %-56s %5d s %s" % (r.get("name"), r["duration"], r.get("result", "")), file=f)
     # A skipped test is not a passed test.
     if r.get("result") == "OK":
         ok += 1
@@ -150,7 +156,14 @@ clean_debs_checks() {
 
 # timed NAME START: one line of the time table printed before the summary
 # (CI shows only the end of the log)
-timed() { printf '  %-58s %5d s\n' "$1" $((SECONDS - $2)) >> "$out/times"; }
+# and, under it, the step's tests of a minute or more (count_meson)
+timed() {
+    printf '  %-58s %5d s\n' "$1" $((SECONDS - $2)) >> "$out/times"
+    if [ -f "$out/times-tests" ]; then
+        cat "$out/times-tests" >> "$out/times"
+        rm -f "$out/times-tests"
+    fi
+}
 
 # CI stops a run at 90 minutes and then prints nothing of it. The sandbox
 # suites get what is left of 85 minutes from the script's start, so that a
@@ -275,14 +288,6 @@ echo
 # only the end of the log)
 echo "times (the whole run: $SECONDS s):"
 cat "$out/times" 2>/dev/null
-python3 - "$out/build/meson-logs/testlog.json" <<'PY' 2>/dev/null
-import json, sys
-for line in open(sys.argv[1]):
-    if line.strip():
-        r = json.loads(line)
-        if r.get("duration", 0) >= 60:
-            print("  %-58s %5d s %s" % (r["name"], r["duration"], r.get("result", "")))
-PY
 [ -s "$out/why-not-passed" ] && cat "$out/why-not-passed"
 [ -s "$out/not-passed" ] && cat "$out/not-passed"
 echo "$passed passed, $failed failed"
