@@ -4,13 +4,14 @@
 # loss), so that Soft-RoCE retransmits all the time and its ACKs come
 # later than its ACK timeout, as they did on a loaded machine.
 #
-#   engine-lossy.sh ENGINE STREAMTEST RXE_RETRY RUNS
+#   engine-lossy.sh ENGINE STREAMTEST RXE_RETRY RUNS [--show-kernel-bug]
 #
-# 1. vrm-rxe-retry, seven queue pairs each way at once, 1 MiB messages
-#    written with WRITE_WITH_IMM in one work request each: the kernel's
-#    bug usually shows in one of them (docs/reliability.rst); that outcome
-#    is printed, not asserted: it is the kernel's, and a fixed kernel
-#    passes.
+# 1. With --show-kernel-bug only (`ninja -C build engine-lossy-full`; the
+#    test leaves it out: it asserts nothing, CI time): vrm-rxe-retry, seven
+#    queue pairs each way at once, 1 MiB messages written with
+#    WRITE_WITH_IMM in one work request each: the kernel's bug usually
+#    shows in one of them (docs/reliability.rst); that outcome is printed,
+#    not asserted: it is the kernel's, and a fixed kernel passes.
 # 2. The same with --split mtu (each work request one packet, the engine's
 #    way on rxe): every message must arrive intact on every queue pair.
 # 3. The engines with their default settings: seven channels, streams in
@@ -19,7 +20,7 @@
 #    (--test-fault whole-writes) these runs failed 11 times in 16
 #    (docs/reliability.rst).
 set -u
-engine=$1 streamtest=$2 rxe_retry=$3 runs=$4
+engine=$1 streamtest=$2 rxe_retry=$3 runs=$4 show_bug=${5:-}
 host=${VRM_SANDBOX_HOST:?run inside vrm-sandbox}
 shared=${VRM_SANDBOX_SHARED:?run inside vrm-sandbox}
 netdev=${VRM_SANDBOX_NETDEV:?run inside vrm-sandbox}
@@ -33,6 +34,9 @@ modprobe sch_netem || { echo "FAIL: no sch_netem module"; exit 1; }
 # second kind of loss, as a congested switch adds
 tc qdisc add dev "$netdev" root netem delay 300ms loss 0.3% ||
     { echo "FAIL: cannot add netem to $netdev"; exit 1; }
+# the wire comes back whatever happens: the scenarios after this one in the
+# same boot (tests/rdma/engine/meson.build) need it whole
+trap 'tc qdisc del dev "$netdev" root 2>/dev/null' EXIT
 
 # meet the other host between the steps (its servers must listen first)
 meet() {
@@ -75,9 +79,11 @@ retry_pairs() {
 }
 
 meet 1
-echo "== vrm-rxe-retry, $pairs queue pairs each way, each 1 MiB message in one work request"
-retry_pairs 18800 8
-echo "   (not asserted: where a program failed, the kernel's bug showed)"
+if [ "$show_bug" = --show-kernel-bug ]; then
+    echo "== vrm-rxe-retry, $pairs queue pairs each way, each 1 MiB message in one work request"
+    retry_pairs 18800 8
+    echo "   (not asserted: where a program failed, the kernel's bug showed)"
+fi
 meet 2
 echo "== vrm-rxe-retry, the same with one packet per work request (must pass)"
 if ! retry_pairs 18900 4 --split mtu; then
@@ -90,5 +96,4 @@ if ! bash "$here/engine-stress.sh" "$engine" "$streamtest" "$runs" 8M+13; then
     echo "FAIL: the engines failed on a lossy wire (issue 39)"
     rc=1
 fi
-tc qdisc del dev "$netdev" root
 exit $rc
